@@ -1,0 +1,194 @@
+//! A chunk: up to C sorted entries stored contiguously, with cached entry
+//! hashes and a cached chunk hash (`spec/hashing.md`, tags 0x00 and 0x02).
+//!
+//! Keys live in one sorted byte buffer with end offsets, so a binary search
+//! touches two small arrays instead of chasing a pointer per key.
+
+use crate::hash::{chunk_hash, entry_hash, inchunk_tree, left_size, multiproof, Hash};
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Chunk {
+    /// `key_ends[i]` is the exclusive end of key `i` in `keys`.
+    key_ends: Vec<u32>,
+    keys: Vec<u8>,
+    values: Vec<Box<[u8]>>,
+    /// Entry hashes; `None` until the next commit hashes the entry.
+    entry_hashes: Vec<Option<Hash>>,
+    /// The in-chunk tree (`hash::inchunk_tree`) as of the last commit.
+    tree: Vec<Hash>,
+    /// The chunk hash; `None` while the chunk has uncommitted changes.
+    hash: Option<Hash>,
+}
+
+impl Chunk {
+    pub fn len(&self) -> usize {
+        self.key_ends.len()
+    }
+
+    fn key_start(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.key_ends[i - 1] as usize }
+    }
+
+    pub fn key(&self, i: usize) -> &[u8] {
+        &self.keys[self.key_start(i)..self.key_ends[i] as usize]
+    }
+
+    pub fn value(&self, i: usize) -> &[u8] {
+        &self.values[i]
+    }
+
+    pub fn first_key(&self) -> &[u8] {
+        self.key(0)
+    }
+
+    /// `Ok(i)` if key `i` equals `key`, else `Err(i)` where it would go.
+    pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0usize, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Index of the first key `≥ key`.
+    pub fn lower_bound(&self, key: &[u8]) -> usize {
+        self.search(key).unwrap_or_else(|i| i)
+    }
+
+    pub fn set_value(&mut self, i: usize, value: &[u8]) {
+        if *self.values[i] != *value {
+            self.values[i] = value.into();
+            self.entry_hashes[i] = None;
+            self.hash = None;
+        }
+    }
+
+    pub fn insert_at(&mut self, i: usize, key: &[u8], value: &[u8]) {
+        let start = self.key_start(i);
+        self.keys.splice(start..start, key.iter().copied());
+        for end in &mut self.key_ends[i..] {
+            *end += key.len() as u32;
+        }
+        self.key_ends.insert(i, (start + key.len()) as u32);
+        self.values.insert(i, value.into());
+        self.entry_hashes.insert(i, None);
+        self.hash = None;
+    }
+
+    /// Removes entry `i` and returns it.
+    pub fn remove_at(&mut self, i: usize) -> (Box<[u8]>, Box<[u8]>) {
+        let (start, end) = (self.key_start(i), self.key_ends[i] as usize);
+        let key: Box<[u8]> = self.keys.drain(start..end).collect();
+        self.key_ends.remove(i);
+        for e in &mut self.key_ends[i..] {
+            *e -= key.len() as u32;
+        }
+        self.entry_hashes.remove(i);
+        self.hash = None;
+        (key, self.values.remove(i))
+    }
+
+    /// Moves entries `at..` into a new chunk (the right half of a split).
+    pub fn split_off(&mut self, at: usize) -> Chunk {
+        let start = self.key_start(at);
+        let keys = self.keys.split_off(start);
+        let key_ends = self.key_ends.split_off(at).into_iter().map(|e| e - start as u32).collect();
+        self.hash = None;
+        Chunk {
+            key_ends,
+            keys,
+            values: self.values.split_off(at),
+            entry_hashes: self.entry_hashes.split_off(at),
+            tree: Vec::new(),
+            hash: None,
+        }
+    }
+
+    /// Appends every entry of `other`, whose keys are all greater.
+    pub fn append(&mut self, other: Chunk) {
+        let base = self.keys.len() as u32;
+        self.keys.extend_from_slice(&other.keys);
+        self.key_ends.extend(other.key_ends.iter().map(|e| e + base));
+        self.values.extend(other.values);
+        self.entry_hashes.extend(other.entry_hashes);
+        self.hash = None;
+    }
+
+    /// Builds a chunk from verified sorted entries, their in-chunk tree
+    /// and their chunk hash.
+    pub fn from_verified(keys: &[&[u8]], values: &[&[u8]], tree: Vec<Hash>, hash: Hash) -> Chunk {
+        let m = keys.len();
+        let mut c = Chunk { tree, hash: Some(hash), ..Chunk::default() };
+        c.keys.reserve(keys.iter().map(|k| k.len()).sum());
+        for (k, v) in keys.iter().zip(values) {
+            c.keys.extend_from_slice(k);
+            c.key_ends.push(c.keys.len() as u32);
+            c.values.push((*v).into());
+        }
+        // Leaves sit in pre-order too; gather them rather than hashing again.
+        c.entry_hashes = leaves_in_order(&c.tree, m).into_iter().map(Some).collect();
+        c
+    }
+
+    /// The committed chunk hash. Panics if the chunk was changed since.
+    pub fn hash(&self) -> Hash {
+        self.hash.expect("chunk hashed at commit")
+    }
+
+    pub fn hash_cached(&self) -> Option<Hash> {
+        self.hash
+    }
+
+    /// The committed in-chunk multiproof for entries `[lo, hi)`.
+    pub fn multiproof(&self, lo: usize, hi: usize) -> Vec<Hash> {
+        debug_assert!(self.hash.is_some(), "chunk hashed at commit");
+        multiproof(&self.tree, self.len(), lo, hi)
+    }
+
+    /// The committed in-chunk root.
+    pub fn root(&self) -> Hash {
+        self.tree[0]
+    }
+
+    /// Hashes what changed since the last commit and returns the chunk hash.
+    pub fn rehash(&mut self) -> Hash {
+        if let Some(h) = self.hash {
+            return h;
+        }
+        for i in 0..self.len() {
+            if self.entry_hashes[i].is_none() {
+                self.entry_hashes[i] = Some(entry_hash(self.key(i), self.value(i)));
+            }
+        }
+        let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
+        self.tree = inchunk_tree(&leaves);
+        let h = chunk_hash(self.len(), &self.tree[0]);
+        self.hash = Some(h);
+        h
+    }
+
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
+        (0..self.len()).map(move |i| (self.key(i), self.value(i)))
+    }
+}
+
+/// The leaves of a pre-order in-chunk tree over `m` entries, in key order.
+fn leaves_in_order(tree: &[Hash], m: usize) -> Vec<Hash> {
+    fn walk(tree: &[Hash], p: usize, n: usize, out: &mut Vec<Hash>) {
+        if n == 1 {
+            out.push(tree[p]);
+        } else {
+            let k = left_size(n);
+            walk(tree, p + 1, k, out);
+            walk(tree, p + 2 * k, n - k, out);
+        }
+    }
+    let mut out = Vec::with_capacity(m);
+    walk(tree, 0, m, &mut out);
+    out
+}

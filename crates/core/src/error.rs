@@ -1,0 +1,191 @@
+//! Errors with stable codes (`spec/errors.md`). Callers branch on `code()`,
+//! which is identical in Rust, WASM and TypeScript; messages are for people.
+
+use thiserror::Error;
+
+/// Why bytes failed to decode, or a proof or chunk failed to verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ProofError {
+    /// The input ended before the object did.
+    #[error("input is truncated")]
+    Truncated,
+    /// Bytes are left after the object.
+    #[error("trailing bytes after the object")]
+    TrailingBytes,
+    /// The format byte is not the one this decoder reads.
+    #[error("unsupported format byte")]
+    FormatUnsupported,
+    /// A varint has a redundant trailing zero group.
+    #[error("non-canonical varint")]
+    VarintNonCanonical,
+    /// A varint is longer than 8 bytes or exceeds 2^53 − 1.
+    #[error("varint overflow")]
+    VarintOverflow,
+    /// The capacity is outside 2 … 4096.
+    #[error("capacity out of range")]
+    CapacityInvalid,
+    /// A chunk's entry count is 0 or above the capacity.
+    #[error("chunk entry count out of range")]
+    ChunkSizeInvalid,
+    /// A chunk of a multi-chunk tree holds fewer than ⌈C/2⌉ entries.
+    #[error("chunk is under-filled")]
+    ChunkFill,
+    /// An in-chunk position or range is outside the chunk, or empty.
+    #[error("in-chunk position out of range")]
+    PositionInvalid,
+    /// A key has length 0.
+    #[error("empty key")]
+    KeyEmpty,
+    /// A key is longer than 1024 bytes.
+    #[error("key too long")]
+    KeyTooLong,
+    /// A value is longer than 65536 bytes.
+    #[error("value too long")]
+    ValueTooLong,
+    /// Keys are not strictly increasing.
+    #[error("keys are not strictly increasing")]
+    KeysNotSorted,
+    /// A chunk path has more than 48 steps.
+    #[error("chunk path too long")]
+    PathTooLong,
+    /// A height breaks the AVL rules.
+    #[error("invalid height")]
+    HeightInvalid,
+    /// A sibling count is impossible, or the totals exceed their bounds.
+    #[error("invalid count")]
+    CountInvalid,
+    /// A flags byte has a reserved bit set.
+    #[error("reserved flag bits set")]
+    FlagsInvalid,
+    /// The data does not hash to the trusted root.
+    #[error("root mismatch")]
+    RootMismatch,
+    /// A valid chunk of this tree, but not at the expected index.
+    #[error("chunk index mismatch")]
+    ChunkIndexMismatch,
+    /// The envelope's key-height differs from the authenticated one.
+    #[error("key-height mismatch")]
+    KeyHeightMismatch,
+    /// The neighbours do not prove absence.
+    #[error("absence proof does not prove absence")]
+    AbsenceInvalid,
+    /// The range window is not contiguous, omits entries, or exceeds the limit.
+    #[error("range proof window is invalid")]
+    RangeInvalid,
+    /// A range query is malformed.
+    #[error("invalid range query")]
+    QueryInvalid,
+}
+
+impl ProofError {
+    /// The stable code from `spec/errors.md`.
+    pub fn code(&self) -> &'static str {
+        use ProofError::*;
+        match self {
+            Truncated => "TRUNCATED",
+            TrailingBytes => "TRAILING_BYTES",
+            FormatUnsupported => "FORMAT_UNSUPPORTED",
+            VarintNonCanonical => "VARINT_NON_CANONICAL",
+            VarintOverflow => "VARINT_OVERFLOW",
+            CapacityInvalid => "CAPACITY_INVALID",
+            ChunkSizeInvalid => "CHUNK_SIZE_INVALID",
+            ChunkFill => "CHUNK_FILL",
+            PositionInvalid => "POSITION_INVALID",
+            KeyEmpty => "KEY_EMPTY",
+            KeyTooLong => "KEY_TOO_LONG",
+            ValueTooLong => "VALUE_TOO_LONG",
+            KeysNotSorted => "KEYS_NOT_SORTED",
+            PathTooLong => "PATH_TOO_LONG",
+            HeightInvalid => "HEIGHT_INVALID",
+            CountInvalid => "COUNT_INVALID",
+            FlagsInvalid => "FLAGS_INVALID",
+            RootMismatch => "ROOT_MISMATCH",
+            ChunkIndexMismatch => "CHUNK_INDEX_MISMATCH",
+            KeyHeightMismatch => "KEY_HEIGHT_MISMATCH",
+            AbsenceInvalid => "ABSENCE_INVALID",
+            RangeInvalid => "RANGE_INVALID",
+            QueryInvalid => "QUERY_INVALID",
+        }
+    }
+}
+
+/// Why a tree operation was refused. The tree is left unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum TreeError {
+    /// A key has length 0.
+    #[error("empty key")]
+    KeyEmpty,
+    /// A key is longer than 1024 bytes.
+    #[error("key too long")]
+    KeyTooLong,
+    /// A value is longer than 65536 bytes.
+    #[error("value too long")]
+    ValueTooLong,
+    /// The capacity is outside 2 … 4096.
+    #[error("capacity out of range")]
+    CapacityInvalid,
+    /// An existence proof was asked for an absent key.
+    #[error("key not found")]
+    KeyNotFound,
+    /// An absence proof was asked for a present key.
+    #[error("key exists")]
+    KeyExists,
+    /// A chunk index at or above the committed chunk count.
+    #[error("chunk index out of range")]
+    ChunkOutOfRange,
+    /// An insert would exceed 2^32 − 1 chunks or 2^53 − 1 entries.
+    #[error("tree is full")]
+    TreeFull,
+    /// A range query is malformed.
+    #[error("invalid range query")]
+    QueryInvalid,
+}
+
+impl TreeError {
+    /// The stable code from `spec/errors.md`.
+    pub fn code(&self) -> &'static str {
+        use TreeError::*;
+        match self {
+            KeyEmpty => "KEY_EMPTY",
+            KeyTooLong => "KEY_TOO_LONG",
+            ValueTooLong => "VALUE_TOO_LONG",
+            CapacityInvalid => "CAPACITY_INVALID",
+            KeyNotFound => "KEY_NOT_FOUND",
+            KeyExists => "KEY_EXISTS",
+            ChunkOutOfRange => "CHUNK_OUT_OF_RANGE",
+            TreeFull => "TREE_FULL",
+            QueryInvalid => "QUERY_INVALID",
+        }
+    }
+}
+
+/// Why a rebuild could not accept a chunk or finish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum RebuildError {
+    /// The chunk failed verification against the rebuilder's root.
+    #[error("chunk rejected: {0}")]
+    Chunk(ProofError),
+    /// Finish was called while chunks are missing.
+    #[error("chunks are missing")]
+    Incomplete,
+    /// The rebuilt tree does not reproduce the trusted root.
+    #[error("rebuilt tree does not match the trusted root")]
+    RootMismatch,
+}
+
+impl RebuildError {
+    /// The stable code from `spec/errors.md`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RebuildError::Chunk(e) => e.code(),
+            RebuildError::Incomplete => "REBUILD_INCOMPLETE",
+            RebuildError::RootMismatch => "ROOT_MISMATCH",
+        }
+    }
+}
+
+impl From<ProofError> for RebuildError {
+    fn from(e: ProofError) -> Self {
+        RebuildError::Chunk(e)
+    }
+}

@@ -1,0 +1,39 @@
+//! # bpavl-core
+//!
+//! The B+AVL tree (Cattaneo, Batista, Pedone): a Merkle AVL tree whose leaves
+//! are B+tree-style chunks of up to C sorted entries, each with its own
+//! in-chunk hash tree. Per-entry proofs are the in-chunk path followed by the
+//! chunk path. Chunks are self-verifiable: a syncing peer checks each one
+//! against the trusted root alone, in any order, and rebuilds the identical
+//! tree from them.
+//!
+//! Every byte format is specified in `spec/` at the repository root; this crate
+//! implements those specs and has no wasm, file or network dependencies.
+#![forbid(unsafe_code)]
+
+mod chunk;
+pub mod codec;
+mod envelope;
+mod error;
+pub mod hash;
+pub mod limits;
+mod node;
+pub mod path;
+mod proof;
+mod prove;
+mod rebuild;
+mod tree;
+
+mod invariants;
+
+pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
+pub use error::{ProofError, RebuildError, TreeError};
+pub use hash::Hash;
+pub use path::{ChunkPath, Folded, PathStep};
+pub use proof::{
+    check_range_query, verify_absence, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkProof,
+    EntryPosition, EntryWitness, ExistenceProof, Neighbour, RangeProof, RangeResult, Segment, FORMAT_ABSENCE,
+    FORMAT_CHUNK_PROOF, FORMAT_EXISTENCE, FORMAT_RANGE,
+};
+pub use rebuild::Rebuilder;
+pub use tree::{Commit, Entries, Snapshot, Tree};

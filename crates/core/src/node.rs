@@ -1,0 +1,246 @@
+//! The AVL inner tree over chunks. Nodes are shared between the working tree
+//! and committed snapshots through `Arc`; a write copies only the path it
+//! touches (`Arc::make_mut`), so a snapshot never changes.
+
+use std::sync::Arc;
+
+use crate::chunk::Chunk;
+use crate::hash::{inner_hash, Hash};
+
+#[derive(Clone, Debug)]
+pub(crate) enum Node {
+    Leaf(Arc<Chunk>),
+    Inner(Arc<Inner>),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Inner {
+    pub left: Node,
+    pub right: Node,
+    /// `1 + max(child heights)`; a chunk has height 0.
+    pub height: u8,
+    /// Copy of the smallest key of the right subtree.
+    pub key: Box<[u8]>,
+    pub chunks: u64,
+    pub entries: u64,
+    /// `None` while the subtree has uncommitted changes.
+    pub hash: Option<Hash>,
+}
+
+impl Node {
+    pub fn leaf(chunk: Chunk) -> Node {
+        Node::Leaf(Arc::new(chunk))
+    }
+
+    pub fn height(&self) -> u8 {
+        match self {
+            Node::Leaf(_) => 0,
+            Node::Inner(n) => n.height,
+        }
+    }
+
+    pub fn chunks(&self) -> u64 {
+        match self {
+            Node::Leaf(_) => 1,
+            Node::Inner(n) => n.chunks,
+        }
+    }
+
+    pub fn entries(&self) -> u64 {
+        match self {
+            Node::Leaf(c) => c.len() as u64,
+            Node::Inner(n) => n.entries,
+        }
+    }
+
+    /// The committed hash. Panics on a node with uncommitted changes.
+    pub fn hash(&self) -> Hash {
+        match self {
+            Node::Leaf(c) => c.hash(),
+            Node::Inner(n) => n.hash.expect("node hashed at commit"),
+        }
+    }
+
+    /// Hashes every changed node below and returns this node's hash.
+    pub fn rehash(&mut self) -> Hash {
+        match self {
+            Node::Leaf(c) => match c.hash_cached() {
+                Some(h) => h,
+                None => Arc::make_mut(c).rehash(),
+            },
+            Node::Inner(n) => match n.hash {
+                Some(h) => h,
+                None => {
+                    let n = Arc::make_mut(n);
+                    let (l, r) = (n.left.rehash(), n.right.rehash());
+                    let h = inner_hash(n.height, n.chunks, n.entries, &l, &r);
+                    n.hash = Some(h);
+                    h
+                }
+            },
+        }
+    }
+
+    fn balance(&self) -> i32 {
+        match self {
+            Node::Leaf(_) => 0,
+            Node::Inner(n) => n.left.height() as i32 - n.right.height() as i32,
+        }
+    }
+
+    /// Writable access to an inner node (copied first if a snapshot shares it).
+    pub fn inner_mut(&mut self) -> &mut Inner {
+        match self {
+            Node::Inner(n) => Arc::make_mut(n),
+            Node::Leaf(_) => unreachable!("inner node expected"),
+        }
+    }
+
+    /// Restores the AVL balance of this subtree after one child's height
+    /// changed by at most one, and refreshes its metadata.
+    pub fn rebalance(&mut self) {
+        let Node::Inner(_) = self else { return };
+        let n = self.inner_mut();
+        n.refresh();
+        match self.balance() {
+            2 => {
+                let n = self.inner_mut();
+                if n.left.balance() < 0 {
+                    n.left.inner_mut().rotate_left();
+                }
+                n.rotate_right();
+            }
+            -2 => {
+                let n = self.inner_mut();
+                if n.right.balance() > 0 {
+                    n.right.inner_mut().rotate_right();
+                }
+                n.rotate_left();
+            }
+            _ => {}
+        }
+    }
+
+    /// The chunk at `index` (counted from this subtree's leftmost chunk).
+    pub fn chunk_at(&self, mut index: u64) -> &Chunk {
+        let mut node = self;
+        loop {
+            match node {
+                Node::Leaf(c) => return c,
+                Node::Inner(n) => {
+                    let lc = n.left.chunks();
+                    node = if index < lc { &n.left } else { index -= lc; &n.right };
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on the chunk at `index`, refreshing counts and marking hashes
+    /// stale along the path. The shape of the tree does not change.
+    pub fn with_chunk<R>(&mut self, index: u64, f: impl FnOnce(&mut Chunk) -> R) -> R {
+        match self {
+            Node::Leaf(c) => f(Arc::make_mut(c)),
+            Node::Inner(_) => {
+                let n = self.inner_mut();
+                let lc = n.left.chunks();
+                let r = if index < lc { n.left.with_chunk(index, f) } else { n.right.with_chunk(index - lc, f) };
+                n.refresh();
+                r
+            }
+        }
+    }
+
+    /// Sets the key copy that separates chunk `index` from its left
+    /// neighbour (the lowest ancestor from whose right subtree it is the
+    /// leftmost chunk). Returns false if chunk `index` is this subtree's
+    /// leftmost chunk, so the separator lies above.
+    pub fn set_separator(&mut self, index: u64, key: &[u8]) -> bool {
+        let Node::Inner(_) = self else { return false };
+        let n = self.inner_mut();
+        let lc = n.left.chunks();
+        if index < lc {
+            n.left.set_separator(index, key)
+        } else {
+            if !n.right.set_separator(index - lc, key) {
+                n.key = key.into();
+            }
+            true
+        }
+    }
+
+    /// Removes the leaf at `index` (never the leftmost of the whole tree) and
+    /// rebalances. Returns a key copy orphaned by the removal, which the
+    /// caller above sets where the path last turned right.
+    pub fn remove_leaf(&mut self, index: u64) -> Option<Box<[u8]>> {
+        let n = self.inner_mut();
+        let lc = n.left.chunks();
+        let orphan = if index < lc {
+            if let Node::Leaf(_) = n.left {
+                // The leaf is the leftmost of this subtree: its separator lies
+                // above, and this node's key (the right subtree's smallest) takes
+                // its place there.
+                let (right, key) = (n.right.clone(), n.key.clone());
+                *self = right;
+                return Some(key);
+            }
+            n.left.remove_leaf(index)
+        } else {
+            if let Node::Leaf(_) = n.right {
+                let left = n.left.clone();
+                *self = left;
+                return None;
+            }
+            if let Some(key) = n.right.remove_leaf(index - lc) {
+                n.key = key;
+            }
+            None
+        };
+        self.rebalance();
+        orphan
+    }
+}
+
+impl Inner {
+    pub fn new(left: Node, right: Node, key: Box<[u8]>) -> Inner {
+        let mut n = Inner { left, right, height: 0, key, chunks: 0, entries: 0, hash: None };
+        n.refresh();
+        n
+    }
+
+    /// Recomputes height and counts from the children and marks the hash stale.
+    pub fn refresh(&mut self) {
+        self.height = 1 + self.left.height().max(self.right.height());
+        self.chunks = self.left.chunks() + self.right.chunks();
+        self.entries = self.left.entries() + self.right.entries();
+        self.hash = None;
+    }
+
+    /// `P(L(a, b), c)` → `L(a, P(b, c))`, in place. Key copies travel with
+    /// their nodes: each still separates the same two subtrees.
+    fn rotate_right(&mut self) {
+        {
+            let Inner { left, right, key, .. } = self;
+            let x = left.inner_mut();
+            std::mem::swap(&mut x.left, &mut x.right); // x = (b, a)
+            std::mem::swap(&mut x.right, right); //        x = (b, c), self.right = a
+            std::mem::swap(&mut x.key, key);
+            x.refresh();
+        }
+        std::mem::swap(&mut self.left, &mut self.right); // self = (a, x)
+        self.refresh();
+    }
+
+    /// `P(a, R(b, c))` → `R(P(a, b), c)`, in place.
+    fn rotate_left(&mut self) {
+        {
+            let Inner { left, right, key, .. } = self;
+            let x = right.inner_mut();
+            std::mem::swap(&mut x.left, &mut x.right); // x = (c, b)
+            std::mem::swap(&mut x.left, left); //          x = (a, b), self.left = c
+            std::mem::swap(&mut x.key, key);
+            x.refresh();
+        }
+        std::mem::swap(&mut self.left, &mut self.right); // self = (x, c)
+        self.refresh();
+    }
+}

@@ -1,0 +1,141 @@
+//! Rebuilding a tree from verified chunks received in any order
+//! (`spec/chunk-format.md`, "Rebuild": the paper's §IV-D active-nodes
+//! algorithm, written as a stack).
+
+use std::sync::Arc;
+
+use crate::envelope::{verify_chunk, VerifiedChunk};
+use crate::error::{ProofError, RebuildError};
+use crate::hash::{root_hash, Hash};
+use crate::node::{Inner, Node};
+use crate::tree::Tree;
+
+/// Collects verified chunks for one trusted root and finishes into the
+/// identical tree.
+///
+/// ```
+/// use bpavl_core::{Rebuilder, Tree};
+/// let mut source = Tree::new(2).unwrap();
+/// for i in 0u8..10 { source.insert(&[i + 1], &[i]).unwrap(); }
+/// let root = source.commit().root;
+/// let mut rebuilder = Rebuilder::new(root);
+/// for i in (0..source.chunk_count()).rev() {
+///     rebuilder.add(i, &source.export_chunk_bytes(i).unwrap()).unwrap();
+/// }
+/// let rebuilt = rebuilder.finish(1).unwrap();
+/// assert_eq!(rebuilt.root(), root);
+/// ```
+#[derive(Debug)]
+pub struct Rebuilder {
+    root: Hash,
+    /// Set by the first chunk; authenticated by the root.
+    layout: Option<Layout>,
+    chunks: Vec<Option<VerifiedChunk>>,
+    received: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    chunks: u64,
+    capacity: usize,
+}
+
+impl Rebuilder {
+    /// A rebuilder for the tree whose root is `root`.
+    pub fn new(root: Hash) -> Rebuilder {
+        Rebuilder { root, layout: None, chunks: Vec::new(), received: 0 }
+    }
+
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+
+    /// Total chunks, once the first chunk has told (authenticated).
+    pub fn total(&self) -> Option<u64> {
+        self.layout.map(|l| l.chunks)
+    }
+
+    /// Chunks accepted so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Verifies envelope `bytes` as chunk `index` and keeps it. Returns
+    /// false if that chunk was already held.
+    pub fn add(&mut self, index: u64, bytes: &[u8]) -> Result<bool, RebuildError> {
+        let chunk = verify_chunk(&self.root, index, bytes)?;
+        self.add_verified(chunk)
+    }
+
+    /// Keeps a chunk that `verify_chunk` already checked against this root.
+    pub fn add_verified(&mut self, chunk: VerifiedChunk) -> Result<bool, RebuildError> {
+        if chunk.root != self.root {
+            return Err(RebuildError::Chunk(ProofError::RootMismatch));
+        }
+        let layout = *self.layout.get_or_insert(Layout { chunks: chunk.chunks, capacity: chunk.capacity });
+        if self.chunks.is_empty() {
+            // Safe to size now: the count is authenticated and bounded (< 2^32).
+            self.chunks.resize_with(layout.chunks as usize, || None);
+        }
+        let slot = &mut self.chunks[chunk.index as usize];
+        if slot.is_some() {
+            return Ok(false);
+        }
+        *slot = Some(chunk);
+        self.received += 1;
+        Ok(true)
+    }
+
+    /// Indices not yet received (all of them are unknown until the first chunk).
+    pub fn missing(&self) -> Vec<u64> {
+        (0..self.chunks.len() as u64).filter(|&i| self.chunks[i as usize].is_none()).collect()
+    }
+
+    /// Whether every chunk is in.
+    pub fn is_complete(&self) -> bool {
+        self.layout.is_some() && self.received == self.chunks.len() as u64
+    }
+
+    /// Reconstructs the tree as committed version `version`. Fails without a
+    /// tree if chunks are missing or the result does not reproduce the root.
+    pub fn finish(self, version: u64) -> Result<Tree, RebuildError> {
+        if !self.is_complete() {
+            return Err(RebuildError::Incomplete);
+        }
+        let layout = self.layout.expect("complete");
+        let mut chunks = self.chunks.into_iter().map(|c| c.expect("complete"));
+        let first = chunks.next().expect("at least one chunk");
+        let mut current = Node::Leaf(Arc::new(first.chunk));
+        let mut stack: Vec<Inner> = Vec::new();
+        for c in chunks {
+            let key: Box<[u8]> = c.chunk.first_key().into();
+            while stack.last().is_some_and(|t| t.height < c.key_height) {
+                current = close(stack.pop().expect("non-empty"), current)?;
+            }
+            let left = std::mem::replace(&mut current, Node::Leaf(Arc::new(c.chunk)));
+            stack.push(Inner { left, right: current.clone(), height: c.key_height, key, chunks: 0, entries: 0, hash: None });
+        }
+        while let Some(t) = stack.pop() {
+            current = close(t, current)?;
+        }
+        let top_hash = current.rehash();
+        let root = root_hash(layout.capacity, current.chunks(), current.entries(), &top_hash);
+        if root != self.root {
+            return Err(RebuildError::RootMismatch);
+        }
+        Ok(Tree::from_committed(Some(current), layout.capacity, version, root))
+    }
+}
+
+/// Gives the pending inner node `t` its right subtree and checks that its
+/// recorded key-height is what its children make it, AVL-balanced.
+fn close(mut t: Inner, right: Node) -> Result<Node, RebuildError> {
+    let declared = t.height;
+    t.right = right;
+    t.refresh();
+    let (l, r) = (t.left.height() as i32, t.right.height() as i32);
+    if t.height != declared || (l - r).abs() > 1 {
+        return Err(RebuildError::RootMismatch);
+    }
+    Ok(Node::Inner(Arc::new(t)))
+}

@@ -1,0 +1,400 @@
+//! The B+AVL tree: the working state, and the committed snapshots that proofs
+//! and chunk exports are taken from.
+
+use std::sync::Arc;
+
+use crate::chunk::Chunk;
+use crate::codec::{check_key, check_value};
+use crate::error::{ProofError, TreeError};
+use crate::hash::{empty_root, root_hash, Hash};
+use crate::limits::{min_fill, DEFAULT_CAPACITY, MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
+use crate::node::{Inner, Node};
+
+/// What `commit()` returns: the new version and its root hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Commit {
+    pub version: u64,
+    pub root: Hash,
+}
+
+/// A committed, immutable version of a tree. Cheap to clone; proofs and
+/// chunk exports are taken from it while the tree goes on changing.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub(crate) top: Option<Node>,
+    pub(crate) capacity: usize,
+    pub(crate) version: u64,
+    pub(crate) root: Hash,
+}
+
+/// A B+AVL tree: an AVL tree whose leaves are chunks of up to `capacity`
+/// sorted entries (`spec/hashing.md`).
+///
+/// ```
+/// use bpavl_core::{Tree, verify_existence};
+/// let mut tree = Tree::new(4).unwrap();
+/// tree.insert(b"apple", b"red").unwrap();
+/// let commit = tree.commit();
+/// let proof = tree.prove_existence(b"apple").unwrap().encode();
+/// verify_existence(&commit.root, b"apple", b"red", &proof).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct Tree {
+    top: Option<Node>,
+    capacity: usize,
+    committed: Snapshot,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree::new(DEFAULT_CAPACITY).expect("default capacity is valid")
+    }
+}
+
+/// Maps a key or value check failure to the tree's error.
+pub(crate) fn tree_error(e: ProofError) -> TreeError {
+    match e {
+        ProofError::KeyEmpty => TreeError::KeyEmpty,
+        ProofError::KeyTooLong => TreeError::KeyTooLong,
+        _ => TreeError::ValueTooLong,
+    }
+}
+
+impl Tree {
+    /// An empty tree whose chunks hold up to `capacity` entries (2 … 4096).
+    pub fn new(capacity: usize) -> Result<Tree, TreeError> {
+        if !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
+            return Err(TreeError::CapacityInvalid);
+        }
+        let committed = Snapshot { top: None, capacity, version: 0, root: empty_root(capacity) };
+        Ok(Tree { top: None, capacity, committed })
+    }
+
+    /// A tree rebuilt from verified parts; `top` is fully hashed.
+    pub(crate) fn from_committed(top: Option<Node>, capacity: usize, version: u64, root: Hash) -> Tree {
+        let committed = Snapshot { top: top.clone(), capacity, version, root };
+        Tree { top, capacity, committed }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Entries in the working state.
+    pub fn len(&self) -> u64 {
+        self.top.as_ref().map_or(0, Node::entries)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.top.is_none()
+    }
+
+    /// Chunks in the working state.
+    pub fn chunk_count(&self) -> u64 {
+        self.top.as_ref().map_or(0, Node::chunks)
+    }
+
+    /// Height of the AVL tree over chunks (0 for one chunk or none).
+    pub fn height(&self) -> u8 {
+        self.top.as_ref().map_or(0, Node::height)
+    }
+
+    /// Inserts `key` → `value`, replacing an existing value. Returns true if
+    /// the key was new. Refused keys or values leave the tree unchanged.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Result<bool, TreeError> {
+        check_key(key).map_err(tree_error)?;
+        check_value(value).map_err(tree_error)?;
+        if self.len() >= MAX_ENTRIES || self.chunk_count() >= MAX_CHUNKS {
+            return Err(TreeError::TreeFull);
+        }
+        match &mut self.top {
+            None => {
+                let mut c = Chunk::default();
+                c.insert_at(0, key, value);
+                self.top = Some(Node::leaf(c));
+                Ok(true)
+            }
+            Some(top) => Ok(insert(top, key, value, self.capacity)),
+        }
+    }
+
+    /// The value of `key` in the working state.
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        get(self.top.as_ref()?, key)
+    }
+
+    /// Removes `key`; returns whether it was present. Keeps every chunk of a
+    /// multi-chunk tree at least ⌈C/2⌉ full by borrowing from or merging with
+    /// a neighbour chunk (see docs/algorithms.md).
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        let Some(top) = self.top.as_mut() else { return false };
+        let Some((index, position)) = locate(top, key) else { return false };
+        let len = top.with_chunk(index, |c| {
+            c.remove_at(position);
+            c.len()
+        });
+        if top.chunks() == 1 {
+            if len == 0 {
+                self.top = None;
+            }
+            return true;
+        }
+        if position == 0 && len > 0 {
+            fix_separator(top, index);
+        }
+        if len < min_fill(self.capacity) {
+            refill(top, index, self.capacity);
+        }
+        true
+    }
+
+    /// All entries in key order.
+    pub fn iter(&self) -> Entries<'_> {
+        Entries::new(self.top.as_ref(), &[], None)
+    }
+
+    /// Entries with `start ≤ key < end` (`end = None`: unbounded), in key order.
+    pub fn range<'a>(&'a self, start: &[u8], end: Option<&'a [u8]>) -> Entries<'a> {
+        Entries::new(self.top.as_ref(), start, end)
+    }
+
+    /// Hashes what changed since the last commit and makes the working state
+    /// the new committed version.
+    pub fn commit(&mut self) -> Commit {
+        let root = match self.top.as_mut() {
+            None => empty_root(self.capacity),
+            Some(top) => {
+                let h = top.rehash();
+                root_hash(self.capacity, top.chunks(), top.entries(), &h)
+            }
+        };
+        let version = self.committed.version + 1;
+        self.committed = Snapshot { top: self.top.clone(), capacity: self.capacity, version, root };
+        Commit { version, root }
+    }
+
+    /// The last committed version (version 0 is the empty tree).
+    pub fn committed(&self) -> &Snapshot {
+        &self.committed
+    }
+
+    /// Root of the last committed version.
+    pub fn root(&self) -> Hash {
+        self.committed.root
+    }
+
+    /// Number of the last committed version.
+    pub fn version(&self) -> u64 {
+        self.committed.version
+    }
+
+    /// The working state's AVL top node, for invariant checks.
+    pub(crate) fn top(&self) -> Option<&Node> {
+        self.top.as_ref()
+    }
+}
+
+impl Snapshot {
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    pub fn len(&self) -> u64 {
+        self.top.as_ref().map_or(0, Node::entries)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.top.is_none()
+    }
+    pub fn chunk_count(&self) -> u64 {
+        self.top.as_ref().map_or(0, Node::chunks)
+    }
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        get(self.top.as_ref()?, key)
+    }
+    pub fn iter(&self) -> Entries<'_> {
+        Entries::new(self.top.as_ref(), &[], None)
+    }
+}
+
+fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
+    match node {
+        Node::Leaf(c) => {
+            let c = Arc::make_mut(c);
+            match c.search(key) {
+                Ok(i) => {
+                    c.set_value(i, value);
+                    false
+                }
+                Err(i) => {
+                    c.insert_at(i, key, value);
+                    if c.len() > capacity {
+                        // A full chunk splits into halves, the left one keeping the extra entry.
+                        let right = c.split_off(c.len().div_ceil(2));
+                        let sep: Box<[u8]> = right.first_key().into();
+                        let right = Node::leaf(right);
+                        let left = std::mem::replace(node, right.clone());
+                        *node = Node::Inner(Arc::new(Inner::new(left, right, sep)));
+                    }
+                    true
+                }
+            }
+        }
+        Node::Inner(_) => {
+            let n = node.inner_mut();
+            let added = if key < &*n.key {
+                insert(&mut n.left, key, value, capacity)
+            } else {
+                insert(&mut n.right, key, value, capacity)
+            };
+            node.rebalance();
+            added
+        }
+    }
+}
+
+fn get<'a>(mut node: &'a Node, key: &[u8]) -> Option<&'a [u8]> {
+    loop {
+        match node {
+            Node::Leaf(c) => return c.search(key).ok().map(|i| c.value(i)),
+            Node::Inner(n) => node = if key < &*n.key { &n.left } else { &n.right },
+        }
+    }
+}
+
+/// The chunk whose key range holds `key`, and `key`'s position there: `Ok`
+/// if present, `Err` with the insertion point if not.
+pub(crate) fn descend(top: &Node, key: &[u8]) -> (u64, Result<usize, usize>) {
+    let (mut node, mut index) = (top, 0u64);
+    loop {
+        match node {
+            Node::Leaf(c) => return (index, c.search(key)),
+            Node::Inner(n) => {
+                if key < &*n.key {
+                    node = &n.left;
+                } else {
+                    index += n.left.chunks();
+                    node = &n.right;
+                }
+            }
+        }
+    }
+}
+
+fn locate(top: &Node, key: &[u8]) -> Option<(u64, usize)> {
+    match descend(top, key) {
+        (index, Ok(pos)) => Some((index, pos)),
+        _ => None,
+    }
+}
+
+/// Makes the key copy that separates chunk `index` equal its first key.
+fn fix_separator(top: &mut Node, index: u64) {
+    if index > 0 {
+        let first: Box<[u8]> = top.chunk_at(index).first_key().into();
+        top.set_separator(index, &first);
+    }
+}
+
+/// Brings the under-filled chunk `index` back to ⌈C/2⌉ entries: borrow one
+/// entry from a neighbour that can spare it (the right one if there is one),
+/// else merge the pair into its left chunk.
+fn refill(top: &mut Node, index: u64, capacity: usize) {
+    let right_exists = index + 1 < top.chunks();
+    let neighbour = if right_exists { index + 1 } else { index - 1 };
+    if top.chunk_at(neighbour).len() > min_fill(capacity) {
+        if right_exists {
+            let (k, v) = top.with_chunk(neighbour, |c| c.remove_at(0));
+            top.with_chunk(index, |c| {
+                let at = c.len();
+                c.insert_at(at, &k, &v)
+            });
+            fix_separator(top, neighbour);
+        } else {
+            let (k, v) = top.with_chunk(neighbour, |c| {
+                let last = c.len() - 1;
+                c.remove_at(last)
+            });
+            top.with_chunk(index, |c| c.insert_at(0, &k, &v));
+        }
+        fix_separator(top, index);
+    } else {
+        let (left, right) = if right_exists { (index, index + 1) } else { (index - 1, index) };
+        let moved = top.with_chunk(right, std::mem::take);
+        top.with_chunk(left, |c| c.append(moved));
+        // An orphaned key copy comes back only for the tree's leftmost chunk,
+        // which the right member of a pair never is.
+        let orphan = top.remove_leaf(right);
+        debug_assert!(orphan.is_none());
+        fix_separator(top, left);
+    }
+}
+
+/// An iterator over entries in key order, optionally bounded.
+pub struct Entries<'a> {
+    /// Subtrees still to visit, the next one on top.
+    stack: Vec<&'a Node>,
+    chunk: Option<(&'a Chunk, usize)>,
+    end: Option<&'a [u8]>,
+}
+
+impl<'a> Entries<'a> {
+    fn new(top: Option<&'a Node>, start: &[u8], end: Option<&'a [u8]>) -> Self {
+        let mut it = Entries { stack: Vec::new(), chunk: None, end };
+        let mut node = top;
+        while let Some(n) = node {
+            match n {
+                Node::Leaf(c) => {
+                    it.chunk = Some((c, c.lower_bound(start)));
+                    node = None;
+                }
+                Node::Inner(i) => {
+                    if start < &*i.key {
+                        it.stack.push(&i.right);
+                        node = Some(&i.left);
+                    } else {
+                        node = Some(&i.right);
+                    }
+                }
+            }
+        }
+        it
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (c, i) = self.chunk.as_mut()?;
+            if *i < c.len() {
+                let (k, v) = (c.key(*i), c.value(*i));
+                if self.end.is_some_and(|end| k >= end) {
+                    self.chunk = None;
+                    return None;
+                }
+                *i += 1;
+                return Some((k, v));
+            }
+            self.chunk = None;
+            let mut node = self.stack.pop()?;
+            loop {
+                match node {
+                    Node::Leaf(c) => {
+                        self.chunk = Some((c, 0));
+                        break;
+                    }
+                    Node::Inner(n) => {
+                        self.stack.push(&n.right);
+                        node = &n.left;
+                    }
+                }
+            }
+        }
+    }
+}
