@@ -10,6 +10,8 @@ use crate::hash::{chunk_hash, entry_hash, inchunk_tree, left_size, multiproof, H
 pub(crate) struct Chunk {
     /// `key_ends[i]` is the exclusive end of key `i` in `keys`.
     key_ends: Vec<u32>,
+    /// `prefixes[i]` is `prefix(key i)`: most comparisons stop here.
+    prefixes: Vec<u64>,
     keys: Vec<u8>,
     values: Vec<Box<[u8]>>,
     /// Entry hashes; `None` until the next commit hashes the entry.
@@ -43,10 +45,11 @@ impl Chunk {
 
     /// `Ok(i)` if key `i` equals `key`, else `Err(i)` where it would go.
     pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let p = prefix(key);
         let (mut lo, mut hi) = (0usize, self.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key(mid).cmp(key) {
+            match self.prefixes[mid].cmp(&p).then_with(|| self.key(mid).cmp(key)) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -75,6 +78,7 @@ impl Chunk {
             *end += key.len() as u32;
         }
         self.key_ends.insert(i, (start + key.len()) as u32);
+        self.prefixes.insert(i, prefix(key));
         self.values.insert(i, value.into());
         self.entry_hashes.insert(i, None);
         self.hash = None;
@@ -85,6 +89,7 @@ impl Chunk {
         let (start, end) = (self.key_start(i), self.key_ends[i] as usize);
         let key: Box<[u8]> = self.keys.drain(start..end).collect();
         self.key_ends.remove(i);
+        self.prefixes.remove(i);
         for e in &mut self.key_ends[i..] {
             *e -= key.len() as u32;
         }
@@ -101,6 +106,7 @@ impl Chunk {
         self.hash = None;
         Chunk {
             key_ends,
+            prefixes: self.prefixes.split_off(at),
             keys,
             values: self.values.split_off(at),
             entry_hashes: self.entry_hashes.split_off(at),
@@ -114,6 +120,7 @@ impl Chunk {
         let base = self.keys.len() as u32;
         self.keys.extend_from_slice(&other.keys);
         self.key_ends.extend(other.key_ends.iter().map(|e| e + base));
+        self.prefixes.extend(other.prefixes);
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
         self.hash = None;
@@ -128,6 +135,7 @@ impl Chunk {
         for (k, v) in keys.iter().zip(values) {
             c.keys.extend_from_slice(k);
             c.key_ends.push(c.keys.len() as u32);
+            c.prefixes.push(prefix(k));
             c.values.push((*v).into());
         }
         // Leaves sit in pre-order too; gather them rather than hashing again.
@@ -191,4 +199,13 @@ fn leaves_in_order(tree: &[Hash], m: usize) -> Vec<Hash> {
     let mut out = Vec::with_capacity(m);
     walk(tree, 0, m, &mut out);
     out
+}
+
+/// The first 8 bytes of `key`, zero-padded, as a big-endian integer. If
+/// `prefix(a) < prefix(b)` then `a < b`; equal prefixes need the full keys.
+pub(crate) fn prefix(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }

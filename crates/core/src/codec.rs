@@ -49,6 +49,11 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
     pub fn u8(&mut self) -> Result<u8, ProofError> {
         let b = *self.buf.get(self.pos).ok_or(ProofError::Truncated)?;
         self.pos += 1;

@@ -57,8 +57,9 @@ fn decode_view(bytes: &[u8]) -> Result<EnvelopeView<'_>, ProofError> {
         return Err(ProofError::HeightInvalid);
     }
     let m = r.chunk_size(capacity)?;
-    // Bounded by the capacity (≤ 4096), not by anything the input claims.
-    let (mut keys, mut values) = (Vec::with_capacity(m), Vec::with_capacity(m));
+    // Each entry takes at least 3 bytes, so the input bounds the reservation.
+    let room = m.min(r.remaining() / 3);
+    let (mut keys, mut values) = (Vec::with_capacity(room), Vec::with_capacity(room));
     for _ in 0..m {
         let key = r.key()?;
         if keys.last().is_some_and(|prev: &&[u8]| key <= *prev) {

@@ -66,7 +66,7 @@ impl<'a> Checker<'a> {
         if (n.height, n.chunks, n.entries) != (height, chunks, entries) {
             return Err("stale height or counts".into());
         }
-        if *n.key != *r.first_key {
+        if n.key.as_bytes() != r.first_key {
             return Err("key copy differs from the right subtree's smallest key".into());
         }
         let hash = l.hash.zip(r.hash).map(|(lh, rh)| inner_hash(height, chunks, entries, &lh, &rh));

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::chunk::Chunk;
+use crate::chunk::{prefix, Chunk};
 use crate::hash::{inner_hash, Hash};
 
 #[derive(Clone, Debug)]
@@ -20,7 +20,7 @@ pub(crate) struct Inner {
     /// `1 + max(child heights)`; a chunk has height 0.
     pub height: u8,
     /// Copy of the smallest key of the right subtree.
-    pub key: Box<[u8]>,
+    pub key: KeyCopy,
     pub chunks: u64,
     pub entries: u64,
     /// `None` while the subtree has uncommitted changes.
@@ -162,7 +162,7 @@ impl Node {
             n.left.set_separator(index, key)
         } else {
             if !n.right.set_separator(index - lc, key) {
-                n.key = key.into();
+                n.key = KeyCopy::new(key);
             }
             true
         }
@@ -171,7 +171,7 @@ impl Node {
     /// Removes the leaf at `index` (never the leftmost of the whole tree) and
     /// rebalances. Returns a key copy orphaned by the removal, which the
     /// caller above sets where the path last turned right.
-    pub fn remove_leaf(&mut self, index: u64) -> Option<Box<[u8]>> {
+    pub fn remove_leaf(&mut self, index: u64) -> Option<KeyCopy> {
         let n = self.inner_mut();
         let lc = n.left.chunks();
         let orphan = if index < lc {
@@ -200,8 +200,32 @@ impl Node {
     }
 }
 
+/// An inner node's copy of its right subtree's smallest key, with the key's
+/// prefix cached so that most search steps compare one integer.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyCopy {
+    prefix: u64,
+    bytes: Box<[u8]>,
+}
+
+impl KeyCopy {
+    pub fn new(key: &[u8]) -> KeyCopy {
+        KeyCopy { prefix: prefix(key), bytes: key.into() }
+    }
+
+    /// Whether a search for `key`, whose `prefix(key)` is `key_prefix`,
+    /// goes left of this copy (`key < copy`).
+    pub fn is_above(&self, key: &[u8], key_prefix: u64) -> bool {
+        key_prefix < self.prefix || (key_prefix == self.prefix && key < &*self.bytes)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 impl Inner {
-    pub fn new(left: Node, right: Node, key: Box<[u8]>) -> Inner {
+    pub fn new(left: Node, right: Node, key: KeyCopy) -> Inner {
         let mut n = Inner { left, right, height: 0, key, chunks: 0, entries: 0, hash: None };
         n.refresh();
         n

@@ -94,6 +94,7 @@ impl Snapshot {
 
     /// Proof that `key` is in this version (`KEY_NOT_FOUND` otherwise).
     pub fn prove_existence(&self, key: &[u8]) -> Result<ExistenceProof, TreeError> {
+        check_key(key).map_err(tree_error)?;
         let top = self.top.as_ref().ok_or(TreeError::KeyNotFound)?;
         let (index, pos) = descend(top, key);
         let position = pos.map_err(|_| TreeError::KeyNotFound)?;
@@ -120,7 +121,7 @@ impl Snapshot {
 
     /// Proof of every entry with `start ≤ key < end`, at most `limit` of them.
     pub fn prove_range(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<RangeProof, TreeError> {
-        check_range_query(start, end, limit).map_err(|_| TreeError::QueryInvalid)?;
+        check_range_query(start, end, limit).map_err(tree_error)?;
         let Some(top) = self.top.as_ref() else {
             return Ok(RangeProof { capacity: self.capacity, segments: Vec::new() });
         };

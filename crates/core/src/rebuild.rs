@@ -2,12 +2,13 @@
 //! (`spec/chunk-format.md`, "Rebuild": the paper's §IV-D active-nodes
 //! algorithm, written as a stack).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::envelope::{verify_chunk, VerifiedChunk};
 use crate::error::{ProofError, RebuildError};
 use crate::hash::{root_hash, Hash};
-use crate::node::{Inner, Node};
+use crate::node::{Inner, KeyCopy, Node};
 use crate::tree::Tree;
 
 /// Collects verified chunks for one trusted root and finishes into the
@@ -30,8 +31,9 @@ pub struct Rebuilder {
     root: Hash,
     /// Set by the first chunk; authenticated by the root.
     layout: Option<Layout>,
-    chunks: Vec<Option<VerifiedChunk>>,
-    received: u64,
+    /// By index. A map, not a table sized by the (authenticated but possibly
+    /// huge) chunk count: memory follows what has actually arrived.
+    chunks: BTreeMap<u64, VerifiedChunk>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +45,7 @@ struct Layout {
 impl Rebuilder {
     /// A rebuilder for the tree whose root is `root`.
     pub fn new(root: Hash) -> Rebuilder {
-        Rebuilder { root, layout: None, chunks: Vec::new(), received: 0 }
+        Rebuilder { root, layout: None, chunks: BTreeMap::new() }
     }
 
     pub fn root(&self) -> Hash {
@@ -57,7 +59,7 @@ impl Rebuilder {
 
     /// Chunks accepted so far.
     pub fn received(&self) -> u64 {
-        self.received
+        self.chunks.len() as u64
     }
 
     /// Verifies envelope `bytes` as chunk `index` and keeps it. Returns
@@ -72,28 +74,30 @@ impl Rebuilder {
         if chunk.root != self.root {
             return Err(RebuildError::Chunk(ProofError::RootMismatch));
         }
-        let layout = *self.layout.get_or_insert(Layout { chunks: chunk.chunks, capacity: chunk.capacity });
-        if self.chunks.is_empty() {
-            // Safe to size now: the count is authenticated and bounded (< 2^32).
-            self.chunks.resize_with(layout.chunks as usize, || None);
+        self.layout.get_or_insert(Layout { chunks: chunk.chunks, capacity: chunk.capacity });
+        match self.chunks.entry(chunk.index) {
+            std::collections::btree_map::Entry::Occupied(_) => Ok(false),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(chunk);
+                Ok(true)
+            }
         }
-        let slot = &mut self.chunks[chunk.index as usize];
-        if slot.is_some() {
-            return Ok(false);
-        }
-        *slot = Some(chunk);
-        self.received += 1;
-        Ok(true)
     }
 
-    /// Indices not yet received (all of them are unknown until the first chunk).
-    pub fn missing(&self) -> Vec<u64> {
-        (0..self.chunks.len() as u64).filter(|&i| self.chunks[i as usize].is_none()).collect()
+    /// Indices not yet received, in order, computed lazily (none are known
+    /// until the first chunk tells the total).
+    pub fn missing(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.total().unwrap_or(0)).filter(|i| !self.chunks.contains_key(i))
+    }
+
+    /// How many chunks are still missing, if the total is known.
+    pub fn missing_count(&self) -> Option<u64> {
+        self.total().map(|t| t - self.received())
     }
 
     /// Whether every chunk is in.
     pub fn is_complete(&self) -> bool {
-        self.layout.is_some() && self.received == self.chunks.len() as u64
+        self.missing_count() == Some(0)
     }
 
     /// Reconstructs the tree as committed version `version`. Fails without a
@@ -103,12 +107,12 @@ impl Rebuilder {
             return Err(RebuildError::Incomplete);
         }
         let layout = self.layout.expect("complete");
-        let mut chunks = self.chunks.into_iter().map(|c| c.expect("complete"));
+        let mut chunks = self.chunks.into_values();
         let first = chunks.next().expect("at least one chunk");
         let mut current = Node::Leaf(Arc::new(first.chunk));
         let mut stack: Vec<Inner> = Vec::new();
         for c in chunks {
-            let key: Box<[u8]> = c.chunk.first_key().into();
+            let key = KeyCopy::new(c.chunk.first_key());
             while stack.last().is_some_and(|t| t.height < c.key_height) {
                 current = close(stack.pop().expect("non-empty"), current)?;
             }

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::chunk::Chunk;
+use crate::chunk::{prefix, Chunk};
 use crate::codec::{check_key, check_value};
 use crate::error::{ProofError, TreeError};
 use crate::hash::{empty_root, root_hash, Hash};
 use crate::limits::{min_fill, DEFAULT_CAPACITY, MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
-use crate::node::{Inner, Node};
+use crate::node::{Inner, KeyCopy, Node};
 
 /// What `commit()` returns: the new version and its root hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,12 +51,13 @@ impl Default for Tree {
     }
 }
 
-/// Maps a key or value check failure to the tree's error.
+/// Maps a failed key, value or query check to the tree's error (same code).
 pub(crate) fn tree_error(e: ProofError) -> TreeError {
     match e {
         ProofError::KeyEmpty => TreeError::KeyEmpty,
         ProofError::KeyTooLong => TreeError::KeyTooLong,
-        _ => TreeError::ValueTooLong,
+        ProofError::ValueTooLong => TreeError::ValueTooLong,
+        _ => TreeError::QueryInvalid,
     }
 }
 
@@ -235,7 +236,7 @@ fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
                     if c.len() > capacity {
                         // A full chunk splits into halves, the left one keeping the extra entry.
                         let right = c.split_off(c.len().div_ceil(2));
-                        let sep: Box<[u8]> = right.first_key().into();
+                        let sep = KeyCopy::new(right.first_key());
                         let right = Node::leaf(right);
                         let left = std::mem::replace(node, right.clone());
                         *node = Node::Inner(Arc::new(Inner::new(left, right, sep)));
@@ -246,7 +247,7 @@ fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
         }
         Node::Inner(_) => {
             let n = node.inner_mut();
-            let added = if key < &*n.key {
+            let added = if n.key.is_above(key, prefix(key)) {
                 insert(&mut n.left, key, value, capacity)
             } else {
                 insert(&mut n.right, key, value, capacity)
@@ -258,10 +259,11 @@ fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
 }
 
 fn get<'a>(mut node: &'a Node, key: &[u8]) -> Option<&'a [u8]> {
+    let p = prefix(key);
     loop {
         match node {
             Node::Leaf(c) => return c.search(key).ok().map(|i| c.value(i)),
-            Node::Inner(n) => node = if key < &*n.key { &n.left } else { &n.right },
+            Node::Inner(n) => node = if n.key.is_above(key, p) { &n.left } else { &n.right },
         }
     }
 }
@@ -269,12 +271,12 @@ fn get<'a>(mut node: &'a Node, key: &[u8]) -> Option<&'a [u8]> {
 /// The chunk whose key range holds `key`, and `key`'s position there: `Ok`
 /// if present, `Err` with the insertion point if not.
 pub(crate) fn descend(top: &Node, key: &[u8]) -> (u64, Result<usize, usize>) {
-    let (mut node, mut index) = (top, 0u64);
+    let (mut node, mut index, p) = (top, 0u64, prefix(key));
     loop {
         match node {
             Node::Leaf(c) => return (index, c.search(key)),
             Node::Inner(n) => {
-                if key < &*n.key {
+                if n.key.is_above(key, p) {
                     node = &n.left;
                 } else {
                     index += n.left.chunks();
@@ -295,7 +297,7 @@ fn locate(top: &Node, key: &[u8]) -> Option<(u64, usize)> {
 /// Makes the key copy that separates chunk `index` equal its first key.
 fn fix_separator(top: &mut Node, index: u64) {
     if index > 0 {
-        let first: Box<[u8]> = top.chunk_at(index).first_key().into();
+        let first = top.chunk_at(index).first_key().to_vec();
         top.set_separator(index, &first);
     }
 }
@@ -353,7 +355,7 @@ impl<'a> Entries<'a> {
                     node = None;
                 }
                 Node::Inner(i) => {
-                    if start < &*i.key {
+                    if i.key.is_above(start, prefix(start)) {
                         it.stack.push(&i.right);
                         node = Some(&i.left);
                     } else {

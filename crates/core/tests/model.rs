@@ -204,4 +204,13 @@ fn refused_writes_leave_the_tree_unchanged() {
     assert_eq!(Tree::new(1).unwrap_err().code(), "CAPACITY_INVALID");
     assert_eq!(Tree::new(4097).unwrap_err().code(), "CAPACITY_INVALID");
     assert_eq!(tree.commit().root, before);
+    assert_eq!(tree.prove_existence(b"").unwrap_err().code(), "KEY_EMPTY");
+    assert_eq!(tree.prove_existence(&[1; 1025]).unwrap_err().code(), "KEY_TOO_LONG");
+    assert_eq!(tree.prove_existence(b"zz").unwrap_err().code(), "KEY_NOT_FOUND");
+    assert_eq!(tree.prove_absence(b"a").unwrap_err().code(), "KEY_EXISTS");
+    assert_eq!(tree.prove_range(&[1; 1025], None, 5).unwrap_err().code(), "KEY_TOO_LONG");
+    assert_eq!(tree.prove_range(b"a", Some(b""), 5).unwrap_err().code(), "KEY_EMPTY");
+    assert_eq!(tree.prove_range(b"b", Some(b"a"), 5).unwrap_err().code(), "QUERY_INVALID");
+    assert_eq!(tree.prove_range(b"a", None, 0).unwrap_err().code(), "QUERY_INVALID");
+    assert_eq!(tree.export_chunk(1).unwrap_err().code(), "CHUNK_OUT_OF_RANGE");
 }

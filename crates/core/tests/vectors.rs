@@ -1,0 +1,250 @@
+//! Checks every committed test vector in `spec/vectors/` through the public
+//! API: valid cases verify with exactly the recorded outputs, invalid cases
+//! fail with exactly the recorded code, and every tree in `trees.json`
+//! replays to the recorded root, shape and entries (and rebuilds from its
+//! chunk envelopes).
+
+use std::path::PathBuf;
+
+use bpavl_core::{
+    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkEnvelope,
+    ChunkProof, ExistenceProof, Hash, ProofError, RangeProof, Rebuilder, Tree,
+};
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../spec/vectors")
+}
+
+fn load(name: &str) -> Value {
+    let path = dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+fn bytes(v: &Value) -> Vec<u8> {
+    hex::decode(v.as_str().unwrap_or_else(|| panic!("expected a hex string, got {v}"))).expect("hex")
+}
+fn opt_bytes(v: &Value) -> Option<Vec<u8>> {
+    if v.is_null() {
+        None
+    } else {
+        Some(bytes(v))
+    }
+}
+fn hash(v: &Value) -> Hash {
+    bytes(v).try_into().expect("32-byte hash")
+}
+fn num(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("expected an integer, got {v}"))
+}
+fn pairs(v: &Value) -> Vec<(Vec<u8>, Vec<u8>)> {
+    v.as_array().expect("array").iter().map(|p| (bytes(&p[0]), bytes(&p[1]))).collect()
+}
+fn cases<'a>(file: &'a Value, kind: &str) -> &'a [Value] {
+    let list = file[kind].as_array().unwrap_or_else(|| panic!("no {kind} array"));
+    assert!(!list.is_empty(), "no {kind} cases");
+    list
+}
+fn label(c: &Value) -> String {
+    c.get("why").or_else(|| c.get("description")).map(|v| v.to_string()).unwrap_or_else(|| c.to_string().chars().take(120).collect())
+}
+
+/// Checks that `result` failed with exactly the case's code.
+fn expect_code<T: std::fmt::Debug>(c: &Value, result: Result<T, ProofError>) {
+    let code = c["code"].as_str().expect("code");
+    match result {
+        Err(e) => assert_eq!(e.code(), code, "case {}", label(c)),
+        Ok(v) => panic!("case {}: expected {code}, verified: {v:?}", label(c)),
+    }
+}
+
+#[test]
+fn every_vector_file_is_checked() {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .expect("spec/vectors")
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["absence.json", "chunk_envelope.json", "chunk_proof.json", "existence.json", "range.json", "trees.json"]);
+    for n in &names {
+        let v = load(n);
+        assert!(v["description"].is_string() && v["spec"].is_string(), "{n}: description and spec");
+    }
+}
+
+#[test]
+fn trees_replay_to_the_recorded_roots_and_shapes() {
+    let file = load("trees.json");
+    let trees = file["trees"].as_array().unwrap();
+    assert!(trees.len() >= 5);
+    for t in trees {
+        let name = t["name"].as_str().unwrap();
+        let capacity = num(&t["capacity"]) as usize;
+        let mut tree = Tree::new(capacity).unwrap();
+        for op in t["ops"].as_array().unwrap() {
+            match op[0].as_str().unwrap() {
+                "insert" => {
+                    tree.insert(&bytes(&op[1]), &bytes(&op[2])).unwrap();
+                }
+                "remove" => {
+                    tree.remove(&bytes(&op[1]));
+                }
+                other => panic!("{name}: unknown op {other}"),
+            }
+        }
+        let root = tree.commit().root;
+        assert_eq!(root, hash(&t["root"]), "{name}: root");
+        assert_eq!(tree.chunk_count(), num(&t["chunks"]), "{name}: chunks");
+        assert_eq!(tree.len(), num(&t["entries"]), "{name}: entries");
+        assert_eq!(tree.height() as u64, num(&t["height"]), "{name}: height");
+        let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(entries, pairs(&t["final_entries"]), "{name}: entries");
+        let list = t["chunk_list"].as_array().unwrap();
+        assert_eq!(list.len() as u64, tree.chunk_count());
+        for (i, c) in list.iter().enumerate() {
+            assert_eq!(num(&c["index"]), i as u64);
+            let env = tree.export_chunk(i as u64).unwrap();
+            assert_eq!(env.key_height as u64, num(&c["key_height"]), "{name}: chunk {i} key_height");
+            assert_eq!(env.entries.len() as u64, num(&c["entries"]), "{name}: chunk {i} entries");
+        }
+        // The chunk envelopes rebuild the same tree, in any order.
+        if tree.chunk_count() > 0 {
+            let mut rb = Rebuilder::new(root);
+            for i in (0..tree.chunk_count()).rev() {
+                assert!(rb.add(i, &tree.export_chunk_bytes(i).unwrap()).unwrap());
+            }
+            let rebuilt = rb.finish(1).unwrap();
+            assert_eq!(rebuilt.root(), root, "{name}: rebuilt root");
+            assert_eq!(rebuilt.height(), tree.height(), "{name}: rebuilt height");
+        }
+    }
+}
+
+#[test]
+fn existence_vectors() {
+    let file = load("existence.json");
+    for c in cases(&file, "valid") {
+        let (root, key, value, proof) = (hash(&c["root"]), bytes(&c["key"]), bytes(&c["value"]), bytes(&c["proof"]));
+        let got = verify_existence(&root, &key, &value, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        assert_eq!(got.chunk_index, num(&c["chunk_index"]), "case {}", label(c));
+        assert_eq!(got.position as u64, num(&c["position"]), "case {}", label(c));
+        assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
+        assert_eq!(got.entries, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(ExistenceProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        let r = verify_existence(&hash(&c["root"]), &bytes(&c["key"]), &bytes(&c["value"]), &bytes(&c["proof"]));
+        expect_code(c, r);
+    }
+}
+
+#[test]
+fn absence_vectors() {
+    let file = load("absence.json");
+    for c in cases(&file, "valid") {
+        let (root, key, proof) = (hash(&c["root"]), bytes(&c["key"]), bytes(&c["proof"]));
+        verify_absence(&root, &key, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let decoded = AbsenceProof::decode(&proof).unwrap();
+        assert_eq!(decoded.left.as_ref().map(|n| n.key.clone()), opt_bytes(&c["left_key"]), "case {}", label(c));
+        assert_eq!(decoded.right.as_ref().map(|n| n.key.clone()), opt_bytes(&c["right_key"]), "case {}", label(c));
+        assert_eq!(decoded.encode(), proof, "canonical: {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        let r = verify_absence(&hash(&c["root"]), &bytes(&c["key"]), &bytes(&c["proof"]));
+        expect_code(c, r);
+    }
+}
+
+type RangeInputs = (Hash, Vec<u8>, Option<Vec<u8>>, usize, Vec<u8>);
+
+fn range_inputs(c: &Value) -> RangeInputs {
+    (hash(&c["root"]), bytes(&c["start"]), opt_bytes(&c["end"]), num(&c["limit"]) as usize, bytes(&c["proof"]))
+}
+
+#[test]
+fn range_vectors() {
+    let file = load("range.json");
+    for c in cases(&file, "valid") {
+        let (root, start, end, limit, proof) = range_inputs(c);
+        let got = verify_range(&root, &start, end.as_deref(), limit, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        assert_eq!(got.entries, pairs(&c["results"]), "case {}", label(c));
+        assert_eq!(got.complete, c["complete"].as_bool().unwrap(), "case {}", label(c));
+        assert_eq!(got.resume_key, opt_bytes(&c["resume_key"]), "case {}", label(c));
+        assert_eq!(RangeProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        let (root, start, end, limit, proof) = range_inputs(c);
+        expect_code(c, verify_range(&root, &start, end.as_deref(), limit, &proof));
+    }
+}
+
+#[test]
+fn chunk_proof_vectors() {
+    let file = load("chunk_proof.json");
+    for c in cases(&file, "valid") {
+        let proof = bytes(&c["proof"]);
+        let got = verify_chunk_proof(&hash(&c["root"]), &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        assert_eq!(got.root, hash(&c["root"]));
+        assert_eq!(got.index, num(&c["index"]), "case {}", label(c));
+        assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
+        assert_eq!(got.entries, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(got.key_height as u64, num(&c["key_height"]), "case {}", label(c));
+        assert_eq!(ChunkProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        expect_code(c, verify_chunk_proof(&hash(&c["root"]), &bytes(&c["proof"])));
+    }
+}
+
+#[test]
+fn chunk_envelope_vectors() {
+    let file = load("chunk_envelope.json");
+    for c in cases(&file, "valid") {
+        let bytes_ = bytes(&c["envelope"]);
+        let got = verify_chunk(&hash(&c["root"]), num(&c["index"]), &bytes_).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        assert_eq!(got.root(), hash(&c["root"]));
+        assert_eq!(got.index(), num(&c["index"]));
+        assert_eq!(got.capacity() as u64, num(&c["capacity"]));
+        assert_eq!(got.key_height() as u64, num(&c["key_height"]));
+        assert_eq!(got.chunk_count(), num(&c["chunks"]));
+        assert_eq!(got.total_entries(), num(&c["entries"]));
+        let entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(entries, pairs(&c["chunk_entries"]));
+        assert_eq!(got.len(), entries.len());
+        assert_eq!(ChunkEnvelope::decode(&bytes_).unwrap().encode(), bytes_, "canonical");
+    }
+    for c in cases(&file, "invalid") {
+        let r = verify_chunk(&hash(&c["root"]), num(&c["index"]), &bytes(&c["envelope"]));
+        expect_code(c, r.map(|v| v.index()));
+    }
+}
+
+/// The envelopes of each tree, taken from `chunk_envelope.json`, rebuild a
+/// tree with the recorded root, whatever order they arrive in.
+#[test]
+fn envelopes_rebuild_their_trees() {
+    let file = load("chunk_envelope.json");
+    type Envelopes = Vec<(u64, Vec<u8>)>;
+    let mut by_root: Vec<(Hash, Envelopes)> = Vec::new();
+    for c in cases(&file, "valid") {
+        let root = hash(&c["root"]);
+        let item = (num(&c["index"]), bytes(&c["envelope"]));
+        match by_root.iter_mut().find(|(r, _)| *r == root) {
+            Some((_, list)) => list.push(item),
+            None => by_root.push((root, vec![item])),
+        }
+    }
+    for (root, mut list) in by_root {
+        // An interleaved order: odd indices descending, then even ascending.
+        list.sort_by_key(|(i, _)| (i % 2 == 0, if i % 2 == 1 { u64::MAX - i } else { *i }));
+        let mut rb = Rebuilder::new(root);
+        let n = list.len() as u64;
+        for (i, b) in &list {
+            rb.add(*i, b).unwrap();
+        }
+        assert_eq!(rb.total(), Some(n), "every chunk of the tree is in the file");
+        assert_eq!(rb.finish(7).unwrap().root(), root);
+    }
+}
