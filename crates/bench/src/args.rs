@@ -12,23 +12,16 @@ impl Flags {
         let mut values = spec.to_vec();
         let mut it = args.iter();
         while let Some(arg) = it.next() {
-            let body = arg
-                .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument `{arg}`"))?;
+            let body = arg.strip_prefix("--").ok_or_else(|| format!("unexpected argument `{arg}`"))?;
             let (name, inline) = match body.split_once('=') {
                 Some((name, v)) => (name, Some(v.to_string())),
                 None => (body, None),
             };
-            let slot = values
-                .iter_mut()
-                .find(|(n, _)| *n == name)
-                .ok_or_else(|| format!("unknown option `--{name}`"))?;
+            let slot =
+                values.iter_mut().find(|(n, _)| *n == name).ok_or_else(|| format!("unknown option `--{name}`"))?;
             let raw = match inline {
                 Some(v) => v,
-                None => it
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| format!("`--{name}` needs a value"))?,
+                None => it.next().cloned().ok_or_else(|| format!("`--{name}` needs a value"))?,
             };
             slot.1 = match parse_count(&raw) {
                 Some(0) => return Err(format!("`--{name}` must be at least 1")),
@@ -41,11 +34,7 @@ impl Flags {
 
     /// The value of flag `name` (which must be in the spec).
     pub fn get(&self, name: &str) -> usize {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("flag `{name}` not declared"))
-            .1
+        self.values.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("flag `{name}` not declared")).1
     }
 }
 
@@ -78,20 +67,10 @@ mod tests {
 
     #[test]
     fn errors() {
-        assert!(Flags::parse(&args("--m 3"), SPEC)
-            .unwrap_err()
-            .contains("unknown option"));
-        assert!(Flags::parse(&args("--n"), SPEC)
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(Flags::parse(&args("--n -3"), SPEC)
-            .unwrap_err()
-            .contains("not a number"));
-        assert!(Flags::parse(&args("--n=0"), SPEC)
-            .unwrap_err()
-            .contains("at least 1"));
-        assert!(Flags::parse(&args("n 3"), SPEC)
-            .unwrap_err()
-            .contains("unexpected argument"));
+        assert!(Flags::parse(&args("--m 3"), SPEC).unwrap_err().contains("unknown option"));
+        assert!(Flags::parse(&args("--n"), SPEC).unwrap_err().contains("needs a value"));
+        assert!(Flags::parse(&args("--n -3"), SPEC).unwrap_err().contains("not a number"));
+        assert!(Flags::parse(&args("--n=0"), SPEC).unwrap_err().contains("at least 1"));
+        assert!(Flags::parse(&args("n 3"), SPEC).unwrap_err().contains("unexpected argument"));
     }
 }

@@ -4,9 +4,7 @@
 
 use std::ops::Range;
 
-use bpavl_core::{
-    verify_absence, verify_chunk, verify_existence, Commit, ExistenceProof, Hash, Rebuilder, Tree,
-};
+use bpavl_core::{verify_absence, verify_chunk, verify_existence, Commit, ExistenceProof, Hash, Rebuilder, Tree};
 
 use crate::par::par_map;
 use crate::workload::Workload;
@@ -19,9 +17,7 @@ pub fn new_tree(capacity: usize) -> Tree {
 /// Inserts workload entries `range` into `tree`, in ascending order; each must be new.
 pub fn insert_range(tree: &mut Tree, w: &Workload, range: Range<usize>) {
     for i in range {
-        let new = tree
-            .insert(w.key(i), w.value(i))
-            .unwrap_or_else(|e| panic!("insert of entry {i} failed: {e}"));
+        let new = tree.insert(w.key(i), w.value(i)).unwrap_or_else(|e| panic!("insert of entry {i} failed: {e}"));
         assert!(new, "insert of entry {i} reported an existing key");
     }
 }
@@ -37,13 +33,7 @@ pub fn build(w: &Workload, capacity: usize) -> (Tree, Commit) {
 
 /// Checks that `tree` holds the workload (entry count only; values are checked by lookups).
 pub fn check_len(tree: &Tree, w: &Workload) {
-    assert_eq!(
-        tree.len(),
-        w.len() as u64,
-        "tree holds {} entries, the workload {}",
-        tree.len(),
-        w.len()
-    );
+    assert_eq!(tree.len(), w.len() as u64, "tree holds {} entries, the workload {}", tree.len(), w.len());
 }
 
 /// Looks up entry `i` and checks its value.
@@ -69,8 +59,7 @@ pub fn check_get_identity(tree: &Tree, w: &Workload, i: usize) {
 
 /// The existence proof of entry `i`.
 pub fn prove(tree: &Tree, w: &Workload, i: usize) -> ExistenceProof {
-    tree.prove_existence(w.key(i))
-        .unwrap_or_else(|e| panic!("existence proof of entry {i} failed: {e}"))
+    tree.prove_existence(w.key(i)).unwrap_or_else(|e| panic!("existence proof of entry {i} failed: {e}"))
 }
 
 /// Number of hashes in an existence proof (in-chunk plus chunk path).
@@ -104,8 +93,7 @@ pub fn check_absence(root: &Hash, key: &[u8], proof: &[u8]) {
 
 /// The encoded envelope of chunk `index` of the committed tree.
 pub fn export(tree: &Tree, index: u64) -> Vec<u8> {
-    tree.export_chunk_bytes(index)
-        .unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"))
+    tree.export_chunk_bytes(index).unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"))
 }
 
 /// Every chunk envelope of the committed tree, encoded, in index order,
@@ -124,21 +112,12 @@ pub fn import_all(commit: &Commit, envelopes: &[Vec<u8>]) -> Tree {
         verify_chunk(root, i as u64, &envelopes[i]).unwrap_or_else(|e| panic!("chunk {i} does not verify: {e}"))
     });
     for (i, chunk) in verified.into_iter().enumerate() {
-        let new = rb
-            .add_verified(chunk)
-            .unwrap_or_else(|e| panic!("rebuilder refused chunk {i}: {e}"));
+        let new = rb.add_verified(chunk).unwrap_or_else(|e| panic!("rebuilder refused chunk {i}: {e}"));
         assert!(new, "rebuilder already had chunk {i}");
     }
-    let tree = rb
-        .finish(commit.version)
-        .unwrap_or_else(|e| panic!("rebuild failed: {e}"));
+    let tree = rb.finish(commit.version).unwrap_or_else(|e| panic!("rebuild failed: {e}"));
     let rebuilt = tree.root();
-    assert!(
-        rebuilt == *root,
-        "rebuilt root {} differs from {}",
-        hex::encode(rebuilt),
-        hex::encode(root)
-    );
+    assert!(rebuilt == *root, "rebuilt root {} differs from {}", hex::encode(rebuilt), hex::encode(root));
     tree
 }
 
@@ -154,11 +133,7 @@ pub fn sample_indices(n: usize, count: usize) -> Vec<usize> {
 pub fn min_median_max(values: &mut [usize]) -> (usize, usize, usize) {
     assert!(!values.is_empty(), "min/median/max of nothing");
     values.sort_unstable();
-    (
-        values[0],
-        values[values.len() / 2],
-        values[values.len() - 1],
-    )
+    (values[0], values[values.len() / 2], values[values.len() - 1])
 }
 
 #[cfg(test)]

@@ -26,10 +26,7 @@ commands:
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args
-        .iter()
-        .any(|a| a == "-h" || a == "--help" || a == "help")
-    {
+    if args.iter().any(|a| a == "-h" || a == "--help" || a == "help") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
     }

@@ -71,19 +71,12 @@ fn measure(w: &Workload, capacity: usize) -> Row {
             proof_hashes(&proof)
         })
         .collect();
-    Row {
-        capacity,
-        chunks: tree.chunk_count(),
-        hashes: min_median_max(&mut hashes),
-        space_eff: mean_std(&effs),
-    }
+    Row { capacity, chunks: tree.chunk_count(), hashes: min_median_max(&mut hashes), space_eff: mean_std(&effs) }
 }
 
 /// Entry counts `⌈n·k / SPACE_SAMPLES⌉` for `k = 1 … SPACE_SAMPLES`, without repeats.
 fn sample_points(n: usize) -> Vec<usize> {
-    let mut points: Vec<usize> = (1..=SPACE_SAMPLES)
-        .map(|k| (n * k).div_ceil(SPACE_SAMPLES))
-        .collect();
+    let mut points: Vec<usize> = (1..=SPACE_SAMPLES).map(|k| (n * k).div_ceil(SPACE_SAMPLES)).collect();
     points.dedup();
     points
 }
@@ -102,10 +95,7 @@ fn print_table(n: usize, rows: &[Row]) {
         PROOF_SAMPLE.min(n),
         sample_points(n).len()
     );
-    println!(
-        "{:>6} {:>9} {:>6} {:>8} {:>6} {:>16}",
-        "C", "chunks", "min", "median", "max", "space eff."
-    );
+    println!("{:>6} {:>9} {:>6} {:>8} {:>6} {:>16}", "C", "chunks", "min", "median", "max", "space eff.");
     for r in rows {
         println!(
             "{:>6} {:>9} {:>6} {:>8} {:>6} {:>9.3} ± {:.3}",

@@ -34,10 +34,7 @@ pub fn run(n: usize, capacity: usize) {
     report_rate("get", &get);
 
     let (proofs, prove) = measure_rate(proved.len(), || {
-        proved
-            .iter()
-            .map(|&i| common::prove(&tree, &w, black_box(i)).encode())
-            .collect::<Vec<_>>()
+        proved.iter().map(|&i| common::prove(&tree, &w, black_box(i)).encode()).collect::<Vec<_>>()
     });
     report_rate("prove existence", &prove);
     let ((), verify) = measure_rate(proved.len(), || {
@@ -48,10 +45,7 @@ pub fn run(n: usize, capacity: usize) {
     report_rate("verify existence", &verify);
 
     let (absent_proofs, absent_prove) = measure_rate(absent.len(), || {
-        absent
-            .iter()
-            .map(|k| common::prove_absent(&tree, black_box(k)))
-            .collect::<Vec<_>>()
+        absent.iter().map(|k| common::prove_absent(&tree, black_box(k))).collect::<Vec<_>>()
     });
     report_rate("prove absence", &absent_prove);
     let ((), absent_verify) = measure_rate(absent.len(), || {
@@ -100,11 +94,5 @@ fn report_secs(what: &str, secs: f64) {
 }
 
 fn report_rate(what: &str, rate: &Rate) {
-    eprintln!(
-        "  {what:<28} {:>10.0} /s  ({} ops, {} passes, {:.3} s)",
-        rate.per_s(),
-        rate.ops,
-        rate.passes,
-        rate.secs
-    );
+    eprintln!("  {what:<28} {:>10.0} /s  ({} ops, {} passes, {:.3} s)", rate.per_s(), rate.ops, rate.passes, rate.secs);
 }

@@ -19,12 +19,7 @@ pub fn run(n: usize, capacity: usize) {
     common::check_len(&tree, &w);
     println!("bpavl: {n} entries of the standard workload (32-byte keys, 512-byte values), capacity {capacity}");
     println!("  root      {}", hex::encode(root));
-    println!(
-        "  entries   {}   chunks {}   built in {:.1} ms",
-        tree.len(),
-        tree.chunk_count(),
-        build_s * 1e3
-    );
+    println!("  entries   {}   chunks {}   built in {:.1} ms", tree.len(), tree.chunk_count(), build_s * 1e3);
     existence_proofs(&tree, &root, &w);
     absence_proof(&tree, &root, &w);
     envelopes(&tree);
@@ -75,28 +70,13 @@ fn envelopes(tree: &Tree) {
 fn chunk_round_trip(tree: &Tree, root: &Hash) {
     let index = tree.chunk_count() / 2;
     let envelope = common::export(tree, index);
-    let chunk = verify_chunk(root, index, &envelope)
-        .unwrap_or_else(|e| panic!("chunk {index} does not verify: {e}"));
+    let chunk = verify_chunk(root, index, &envelope).unwrap_or_else(|e| panic!("chunk {index} does not verify: {e}"));
     assert_eq!(chunk.index(), index, "verified chunk has the wrong index");
-    assert_eq!(
-        chunk.total_entries(),
-        tree.len(),
-        "verified chunk has the wrong entry total"
-    );
-    let structured = tree
-        .export_chunk(index)
-        .unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"));
-    assert_eq!(
-        structured.encode(),
-        envelope,
-        "export_chunk().encode() and export_chunk_bytes() differ"
-    );
+    assert_eq!(chunk.total_entries(), tree.len(), "verified chunk has the wrong entry total");
+    let structured = tree.export_chunk(index).unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"));
+    assert_eq!(structured.encode(), envelope, "export_chunk().encode() and export_chunk_bytes() differ");
     for (k, v) in chunk.entries() {
-        assert_eq!(
-            tree.get(k),
-            Some(v),
-            "chunk {index} holds an entry the tree does not"
-        );
+        assert_eq!(tree.get(k), Some(v), "chunk {index} holds an entry the tree does not");
     }
     println!(
         "  chunk {index} round trip: {} bytes exported, verified against the root, {} entries match the tree",

@@ -40,14 +40,7 @@ pub fn measure_rate<T>(ops_per_pass: usize, mut pass: impl FnMut() -> T) -> (T, 
         let elapsed = start.elapsed();
         if elapsed >= MIN_MEASURE {
             let ops = ops_per_pass as u64 * passes as u64;
-            return (
-                out,
-                Rate {
-                    ops,
-                    secs: elapsed.as_secs_f64(),
-                    passes,
-                },
-            );
+            return (out, Rate { ops, secs: elapsed.as_secs_f64(), passes });
         }
         drop(out);
     }

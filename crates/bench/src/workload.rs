@@ -117,19 +117,13 @@ impl Workload {
 
     /// Keys not in the workload: `SHA-256(u64be(N + j))` for `j < ABSENT_KEYS`.
     pub fn absent_keys(&self) -> Vec<Key> {
-        (0..ABSENT_KEYS as u64)
-            .map(|j| key(self.len() as u64 + j))
-            .collect()
+        (0..ABSENT_KEYS as u64).map(|j| key(self.len() as u64 + j)).collect()
     }
 }
 
 /// Fills entries `first …` into the slices (one thread's share).
 fn fill(first: usize, keys: &mut [Key], values: &mut [u8]) {
-    for (off, (k, v)) in keys
-        .iter_mut()
-        .zip(values.chunks_exact_mut(VALUE_LEN))
-        .enumerate()
-    {
+    for (off, (k, v)) in keys.iter_mut().zip(values.chunks_exact_mut(VALUE_LEN)).enumerate() {
         let i = (first + off) as u64;
         *k = key(i);
         write_value(i, k, v.try_into().expect("VALUE_LEN chunk"));
@@ -145,10 +139,7 @@ mod tests {
     }
 
     fn assert_prefix_suffix(hex: &str, prefix: &str, suffix: &str) {
-        assert!(
-            hex.starts_with(prefix) && hex.ends_with(suffix),
-            "{hex} is not {prefix}…{suffix}"
-        );
+        assert!(hex.starts_with(prefix) && hex.ends_with(suffix), "{hex} is not {prefix}…{suffix}");
     }
 
     #[test]
@@ -218,10 +209,7 @@ mod tests {
         assert_eq!(absent.len(), ABSENT_KEYS);
         assert_eq!(absent[0], key(25));
         assert_eq!(absent[999], key(25 + 999));
-        let big = Workload {
-            keys: vec![[0; 32]; 20_000],
-            values: Vec::new(),
-        };
+        let big = Workload { keys: vec![[0; 32]; 20_000], values: Vec::new() };
         assert_eq!(big.proved_indices(), 0..MAX_PROVED);
     }
 }

@@ -463,7 +463,9 @@ impl Built {
             .shape
             .iter()
             .enumerate()
-            .map(|(i, &(kh, m))| obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entries", n(m as u64))]))
+            .map(|(i, &(kh, m))| {
+                obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entries", n(m as u64))])
+            })
             .collect();
         obj(vec![
             ("name", s(self.name)),
@@ -505,7 +507,12 @@ fn c4_key(i: usize) -> Vec<u8> {
 
 fn build_trees() -> Trees {
     let empty = Built::new("c2_empty", "capacity 2, no entries: the empty root", 2, vec![]);
-    let one = Built::new("c2_one", "capacity 2, one entry with an empty value: a single chunk, empty paths", 2, vec![ins("only", "")]);
+    let one = Built::new(
+        "c2_one",
+        "capacity 2, one entry with an empty value: a single chunk, empty paths",
+        2,
+        vec![ins("only", "")],
+    );
     let five = Built::new(
         "c2_five",
         "capacity 2, five single-letter keys inserted out of order",
@@ -523,7 +530,12 @@ fn build_trees() -> Trees {
     for k in ["c", "d", "q", "x", "zz", "a", "n"] {
         ops.push(rem(k));
     }
-    let c3 = Built::new("c3_removals", "capacity 3: 26 inserts in random order, an overwrite, 7 removals (one of an absent key)", 3, ops);
+    let c3 = Built::new(
+        "c3_removals",
+        "capacity 3: 26 inserts in random order, an overwrite, 7 removals (one of an absent key)",
+        3,
+        ops,
+    );
 
     // Capacity 4: even-numbered keys key000 … key118 in random order, so that
     // odd numbers are absent keys between them.
@@ -538,12 +550,12 @@ fn build_trees() -> Trees {
     // keys, then removals.
     let mut rng = Rng(0x0016_0300);
     let mut ops = vec![
-        ins([0x00], ""),                          // the smallest possible key, empty value
-        ins([0x42], "B"),                         // a 1-byte key
-        ins(vec![0xffu8; 1024], "longest key"),   // a key of the maximum length
+        ins([0x00], ""),                        // the smallest possible key, empty value
+        ins([0x42], "B"),                       // a 1-byte key
+        ins(vec![0xffu8; 1024], "longest key"), // a key of the maximum length
         ins("pre", "prefix family"),
         ins("pref", ""),
-        ins("prefix", vec![0x5a; 1000]),          // a long value
+        ins("prefix", vec![0x5a; 1000]), // a long value
         ins(b"prefix\x00", "zero-extended"),
     ];
     let mut inserted = Vec::new();
@@ -570,7 +582,12 @@ fn build_trees() -> Trees {
     let mut order: Vec<usize> = (0..600).collect();
     rng.shuffle(&mut order);
     let ops = order.iter().map(|&i| ins(format!("w{i:05}"), [i as u8])).collect();
-    let c256 = Built::new("c256_wide", "capacity 256: 600 keys w00000 … w00599 in random order (chunks of 128 or more entries)", 256, ops);
+    let c256 = Built::new(
+        "c256_wide",
+        "capacity 256: 600 keys w00000 … w00599 in random order (chunks of 128 or more entries)",
+        256,
+        ops,
+    );
 
     Trees { empty, one, five, c3, c4, c4_prev, c16, c256 }
 }
@@ -578,8 +595,16 @@ fn build_trees() -> Trees {
 // ---------------------------------------------------------------------------
 // Case collection
 
-const ALL_DECODE: &[&str] = &["TRUNCATED", "TRAILING_BYTES", "FORMAT_UNSUPPORTED", "VARINT_NON_CANONICAL", "VARINT_OVERFLOW", "CAPACITY_INVALID"];
-const PATH_CODES: &[&str] = &["CHUNK_SIZE_INVALID", "CHUNK_FILL", "PATH_TOO_LONG", "HEIGHT_INVALID", "COUNT_INVALID", "ROOT_MISMATCH"];
+const ALL_DECODE: &[&str] = &[
+    "TRUNCATED",
+    "TRAILING_BYTES",
+    "FORMAT_UNSUPPORTED",
+    "VARINT_NON_CANONICAL",
+    "VARINT_OVERFLOW",
+    "CAPACITY_INVALID",
+];
+const PATH_CODES: &[&str] =
+    &["CHUNK_SIZE_INVALID", "CHUNK_FILL", "PATH_TOO_LONG", "HEIGHT_INVALID", "COUNT_INVALID", "ROOT_MISMATCH"];
 
 struct VectorFile {
     name: &'static str,
@@ -596,7 +621,13 @@ impl VectorFile {
     }
 
     /// Records an invalid case after checking that `result` is exactly `code`.
-    fn invalid<T: std::fmt::Debug>(&mut self, why: &str, result: Result<T, ProofError>, code: &'static str, mut fields: Vec<(&str, J)>) {
+    fn invalid<T: std::fmt::Debug>(
+        &mut self,
+        why: &str,
+        result: Result<T, ProofError>,
+        code: &'static str,
+        mut fields: Vec<(&str, J)>,
+    ) {
         match result {
             Err(e) if e.code() == code => {}
             other => panic!("{}: invalid case {why:?}: expected {code}, got {other:?}", self.name),
@@ -637,12 +668,24 @@ fn header_cases(e: &Enc, format: u8, capacity: usize) -> Vec<(String, Vec<u8>, &
         ("one zero byte appended".into(), cat(&[&b, &[0x00]]), "TRAILING_BYTES"),
         ("the encoding appended to itself".into(), cat(&[&b, &b]), "TRAILING_BYTES"),
         (format!("format byte 0x{other:02x} (another kind)"), e.with("format", &[other]), "FORMAT_UNSUPPORTED"),
-        (format!("format byte 0x{:02x} (version 2 of this kind)", format | 0x10), e.with("format", &[format | 0x10]), "FORMAT_UNSUPPORTED"),
+        (
+            format!("format byte 0x{:02x} (version 2 of this kind)", format | 0x10),
+            e.with("format", &[format | 0x10]),
+            "FORMAT_UNSUPPORTED",
+        ),
         ("format byte 0x00".into(), e.with("format", &[0x00]), "FORMAT_UNSUPPORTED"),
-        ("capacity with a redundant zero group".into(), e.with("capacity", &noncanonical(capacity as u64)), "VARINT_NON_CANONICAL"),
+        (
+            "capacity with a redundant zero group".into(),
+            e.with("capacity", &noncanonical(capacity as u64)),
+            "VARINT_NON_CANONICAL",
+        ),
         ("capacity 0x80 0x00 (zero, non-minimal)".into(), e.with("capacity", &[0x80, 0x00]), "VARINT_NON_CANONICAL"),
         ("capacity varint with 8 continuation bytes".into(), e.with("capacity", &[0xff; 8]), "VARINT_OVERFLOW"),
-        ("capacity varint equal to 2^53".into(), e.with("capacity", &[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]), "VARINT_OVERFLOW"),
+        (
+            "capacity varint equal to 2^53".into(),
+            e.with("capacity", &[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10]),
+            "VARINT_OVERFLOW",
+        ),
         ("capacity 0".into(), e.with("capacity", &[0]), "CAPACITY_INVALID"),
         ("capacity 1".into(), e.with("capacity", &[1]), "CAPACITY_INVALID"),
         ("capacity 4097".into(), e.with("capacity", &varint(4097)), "CAPACITY_INVALID"),
@@ -668,19 +711,42 @@ fn path_cases(e: &Enc, p: &str, path: &ChunkPath, capacity: usize) -> Vec<(Strin
     let replace_path = |raw: &[u8]| cat(&[&e.upto(&f("path_len")), raw, &e.after(&format!("{p}step{}.hash", len - 1))]);
     v.push((format!("{p}path length 49 (> 48)"), at("path_len", &varint(49)), "PATH_TOO_LONG"));
     v.push((format!("{p}path length 2^53 - 1"), at("path_len", &varint((1 << 53) - 1)), "PATH_TOO_LONG"));
-    v.push((format!("{p}path length with a redundant zero group"), at("path_len", &noncanonical(len)), "VARINT_NON_CANONICAL"));
-    let steps_bytes = cat(&[&e.span(&f("step0.flags"), &format!("{p}step{}.hash", len - 1)), e.get(&format!("{p}step{}.hash", len - 1))]);
+    v.push((
+        format!("{p}path length with a redundant zero group"),
+        at("path_len", &noncanonical(len)),
+        "VARINT_NON_CANONICAL",
+    ));
+    let steps_bytes = cat(&[
+        &e.span(&f("step0.flags"), &format!("{p}step{}.hash", len - 1)),
+        e.get(&format!("{p}step{}.hash", len - 1)),
+    ]);
     v.push((
         format!("{p}path length one more than the steps present, input ends after them"),
         cat(&[&e.upto(&f("path_len")), &varint(len + 1), &steps_bytes]),
         "TRUNCATED",
     ));
-    v.push((format!("{p}input ends inside the first sibling hash"), cat(&[&e.upto(&f("step0.hash")), &st0.sibling_hash[..16]]), "TRUNCATED"));
+    v.push((
+        format!("{p}input ends inside the first sibling hash"),
+        cat(&[&e.upto(&f("step0.hash")), &st0.sibling_hash[..16]]),
+        "TRUNCATED",
+    ));
     v.push((format!("{p}input ends before the first step's flags"), e.upto(&f("step0.flags")), "TRUNCATED"));
     // Heights.
-    v.push((format!("{p}first step: parent height 0 (not above the chunk)"), at("step0.flags", &[flags0 & 0x80]), "HEIGHT_INVALID"));
-    v.push((format!("{p}first step: parent height 3 (chunk + 3)"), at("step0.flags", &[(flags0 & 0x80) | 3]), "HEIGHT_INVALID"));
-    v.push((format!("{p}first step: parent height 127"), at("step0.flags", &[(flags0 & 0x80) | 0x7f]), "HEIGHT_INVALID"));
+    v.push((
+        format!("{p}first step: parent height 0 (not above the chunk)"),
+        at("step0.flags", &[flags0 & 0x80]),
+        "HEIGHT_INVALID",
+    ));
+    v.push((
+        format!("{p}first step: parent height 3 (chunk + 3)"),
+        at("step0.flags", &[(flags0 & 0x80) | 3]),
+        "HEIGHT_INVALID",
+    ));
+    v.push((
+        format!("{p}first step: parent height 127"),
+        at("step0.flags", &[(flags0 & 0x80) | 0x7f]),
+        "HEIGHT_INVALID",
+    ));
     v.push((
         format!("{p}second step: parent height equal to the first's"),
         at("step1.flags", &[((st1.sibling_is_left as u8) << 7) | st0.parent_height]),
@@ -690,7 +756,11 @@ fn path_cases(e: &Enc, p: &str, path: &ChunkPath, capacity: usize) -> Vec<(Strin
     let mut steps: Vec<(u8, u64, u64)> = (1..=23).map(|i| (2 * i as u8, 1, c)).collect();
     steps.push((47, 1, c));
     steps.push((49, 1, c));
-    v.push((format!("{p}25-step path reaching height 47, then parent height 49 (> 48)"), replace_path(&raw_path(&steps)), "HEIGHT_INVALID"));
+    v.push((
+        format!("{p}25-step path reaching height 47, then parent height 49 (> 48)"),
+        replace_path(&raw_path(&steps)),
+        "HEIGHT_INVALID",
+    ));
     // Counts.
     v.push((format!("{p}first sibling has 0 chunks"), at("step0.chunks", &varint(0)), "COUNT_INVALID"));
     v.push((
@@ -698,7 +768,11 @@ fn path_cases(e: &Enc, p: &str, path: &ChunkPath, capacity: usize) -> Vec<(Strin
         at("step0.entries", &varint(st0.sibling_chunks * fill - 1)),
         "COUNT_INVALID",
     ));
-    v.push((format!("{p}first sibling entries above chunks * C"), at("step0.entries", &varint(st0.sibling_chunks * c + 1)), "COUNT_INVALID"));
+    v.push((
+        format!("{p}first sibling entries above chunks * C"),
+        at("step0.entries", &varint(st0.sibling_chunks * c + 1)),
+        "COUNT_INVALID",
+    ));
     v.push((
         format!("{p}one step whose sibling has 2^32 - 1 chunks: total chunks 2^32"),
         replace_path(&raw_path(&[(1, (1 << 32) - 1, ((1 << 32) - 1) * fill)])),
@@ -714,12 +788,25 @@ fn path_cases(e: &Enc, p: &str, path: &ChunkPath, capacity: usize) -> Vec<(Strin
         replace_path(&raw_path(&[(1, (1 << 53) - 1, (1 << 53) - 1)])),
         "COUNT_INVALID",
     ));
-    v.push((format!("{p}sibling chunk count varint with 8 continuation bytes"), at("step0.chunks", &[0xff; 8]), "VARINT_OVERFLOW"));
+    v.push((
+        format!("{p}sibling chunk count varint with 8 continuation bytes"),
+        at("step0.chunks", &[0xff; 8]),
+        "VARINT_OVERFLOW",
+    ));
     // Decodes, but does not hash to the root.
-    v.push((format!("{p}first sibling hash corrupted"), at("step0.hash", &flip_last(&st0.sibling_hash)), "ROOT_MISMATCH"));
+    v.push((
+        format!("{p}first sibling hash corrupted"),
+        at("step0.hash", &flip_last(&st0.sibling_hash)),
+        "ROOT_MISMATCH",
+    ));
     v.push((format!("{p}first step: sibling side flipped"), at("step0.flags", &[flags0 ^ 0x80]), "ROOT_MISMATCH"));
-    let other_entries = if st1.sibling_entries < st1.sibling_chunks * c { st1.sibling_entries + 1 } else { st1.sibling_entries - 1 };
-    v.push((format!("{p}second sibling entry count changed (still plausible)"), at("step1.entries", &varint(other_entries)), "ROOT_MISMATCH"));
+    let other_entries =
+        if st1.sibling_entries < st1.sibling_chunks * c { st1.sibling_entries + 1 } else { st1.sibling_entries - 1 };
+    v.push((
+        format!("{p}second sibling entry count changed (still plausible)"),
+        at("step1.entries", &varint(other_entries)),
+        "ROOT_MISMATCH",
+    ));
     let last = len - 1;
     let without_last = cat(&[
         &e.upto(&f("path_len")),
@@ -792,11 +879,12 @@ fn existence(t: &Trees) -> VectorFile {
     let pr = c4.tree.prove_existence(&key).unwrap();
     let e = enc_existence(&pr);
     let m = pr.witness.chunk_entries as u64;
-    let inv = |f: &mut VectorFile, why: &str, root: &Hash, key: &[u8], value: &[u8], proof: &[u8], code: &'static str| {
-        let r = verify_existence(root, key, value, proof);
-        let fields = vec![("root", h(root)), ("key", h(key)), ("value", h(value)), ("proof", h(proof))];
-        f.invalid(why, r, code, fields);
-    };
+    let inv =
+        |f: &mut VectorFile, why: &str, root: &Hash, key: &[u8], value: &[u8], proof: &[u8], code: &'static str| {
+            let r = verify_existence(root, key, value, proof);
+            let fields = vec![("root", h(root)), ("key", h(key)), ("value", h(value)), ("proof", h(proof))];
+            f.invalid(why, r, code, fields);
+        };
     for (why, bytes, code) in header_cases(&e, 0x01, 4) {
         inv(&mut f, &why, &root, &key, &value, &bytes, code);
     }
@@ -808,11 +896,35 @@ fn existence(t: &Trees) -> VectorFile {
     // M and pos.
     inv(&mut f, "M = 0", &root, &key, &value, &e.with("M", &[0]), "CHUNK_SIZE_INVALID");
     inv(&mut f, "M = C + 1", &root, &key, &value, &e.with("M", &varint(5)), "CHUNK_SIZE_INVALID");
-    inv(&mut f, "M with a redundant zero group", &root, &key, &value, &e.with("M", &noncanonical(m)), "VARINT_NON_CANONICAL");
+    inv(
+        &mut f,
+        "M with a redundant zero group",
+        &root,
+        &key,
+        &value,
+        &e.with("M", &noncanonical(m)),
+        "VARINT_NON_CANONICAL",
+    );
     inv(&mut f, "pos = M", &root, &key, &value, &e.with("pos", &varint(m)), "POSITION_INVALID");
     inv(&mut f, "pos = 2^53 - 1", &root, &key, &value, &e.with("pos", &varint((1 << 53) - 1)), "POSITION_INVALID");
-    inv(&mut f, "pos varint with 8 continuation bytes", &root, &key, &value, &e.with("pos", &[0xff; 8]), "VARINT_OVERFLOW");
-    inv(&mut f, "input ends inside the in-chunk hashes", &root, &key, &value, &cat(&[&e.upto("hashes"), &e.get("hashes")[..40]]), "TRUNCATED");
+    inv(
+        &mut f,
+        "pos varint with 8 continuation bytes",
+        &root,
+        &key,
+        &value,
+        &e.with("pos", &[0xff; 8]),
+        "VARINT_OVERFLOW",
+    );
+    inv(
+        &mut f,
+        "input ends inside the in-chunk hashes",
+        &root,
+        &key,
+        &value,
+        &cat(&[&e.upto("hashes"), &e.get("hashes")[..40]]),
+        "TRUNCATED",
+    );
     let mut under = pr.clone();
     under.witness.chunk_entries = 1;
     under.witness.position = 0;
@@ -824,14 +936,54 @@ fn existence(t: &Trees) -> VectorFile {
     // Decodes, but does not hash to the root.
     inv(&mut f, "wrong value", &root, &key, b"value-x", &e.bytes(), "ROOT_MISMATCH");
     inv(&mut f, "empty value instead of the real one", &root, &key, b"", &e.bytes(), "ROOT_MISMATCH");
-    inv(&mut f, "proof of a neighbouring key", &root, &key, &value, &c4.tree.prove_existence(&c4.key(g + 1)).unwrap().encode(), "ROOT_MISMATCH");
-    inv(&mut f, "in-chunk hash corrupted", &root, &key, &value, &e.with("hashes", &flip_last(e.get("hashes"))), "ROOT_MISMATCH");
-    inv(&mut f, "pos changed to another position in the chunk", &root, &key, &value, &e.with("pos", &varint((pr.witness.position as u64 + 1) % m)), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "proof of a neighbouring key",
+        &root,
+        &key,
+        &value,
+        &c4.tree.prove_existence(&c4.key(g + 1)).unwrap().encode(),
+        "ROOT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "in-chunk hash corrupted",
+        &root,
+        &key,
+        &value,
+        &e.with("hashes", &flip_last(e.get("hashes"))),
+        "ROOT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "pos changed to another position in the chunk",
+        &root,
+        &key,
+        &value,
+        &e.with("pos", &varint((pr.witness.position as u64 + 1) % m)),
+        "ROOT_MISMATCH",
+    );
     let single = enc_existence(&t.one.tree.prove_existence(b"only").unwrap());
-    inv(&mut f, "single-chunk tree, capacity changed from 2 to 3", &t.one.root(), b"only", b"", &single.with("capacity", &[3]), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "single-chunk tree, capacity changed from 2 to 3",
+        &t.one.root(),
+        b"only",
+        b"",
+        &single.with("capacity", &[3]),
+        "ROOT_MISMATCH",
+    );
     let prev = t.c4_prev.tree.prove_existence(&key).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &root, &key, &value, &prev, "ROOT_MISMATCH");
-    inv(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &key, &value, &e.bytes(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "valid proof checked against another tree's root",
+        &t.c16.root(),
+        &key,
+        &value,
+        &e.bytes(),
+        "ROOT_MISMATCH",
+    );
     inv(&mut f, "the empty root", &t.empty.root(), &key, &value, &e.bytes(), "ROOT_MISMATCH");
 
     f.require(&[ALL_DECODE, PATH_CODES, &["POSITION_INVALID", "KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG"]]);
@@ -913,16 +1065,65 @@ fn absence(t: &Trees) -> VectorFile {
     inv(&mut f, "flags bit 7 set", &root, &key, &e.with("flags", &[0x83]), "FLAGS_INVALID");
     inv(&mut f, "flags 0xff", &root, &key, &e.with("flags", &[0xff]), "FLAGS_INVALID");
     inv(&mut f, "input ends after the flags", &root, &key, &e.upto("left.key"), "TRUNCATED");
-    inv(&mut f, "flags say left only, but both neighbours follow", &root, &key, &e.with("flags", &[0x01]), "TRAILING_BYTES");
+    inv(
+        &mut f,
+        "flags say left only, but both neighbours follow",
+        &root,
+        &key,
+        &e.with("flags", &[0x01]),
+        "TRAILING_BYTES",
+    );
     inv(&mut f, "flags say both, but only the left neighbour follows", &root, &key, &e.upto("right.key"), "TRUNCATED");
-    inv(&mut f, "flags say none (the tree is not empty)", &root, &key, &cat(&[&e.upto("flags"), &[0]]), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "flags say none (the tree is not empty)",
+        &root,
+        &key,
+        &cat(&[&e.upto("flags"), &[0]]),
+        "ROOT_MISMATCH",
+    );
     // Neighbour fields.
     inv(&mut f, "left neighbour key length 0", &root, &key, &e.with("left.key", &[0]), "KEY_EMPTY");
-    inv(&mut f, "left neighbour key length 1025", &root, &key, &e.upto("left.key").into_iter().chain(varint(1025)).collect::<Vec<_>>(), "KEY_TOO_LONG");
-    inv(&mut f, "right neighbour key length 1025, bytes present", &root, &key, &e.with("right.key", &bytes_field(&[0x6b; 1025])), "KEY_TOO_LONG");
-    inv(&mut f, "left neighbour key length beyond the input", &root, &key, &cat(&[&e.upto("left.key"), &varint(1000), b"key"]), "TRUNCATED");
-    inv(&mut f, "left neighbour value length 65537", &root, &key, &cat(&[&e.upto("left.value"), &varint(65537)]), "VALUE_TOO_LONG");
-    inv(&mut f, "right neighbour value length with a redundant zero group", &root, &key, &e.with("right.value", &cat(&[&noncanonical(e.get("right.value")[0] as u64), &e.get("right.value")[1..]])), "VARINT_NON_CANONICAL");
+    inv(
+        &mut f,
+        "left neighbour key length 1025",
+        &root,
+        &key,
+        &e.upto("left.key").into_iter().chain(varint(1025)).collect::<Vec<_>>(),
+        "KEY_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "right neighbour key length 1025, bytes present",
+        &root,
+        &key,
+        &e.with("right.key", &bytes_field(&[0x6b; 1025])),
+        "KEY_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "left neighbour key length beyond the input",
+        &root,
+        &key,
+        &cat(&[&e.upto("left.key"), &varint(1000), b"key"]),
+        "TRUNCATED",
+    );
+    inv(
+        &mut f,
+        "left neighbour value length 65537",
+        &root,
+        &key,
+        &cat(&[&e.upto("left.value"), &varint(65537)]),
+        "VALUE_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "right neighbour value length with a redundant zero group",
+        &root,
+        &key,
+        &e.with("right.value", &cat(&[&noncanonical(e.get("right.value")[0] as u64), &e.get("right.value")[1..]])),
+        "VARINT_NON_CANONICAL",
+    );
     let m = pr.left.as_ref().unwrap().witness.chunk_entries as u64;
     inv(&mut f, "left neighbour M = 0", &root, &key, &e.with("left.M", &[0]), "CHUNK_SIZE_INVALID");
     inv(&mut f, "right neighbour M = C + 1", &root, &key, &e.with("right.M", &[5]), "CHUNK_SIZE_INVALID");
@@ -941,39 +1142,123 @@ fn absence(t: &Trees) -> VectorFile {
         inv(&mut f, &why, &root, &key, &bytes, code);
     }
     // Decodes, but does not hash to the root.
-    inv(&mut f, "left neighbour value corrupted", &root, &key, &e.with("left.value", &bytes_field(b"value-x")), "ROOT_MISMATCH");
-    inv(&mut f, "right neighbour key changed (still above the key)", &root, &key, &e.with("right.key", &bytes_field(b"key999")), "ROOT_MISMATCH");
-    inv(&mut f, "left neighbour in-chunk hash corrupted", &root, &key, &e.with("left.hashes", &flip_last(e.get("left.hashes"))), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "left neighbour value corrupted",
+        &root,
+        &key,
+        &e.with("left.value", &bytes_field(b"value-x")),
+        "ROOT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "right neighbour key changed (still above the key)",
+        &root,
+        &key,
+        &e.with("right.key", &bytes_field(b"key999")),
+        "ROOT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "left neighbour in-chunk hash corrupted",
+        &root,
+        &key,
+        &e.with("left.hashes", &flip_last(e.get("left.hashes"))),
+        "ROOT_MISMATCH",
+    );
     let prev = t.c4_prev.tree.prove_absence(&key).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &root, &key, &prev, "ROOT_MISMATCH");
     inv(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &key, &e.bytes(), "ROOT_MISMATCH");
     let empty3 = AbsenceProof { capacity: 3, left: None, right: None }.encode();
-    inv(&mut f, "empty proof of capacity 3 against the capacity-2 empty root", &t.empty.root(), b"k", &empty3, "ROOT_MISMATCH");
-    let bad_right = AbsenceProof { right: Some(Neighbour { value: b"bad".to_vec(), ..pr.right.clone().unwrap() }), ..pr.clone() };
-    inv(&mut f, "left neighbour valid, right neighbour value corrupted", &root, &key, &bad_right.encode(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "empty proof of capacity 3 against the capacity-2 empty root",
+        &t.empty.root(),
+        b"k",
+        &empty3,
+        "ROOT_MISMATCH",
+    );
+    let bad_right =
+        AbsenceProof { right: Some(Neighbour { value: b"bad".to_vec(), ..pr.right.clone().unwrap() }), ..pr.clone() };
+    inv(
+        &mut f,
+        "left neighbour valid, right neighbour value corrupted",
+        &root,
+        &key,
+        &bad_right.encode(),
+        "ROOT_MISMATCH",
+    );
     // Neighbours that verify, but do not prove absence.
-    let both = |l: usize, r: usize| AbsenceProof { capacity: 4, left: Some(c4.neighbour(l)), right: Some(c4.neighbour(r)) }.encode();
+    let both = |l: usize, r: usize| {
+        AbsenceProof { capacity: 4, left: Some(c4.neighbour(l)), right: Some(c4.neighbour(r)) }.encode()
+    };
     let left_only = |l: usize| AbsenceProof { capacity: 4, left: Some(c4.neighbour(l)), right: None }.encode();
     let right_only = |r: usize| AbsenceProof { capacity: 4, left: None, right: Some(c4.neighbour(r)) }.encode();
-    inv(&mut f, "present key between non-adjacent neighbours (same chunk)", &root, &c4.key(g + 1), &both(g, g + 2), "ABSENCE_INVALID");
+    inv(
+        &mut f,
+        "present key between non-adjacent neighbours (same chunk)",
+        &root,
+        &c4.key(g + 1),
+        &both(g, g + 2),
+        "ABSENCE_INVALID",
+    );
     let b7 = c4.chunk_start(7);
-    inv(&mut f, "present key between non-adjacent neighbours (across chunks)", &root, &c4.key(b7), &both(b7 - 1, b7 + 1), "ABSENCE_INVALID");
+    inv(
+        &mut f,
+        "present key between non-adjacent neighbours (across chunks)",
+        &root,
+        &c4.key(b7),
+        &both(b7 - 1, b7 + 1),
+        "ABSENCE_INVALID",
+    );
     let mut k2 = c4.key(b7);
     k2.push(b'0');
-    inv(&mut f, "absent key between neighbours two chunks apart", &root, &k2, &both(b7 - 1, b7 + c4.shape[7].1), "ABSENCE_INVALID");
+    inv(
+        &mut f,
+        "absent key between neighbours two chunks apart",
+        &root,
+        &k2,
+        &both(b7 - 1, b7 + c4.shape[7].1),
+        "ABSENCE_INVALID",
+    );
     inv(&mut f, "key below the left neighbour", &root, b"key000", &e.bytes(), "ABSENCE_INVALID");
     inv(&mut f, "key above the right neighbour", &root, b"z", &e.bytes(), "ABSENCE_INVALID");
     inv(&mut f, "key equal to the left neighbour", &root, &c4.key(g), &e.bytes(), "ABSENCE_INVALID");
     inv(&mut f, "key equal to the right neighbour", &root, &c4.key(g + 1), &e.bytes(), "ABSENCE_INVALID");
     inv(&mut f, "neighbours swapped", &root, &key, &both(g + 1, g), "ABSENCE_INVALID");
     inv(&mut f, "left neighbour only, but it is not the last entry", &root, &key, &left_only(g), "ABSENCE_INVALID");
-    inv(&mut f, "right neighbour only, but it is not the first entry", &root, &key, &right_only(g + 1), "ABSENCE_INVALID");
+    inv(
+        &mut f,
+        "right neighbour only, but it is not the first entry",
+        &root,
+        &key,
+        &right_only(g + 1),
+        "ABSENCE_INVALID",
+    );
     let mut kb = c4.key(b7 - 1);
     kb.push(b'0'); // between chunks 6 and 7
-    inv(&mut f, "left neighbour only, last entry of a chunk that is not the last", &root, &kb, &left_only(b7 - 1), "ABSENCE_INVALID");
-    inv(&mut f, "right neighbour only, first entry of a chunk that is not the first", &root, &kb, &right_only(b7), "ABSENCE_INVALID");
+    inv(
+        &mut f,
+        "left neighbour only, last entry of a chunk that is not the last",
+        &root,
+        &kb,
+        &left_only(b7 - 1),
+        "ABSENCE_INVALID",
+    );
+    inv(
+        &mut f,
+        "right neighbour only, first entry of a chunk that is not the first",
+        &root,
+        &kb,
+        &right_only(b7),
+        "ABSENCE_INVALID",
+    );
 
-    f.require(&[ALL_DECODE, PATH_CODES, &["POSITION_INVALID", "KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG", "FLAGS_INVALID", "ABSENCE_INVALID"]]);
+    f.require(&[
+        ALL_DECODE,
+        PATH_CODES,
+        &["POSITION_INVALID", "KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG", "FLAGS_INVALID", "ABSENCE_INVALID"],
+    ]);
     f
 }
 
@@ -984,7 +1269,8 @@ fn absence(t: &Trees) -> VectorFile {
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn naive_range(b: &Built, start: &[u8], end: Option<&[u8]>, limit: usize) -> (Entries, bool, Option<Vec<u8>>) {
-    let mut matching = b.entries.iter().filter(|(k, _)| k.as_slice() >= start && end.map_or(true, |e| k.as_slice() < e));
+    let mut matching =
+        b.entries.iter().filter(|(k, _)| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e));
     let results: Vec<_> = matching.by_ref().take(limit).cloned().collect();
     let next = matching.next().map(|e| e.0.clone());
     (results, next.is_none(), next)
@@ -1021,7 +1307,14 @@ fn range(t: &Trees) -> VectorFile {
     valid(&mut f, &t.c3, b"", None, 100, "capacity 3, whole tree after removals");
     valid(&mut f, c4, b"", None, 65536, "whole tree, largest limit");
     valid(&mut f, c4, b"", None, 10, "first 10 entries: incomplete, resume at the 11th");
-    valid(&mut f, c4, b"key020", Some(b"key040"), 100, "start is present: left neighbour key018, successor key040 >= end");
+    valid(
+        &mut f,
+        c4,
+        b"key020",
+        Some(b"key040"),
+        100,
+        "start is present: left neighbour key018, successor key040 >= end",
+    );
     valid(&mut f, c4, b"key021", Some(b"key031"), 3, "absent start, limit reached: incomplete");
     valid(&mut f, c4, b"key021", Some(b"key023"), 5, "one result");
     valid(&mut f, c4, b"key0211", Some(b"key0215"), 5, "no results between two adjacent entries");
@@ -1033,7 +1326,14 @@ fn range(t: &Trees) -> VectorFile {
     valid(&mut f, c4, b"key013", Some(b"key091"), 1000, "spanning many chunks");
     valid(&mut f, c4, b"key", Some(b"key0"), 3, "no results, start below the first entry");
     let g = c4.chunk_start(4);
-    valid(&mut f, c4, &c4.key(g), Some(&c4.key(g + 3)), 10, "start is the first key of chunk 4: the left neighbour is in chunk 3");
+    valid(
+        &mut f,
+        c4,
+        &c4.key(g),
+        Some(&c4.key(g + 3)),
+        10,
+        "start is the first key of chunk 4: the left neighbour is in chunk 3",
+    );
     let g = c4.chunk_start(8);
     valid(&mut f, c4, &c4.key(g - 2), None, 2, "results end at a chunk boundary, the successor starts the next chunk");
     valid(&mut f, &t.c16, b"", None, 65536, "capacity 16, whole tree");
@@ -1057,7 +1357,14 @@ fn range(t: &Trees) -> VectorFile {
         let r = verify_range(&root, &start, Some(&end), limit, proof);
         f.invalid(why, r, code, q(&start, Some(&end), limit, proof, &root));
     };
-    let invq = |f: &mut VectorFile, why: &str, root: &Hash, st: &[u8], en: Option<&[u8]>, lim: usize, proof: &[u8], code: &'static str| {
+    let invq = |f: &mut VectorFile,
+                why: &str,
+                root: &Hash,
+                st: &[u8],
+                en: Option<&[u8]>,
+                lim: usize,
+                proof: &[u8],
+                code: &'static str| {
         let r = verify_range(root, st, en, lim, proof);
         f.invalid(why, r, code, q(st, en, lim, proof, root));
     };
@@ -1067,17 +1374,45 @@ fn range(t: &Trees) -> VectorFile {
     // Query checks, before decoding.
     let b = e.bytes();
     invq(&mut f, "start of 1025 bytes", &root, &[0x6b; 1025], None, 10, &b, "KEY_TOO_LONG");
-    invq(&mut f, "start of 1025 bytes and limit 0: start is checked first", &root, &[0x6b; 1025], None, 0, &b, "KEY_TOO_LONG");
+    invq(
+        &mut f,
+        "start of 1025 bytes and limit 0: start is checked first",
+        &root,
+        &[0x6b; 1025],
+        None,
+        0,
+        &b,
+        "KEY_TOO_LONG",
+    );
     invq(&mut f, "end present and empty", &root, b"", Some(b""), 10, &b, "KEY_EMPTY");
     invq(&mut f, "end of 1025 bytes", &root, b"", Some(&[0x6b; 1025]), 10, &b, "KEY_TOO_LONG");
     invq(&mut f, "limit 0", &root, &start, Some(&end), 0, &b, "QUERY_INVALID");
     invq(&mut f, "limit 65537", &root, &start, Some(&end), 65537, &b, "QUERY_INVALID");
     invq(&mut f, "end equal to start", &root, &start, Some(&start), 10, &b, "QUERY_INVALID");
     invq(&mut f, "end below start", &root, &end, Some(&start), 10, &b, "QUERY_INVALID");
-    invq(&mut f, "limit 0 and an empty proof: the query is checked first", &root, &start, Some(&end), 0, &[], "QUERY_INVALID");
+    invq(
+        &mut f,
+        "limit 0 and an empty proof: the query is checked first",
+        &root,
+        &start,
+        Some(&end),
+        0,
+        &[],
+        "QUERY_INVALID",
+    );
     // Segment count.
-    inv(&mut f, "segment count with a redundant zero group", &e.with("segments", &noncanonical(3)), "VARINT_NON_CANONICAL");
-    inv(&mut f, "segment count 2^53 - 1, nothing follows", &cat(&[&e.upto("segments"), &varint((1 << 53) - 1)]), "TRUNCATED");
+    inv(
+        &mut f,
+        "segment count with a redundant zero group",
+        &e.with("segments", &noncanonical(3)),
+        "VARINT_NON_CANONICAL",
+    );
+    inv(
+        &mut f,
+        "segment count 2^53 - 1, nothing follows",
+        &cat(&[&e.upto("segments"), &varint((1 << 53) - 1)]),
+        "TRUNCATED",
+    );
     inv(&mut f, "segment count one more than present", &e.with("segments", &[4]), "TRUNCATED");
     inv(&mut f, "segment count one less than present", &e.with("segments", &[2]), "TRAILING_BYTES");
     inv(&mut f, "segment count 0 (the tree is not empty)", &cat(&[&e.upto("segments"), &[0]]), "ROOT_MISMATCH");
@@ -1093,41 +1428,81 @@ fn range(t: &Trees) -> VectorFile {
     inv(&mut f, "second segment lo with 8 continuation bytes", &e.with("seg1.lo", &[0xff; 8]), "VARINT_OVERFLOW");
     // Entries.
     let s1 = &pr.segments[1];
-    inv(&mut f, "second segment: first two keys swapped", &{
-        let mut x = enc_range(&pr);
-        let (a, bb) = (x.idx("seg1.key0"), x.idx("seg1.key1"));
-        let tmp = x.0[a].1.clone();
-        x.0[a].1 = x.0[bb].1.clone();
-        x.0[bb].1 = tmp;
-        x.bytes()
-    }, "KEYS_NOT_SORTED");
-    inv(&mut f, "second segment's first key equal to the first segment's last key", &e.with("seg1.key0", &bytes_field(&pr.segments[0].entries.last().unwrap().0)), "KEYS_NOT_SORTED");
-    inv(&mut f, "segments in reverse order", &{
-        let mut rev = pr.clone();
-        rev.segments.reverse();
-        rev.encode()
-    }, "KEYS_NOT_SORTED");
+    inv(
+        &mut f,
+        "second segment: first two keys swapped",
+        &{
+            let mut x = enc_range(&pr);
+            let (a, bb) = (x.idx("seg1.key0"), x.idx("seg1.key1"));
+            let tmp = x.0[a].1.clone();
+            x.0[a].1 = x.0[bb].1.clone();
+            x.0[bb].1 = tmp;
+            x.bytes()
+        },
+        "KEYS_NOT_SORTED",
+    );
+    inv(
+        &mut f,
+        "second segment's first key equal to the first segment's last key",
+        &e.with("seg1.key0", &bytes_field(&pr.segments[0].entries.last().unwrap().0)),
+        "KEYS_NOT_SORTED",
+    );
+    inv(
+        &mut f,
+        "segments in reverse order",
+        &{
+            let mut rev = pr.clone();
+            rev.segments.reverse();
+            rev.encode()
+        },
+        "KEYS_NOT_SORTED",
+    );
     inv(&mut f, "second segment: a key of length 0", &e.with("seg1.key1", &[0]), "KEY_EMPTY");
     inv(&mut f, "second segment: a key of length 1025", &cat(&[&e.upto("seg1.key1"), &varint(1025)]), "KEY_TOO_LONG");
-    inv(&mut f, "second segment: a value of length 65537", &cat(&[&e.upto("seg1.value1"), &varint(65537)]), "VALUE_TOO_LONG");
+    inv(
+        &mut f,
+        "second segment: a value of length 65537",
+        &cat(&[&e.upto("seg1.value1"), &varint(65537)]),
+        "VALUE_TOO_LONG",
+    );
     inv(&mut f, "input ends inside a key", &cat(&[&e.upto("seg1.key1"), &e.get("seg1.key1")[..3]]), "TRUNCATED");
     let mut under = pr.clone();
-    under.segments[1] = Segment { chunk_entries: 1, lo: 0, entries: s1.entries[..1].to_vec(), inchunk: vec![], path: s1.path.clone() };
+    under.segments[1] =
+        Segment { chunk_entries: 1, lo: 0, entries: s1.entries[..1].to_vec(), inchunk: vec![], path: s1.path.clone() };
     inv(&mut f, "second segment M = 1 < ceil(C/2) with a non-empty path", &under.encode(), "CHUNK_FILL");
     for (why, bytes, code) in path_cases(&e, "seg1.", &s1.path, 4) {
         inv(&mut f, &why, &bytes, code);
     }
     // Decodes, but does not hash to the root.
     inv(&mut f, "a result's value corrupted", &e.with("seg1.value0", &bytes_field(b"value-x")), "ROOT_MISMATCH");
-    inv(&mut f, "last segment's in-chunk hash corrupted", &e.with("seg2.hashes", &flip_last(e.get("seg2.hashes"))), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "last segment's in-chunk hash corrupted",
+        &e.with("seg2.hashes", &flip_last(e.get("seg2.hashes"))),
+        "ROOT_MISMATCH",
+    );
     let prev = t.c4_prev.tree.prove_range(&start, Some(&end), limit).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &prev, "ROOT_MISMATCH");
-    invq(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &start, Some(&end), limit, &e.bytes(), "ROOT_MISMATCH");
+    invq(
+        &mut f,
+        "valid proof checked against another tree's root",
+        &t.c16.root(),
+        &start,
+        Some(&end),
+        limit,
+        &e.bytes(),
+        "ROOT_MISMATCH",
+    );
     // Windows whose segments all verify, but are not what a prover builds.
     let (gs, ge) = (c4.index_of(&start), c4.index_of(&end)); // window is [gs - 1, ge]
     assert_eq!(pr, c4.window(gs - 1, ge + 1), "the window helper reproduces the prover");
     let w = |a: usize, b: usize| c4.window(a, b).encode();
-    inv(&mut f, "left neighbour omitted: the window starts at start, not at the tree's first entry", &w(gs, ge + 1), "RANGE_INVALID");
+    inv(
+        &mut f,
+        "left neighbour omitted: the window starts at start, not at the tree's first entry",
+        &w(gs, ge + 1),
+        "RANGE_INVALID",
+    );
     inv(&mut f, "an extra entry before the left neighbour", &w(gs - 2, ge + 1), "RANGE_INVALID");
     inv(&mut f, "successor omitted: the window stops before the tree's last entry", &w(gs - 1, ge), "RANGE_INVALID");
     inv(&mut f, "an extra entry after the successor", &w(gs - 1, ge + 2), "RANGE_INVALID");
@@ -1143,13 +1518,70 @@ fn range(t: &Trees) -> VectorFile {
     gap.segments[1] = c4.segment(i1, 1, m1);
     inv(&mut f, "gap: the middle segment starts at lo = 1", &gap.encode(), "RANGE_INVALID");
     let small = c4.tree.prove_range(&start, Some(&end), 5).unwrap().encode();
-    invq(&mut f, "too many results: a proof for limit 5 checked with limit 3", &root, &start, Some(&end), 3, &small, "RANGE_INVALID");
-    invq(&mut f, "a proof for limit 3 checked with limit 5 (the successor would be a 4th result)", &root, &start, Some(&end), 5, &c4.tree.prove_range(&start, Some(&end), 3).unwrap().encode(), "RANGE_INVALID");
-    invq(&mut f, "a proof for end key040 checked with unbounded end", &root, b"key020", None, 100, &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(), "RANGE_INVALID");
-    invq(&mut f, "a proof for start key020 checked with start key030", &root, b"key030", Some(b"key040"), 100, &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(), "RANGE_INVALID");
-    invq(&mut f, "a proof for start key030 checked with start key020", &root, b"key020", Some(b"key040"), 100, &c4.tree.prove_range(b"key030", Some(b"key040"), 100).unwrap().encode(), "RANGE_INVALID");
+    invq(
+        &mut f,
+        "too many results: a proof for limit 5 checked with limit 3",
+        &root,
+        &start,
+        Some(&end),
+        3,
+        &small,
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "a proof for limit 3 checked with limit 5 (the successor would be a 4th result)",
+        &root,
+        &start,
+        Some(&end),
+        5,
+        &c4.tree.prove_range(&start, Some(&end), 3).unwrap().encode(),
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "a proof for end key040 checked with unbounded end",
+        &root,
+        b"key020",
+        None,
+        100,
+        &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "a proof for start key020 checked with start key030",
+        &root,
+        b"key030",
+        Some(b"key040"),
+        100,
+        &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "a proof for start key030 checked with start key020",
+        &root,
+        b"key020",
+        Some(b"key040"),
+        100,
+        &c4.tree.prove_range(b"key030", Some(b"key040"), 100).unwrap().encode(),
+        "RANGE_INVALID",
+    );
 
-    f.require(&[ALL_DECODE, PATH_CODES, &["POSITION_INVALID", "KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG", "KEYS_NOT_SORTED", "RANGE_INVALID", "QUERY_INVALID"]]);
+    f.require(&[
+        ALL_DECODE,
+        PATH_CODES,
+        &[
+            "POSITION_INVALID",
+            "KEY_EMPTY",
+            "KEY_TOO_LONG",
+            "VALUE_TOO_LONG",
+            "KEYS_NOT_SORTED",
+            "RANGE_INVALID",
+            "QUERY_INVALID",
+        ],
+    ]);
     f
 }
 
@@ -1192,8 +1624,20 @@ fn chunk_proof(t: &Trees) -> VectorFile {
     }
     inv(&mut f, "M = 0", &root, &e.with("M", &[0]), "CHUNK_SIZE_INVALID");
     inv(&mut f, "M = C + 1", &root, &e.with("M", &[5]), "CHUNK_SIZE_INVALID");
-    inv(&mut f, "M with a redundant zero group", &root, &e.with("M", &noncanonical(pr.chunk_entries as u64)), "VARINT_NON_CANONICAL");
-    inv(&mut f, "input ends inside the chunk root", &root, &cat(&[&e.upto("chunk_root"), &pr.chunk_root[..31]]), "TRUNCATED");
+    inv(
+        &mut f,
+        "M with a redundant zero group",
+        &root,
+        &e.with("M", &noncanonical(pr.chunk_entries as u64)),
+        "VARINT_NON_CANONICAL",
+    );
+    inv(
+        &mut f,
+        "input ends inside the chunk root",
+        &root,
+        &cat(&[&e.upto("chunk_root"), &pr.chunk_root[..31]]),
+        "TRUNCATED",
+    );
     inv(&mut f, "M = 1 < ceil(C/2) with a non-empty path", &root, &e.with("M", &[1]), "CHUNK_FILL");
     for (why, bytes, code) in path_cases(&e, "", &pr.path, 4) {
         inv(&mut f, &why, &root, &bytes, code);
@@ -1201,10 +1645,22 @@ fn chunk_proof(t: &Trees) -> VectorFile {
     inv(&mut f, "chunk root corrupted", &root, &e.with("chunk_root", &flip_last(&pr.chunk_root)), "ROOT_MISMATCH");
     let other_m = if pr.chunk_entries == 4 { 3 } else { 4 };
     inv(&mut f, "M changed (still between ceil(C/2) and C)", &root, &e.with("M", &[other_m]), "ROOT_MISMATCH");
-    inv(&mut f, "proof from the previous version of the tree", &root, &t.c4_prev.tree.prove_chunk(6).unwrap().encode(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "proof from the previous version of the tree",
+        &root,
+        &t.c4_prev.tree.prove_chunk(6).unwrap().encode(),
+        "ROOT_MISMATCH",
+    );
     inv(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &e.bytes(), "ROOT_MISMATCH");
     let single = t.one.tree.prove_chunk(0).unwrap();
-    inv(&mut f, "single-chunk proof with the capacity changed", &t.one.root(), &ChunkProof { capacity: 3, ..single }.encode(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "single-chunk proof with the capacity changed",
+        &t.one.root(),
+        &ChunkProof { capacity: 3, ..single }.encode(),
+        "ROOT_MISMATCH",
+    );
 
     f.require(&[ALL_DECODE, PATH_CODES]);
     f
@@ -1230,7 +1686,14 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
             let entries = &b.entries[g..g + m];
             let got_entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(
-                (got.index(), got.chunk_count(), got.total_entries(), got.capacity(), got.key_height(), got_entries.as_slice()),
+                (
+                    got.index(),
+                    got.chunk_count(),
+                    got.total_entries(),
+                    got.capacity(),
+                    got.key_height(),
+                    got_entries.as_slice()
+                ),
                 (i, b.chunks(), b.total(), b.capacity, kh, entries)
             );
             f.valid.push(obj(vec![
@@ -1248,13 +1711,20 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
     }
     let c4 = &t.c4;
     let root = c4.root();
-    let idx = (1..c4.chunks()).find(|&i| c4.shape[i as usize].1 == 4 && c4.shape[i as usize].0 >= 2).expect("a full chunk with key-height >= 2");
+    let idx = (1..c4.chunks())
+        .find(|&i| c4.shape[i as usize].1 == 4 && c4.shape[i as usize].0 >= 2)
+        .expect("a full chunk with key-height >= 2");
     let env = c4.tree.export_chunk(idx).unwrap();
     let e = enc_envelope(&env);
     let kh = env.key_height;
     let inv = |f: &mut VectorFile, why: &str, root: &Hash, index: u64, bytes: &[u8], code: &'static str| {
         let r = verify_chunk(root, index, bytes);
-        f.invalid(why, r.map(|v| v.index()), code, vec![("root", h(root)), ("index", n(index)), ("envelope", h(bytes))]);
+        f.invalid(
+            why,
+            r.map(|v| v.index()),
+            code,
+            vec![("root", h(root)), ("index", n(index)), ("envelope", h(bytes))],
+        );
     };
     for (why, bytes, code) in header_cases(&e, 0x05, 4) {
         inv(&mut f, &why, &root, idx, &bytes, code);
@@ -1266,11 +1736,46 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
     inv(&mut f, "M = C + 1", &root, idx, &e.with("M", &[5]), "CHUNK_SIZE_INVALID");
     inv(&mut f, "M with a redundant zero group", &root, idx, &e.with("M", &noncanonical(4)), "VARINT_NON_CANONICAL");
     inv(&mut f, "first key of length 0", &root, idx, &e.with("key0", &[0]), "KEY_EMPTY");
-    inv(&mut f, "second key of length 1025, bytes present", &root, idx, &e.with("key1", &bytes_field(&[0x6b; 1025])), "KEY_TOO_LONG");
-    inv(&mut f, "key length varint with 8 continuation bytes", &root, idx, &e.with("key1", &[0xff; 8]), "VARINT_OVERFLOW");
-    inv(&mut f, "input ends inside the third key", &root, idx, &cat(&[&e.upto("key2"), &e.get("key2")[..3]]), "TRUNCATED");
-    inv(&mut f, "third value of length 65537", &root, idx, &cat(&[&e.upto("value2"), &varint(65537)]), "VALUE_TOO_LONG");
-    inv(&mut f, "value length with a redundant zero group", &root, idx, &e.with("value0", &cat(&[&noncanonical(e.get("value0")[0] as u64), &e.get("value0")[1..]])), "VARINT_NON_CANONICAL");
+    inv(
+        &mut f,
+        "second key of length 1025, bytes present",
+        &root,
+        idx,
+        &e.with("key1", &bytes_field(&[0x6b; 1025])),
+        "KEY_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "key length varint with 8 continuation bytes",
+        &root,
+        idx,
+        &e.with("key1", &[0xff; 8]),
+        "VARINT_OVERFLOW",
+    );
+    inv(
+        &mut f,
+        "input ends inside the third key",
+        &root,
+        idx,
+        &cat(&[&e.upto("key2"), &e.get("key2")[..3]]),
+        "TRUNCATED",
+    );
+    inv(
+        &mut f,
+        "third value of length 65537",
+        &root,
+        idx,
+        &cat(&[&e.upto("value2"), &varint(65537)]),
+        "VALUE_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "value length with a redundant zero group",
+        &root,
+        idx,
+        &e.with("value0", &cat(&[&noncanonical(e.get("value0")[0] as u64), &e.get("value0")[1..]])),
+        "VARINT_NON_CANONICAL",
+    );
     let swapped = {
         let mut x = env.clone();
         x.entries.swap(1, 2);
@@ -1280,10 +1785,24 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
     let dup = e.with("key1", e.get("key0"));
     inv(&mut f, "second key equal to the first", &root, idx, &dup, "KEYS_NOT_SORTED");
     let dup_long_value = cat(&[&e.upto("key1"), e.get("key0"), &varint(65537)]);
-    inv(&mut f, "second key equal to the first, then a value of length 65537: the key order is checked before the value", &root, idx, &dup_long_value, "KEYS_NOT_SORTED");
+    inv(
+        &mut f,
+        "second key equal to the first, then a value of length 65537: the key order is checked before the value",
+        &root,
+        idx,
+        &dup_long_value,
+        "KEYS_NOT_SORTED",
+    );
     let mut under = env.clone();
     under.entries.truncate(1);
-    inv(&mut f, "only the first entry kept (M = 1 < ceil(C/2)), path unchanged", &root, idx, &under.encode(), "CHUNK_FILL");
+    inv(
+        &mut f,
+        "only the first entry kept (M = 1 < ceil(C/2)), path unchanged",
+        &root,
+        idx,
+        &under.encode(),
+        "CHUNK_FILL",
+    );
     for (why, bytes, code) in path_cases(&e, "", &env.path, 4) {
         inv(&mut f, &why, &root, idx, &bytes, code);
     }
@@ -1295,27 +1814,97 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
     let mut fewer = env.clone();
     fewer.entries.pop();
     inv(&mut f, "last entry dropped (M = 3, still >= ceil(C/2))", &root, idx, &fewer.encode(), "ROOT_MISMATCH");
-    inv(&mut f, "the same chunk from the previous version of the tree", &root, idx, &t.c4_prev.tree.export_chunk(idx).unwrap().encode(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "the same chunk from the previous version of the tree",
+        &root,
+        idx,
+        &t.c4_prev.tree.export_chunk(idx).unwrap().encode(),
+        "ROOT_MISMATCH",
+    );
     inv(&mut f, "a chunk of another tree", &root, idx, &t.c16.tree.export_chunk(1).unwrap().encode(), "ROOT_MISMATCH");
     inv(&mut f, "valid envelope checked against another tree's root", &t.c16.root(), idx, &e.bytes(), "ROOT_MISMATCH");
-    inv(&mut f, "corrupted value and wrong index: the root is checked first", &root, idx + 1, &e.with("value1", &bytes_field(b"value-x")), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "corrupted value and wrong index: the root is checked first",
+        &root,
+        idx + 1,
+        &e.with("value1", &bytes_field(b"value-x")),
+        "ROOT_MISMATCH",
+    );
     inv(&mut f, "valid chunk, expected index one higher", &root, idx + 1, &e.bytes(), "CHUNK_INDEX_MISMATCH");
     inv(&mut f, "valid chunk, expected index one lower", &root, idx - 1, &e.bytes(), "CHUNK_INDEX_MISMATCH");
-    inv(&mut f, "chunk 0, expected index 1", &root, 1, &c4.tree.export_chunk(0).unwrap().encode(), "CHUNK_INDEX_MISMATCH");
+    inv(
+        &mut f,
+        "chunk 0, expected index 1",
+        &root,
+        1,
+        &c4.tree.export_chunk(0).unwrap().encode(),
+        "CHUNK_INDEX_MISMATCH",
+    );
     inv(&mut f, "valid chunk, expected index 2^32", &root, 1 << 32, &e.bytes(), "CHUNK_INDEX_MISMATCH");
-    inv(&mut f, "wrong index and wrong key_height: the index is checked first", &root, idx + 1, &e.with("key_height", &[kh + 1]), "CHUNK_INDEX_MISMATCH");
-    inv(&mut f, "key_height byte one higher, nothing else changed", &root, idx, &e.with("key_height", &[kh + 1]), "KEY_HEIGHT_MISMATCH");
-    inv(&mut f, "key_height byte one lower, nothing else changed", &root, idx, &e.with("key_height", &[kh - 1]), "KEY_HEIGHT_MISMATCH");
-    inv(&mut f, "key_height byte 48, nothing else changed", &root, idx, &e.with("key_height", &[48]), "KEY_HEIGHT_MISMATCH");
+    inv(
+        &mut f,
+        "wrong index and wrong key_height: the index is checked first",
+        &root,
+        idx + 1,
+        &e.with("key_height", &[kh + 1]),
+        "CHUNK_INDEX_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "key_height byte one higher, nothing else changed",
+        &root,
+        idx,
+        &e.with("key_height", &[kh + 1]),
+        "KEY_HEIGHT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "key_height byte one lower, nothing else changed",
+        &root,
+        idx,
+        &e.with("key_height", &[kh - 1]),
+        "KEY_HEIGHT_MISMATCH",
+    );
+    inv(
+        &mut f,
+        "key_height byte 48, nothing else changed",
+        &root,
+        idx,
+        &e.with("key_height", &[48]),
+        "KEY_HEIGHT_MISMATCH",
+    );
     let first = enc_envelope(&c4.tree.export_chunk(0).unwrap());
-    inv(&mut f, "chunk 0 with key_height 1 instead of 0", &root, 0, &first.with("key_height", &[1]), "KEY_HEIGHT_MISMATCH");
+    inv(
+        &mut f,
+        "chunk 0 with key_height 1 instead of 0",
+        &root,
+        0,
+        &first.with("key_height", &[1]),
+        "KEY_HEIGHT_MISMATCH",
+    );
     let single = enc_envelope(&t.one.tree.export_chunk(0).unwrap());
-    inv(&mut f, "single-chunk tree, key_height 1 instead of 0", &t.one.root(), 0, &single.with("key_height", &[1]), "KEY_HEIGHT_MISMATCH");
+    inv(
+        &mut f,
+        "single-chunk tree, key_height 1 instead of 0",
+        &t.one.root(),
+        0,
+        &single.with("key_height", &[1]),
+        "KEY_HEIGHT_MISMATCH",
+    );
 
     f.require(&[
         ALL_DECODE,
         PATH_CODES,
-        &["KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG", "KEYS_NOT_SORTED", "CHUNK_INDEX_MISMATCH", "KEY_HEIGHT_MISMATCH"],
+        &[
+            "KEY_EMPTY",
+            "KEY_TOO_LONG",
+            "VALUE_TOO_LONG",
+            "KEYS_NOT_SORTED",
+            "CHUNK_INDEX_MISMATCH",
+            "KEY_HEIGHT_MISMATCH",
+        ],
     ]);
     f
 }

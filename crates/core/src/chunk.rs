@@ -28,7 +28,11 @@ impl Chunk {
     }
 
     fn key_start(&self, i: usize) -> usize {
-        if i == 0 { 0 } else { self.key_ends[i - 1] as usize }
+        if i == 0 {
+            0
+        } else {
+            self.key_ends[i - 1] as usize
+        }
     }
 
     pub fn key(&self, i: usize) -> &[u8] {

@@ -129,7 +129,12 @@ impl Node {
                 Node::Leaf(c) => return c,
                 Node::Inner(n) => {
                     let lc = n.left.chunks();
-                    node = if index < lc { &n.left } else { index -= lc; &n.right };
+                    node = if index < lc {
+                        &n.left
+                    } else {
+                        index -= lc;
+                        &n.right
+                    };
                 }
             }
         }

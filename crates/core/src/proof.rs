@@ -198,7 +198,11 @@ impl AbsenceProof {
             (None, Some((r, rp))) => key < r.key.as_slice() && rp.is_first(),
             (None, None) => unreachable!(),
         };
-        if ok { Ok(()) } else { Err(ProofError::AbsenceInvalid) }
+        if ok {
+            Ok(())
+        } else {
+            Err(ProofError::AbsenceInvalid)
+        }
     }
 }
 
@@ -314,7 +318,13 @@ impl RangeProof {
     }
 
     /// Checks the proof against `root` for the query `[start, end)` with `limit`.
-    pub fn verify(&self, root: &Hash, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<RangeResult, ProofError> {
+    pub fn verify(
+        &self,
+        root: &Hash,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<RangeResult, ProofError> {
         check_range_query(start, end, limit)?;
         let Some(last) = self.segments.last() else {
             return if *root == empty_root(self.capacity) {
@@ -381,7 +391,13 @@ fn check_window(
 }
 
 /// Decodes `proof` and checks it against `root` for the query `[start, end)`.
-pub fn verify_range(root: &Hash, start: &[u8], end: Option<&[u8]>, limit: usize, proof: &[u8]) -> Result<RangeResult, ProofError> {
+pub fn verify_range(
+    root: &Hash,
+    start: &[u8],
+    end: Option<&[u8]>,
+    limit: usize,
+    proof: &[u8],
+) -> Result<RangeResult, ProofError> {
     check_range_query(start, end, limit)?;
     RangeProof::decode(proof)?.verify(root, start, end, limit)
 }

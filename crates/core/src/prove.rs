@@ -1,6 +1,7 @@
 //! Proof generation and chunk export from a committed snapshot.
 
 use crate::chunk::Chunk;
+use crate::codec::check_key;
 use crate::envelope::{encode_envelope, ChunkEnvelope};
 use crate::error::TreeError;
 use crate::node::Node;
@@ -8,7 +9,6 @@ use crate::path::{ChunkPath, PathStep};
 use crate::proof::{
     check_range_query, AbsenceProof, ChunkProof, EntryWitness, ExistenceProof, Neighbour, RangeProof, Segment,
 };
-use crate::codec::check_key;
 use crate::tree::{descend, tree_error, Snapshot, Tree};
 
 impl Snapshot {

@@ -117,7 +117,15 @@ impl Rebuilder {
                 current = close(stack.pop().expect("non-empty"), current)?;
             }
             let left = std::mem::replace(&mut current, Node::Leaf(Arc::new(c.chunk)));
-            stack.push(Inner { left, right: current.clone(), height: c.key_height, key, chunks: 0, entries: 0, hash: None });
+            stack.push(Inner {
+                left,
+                right: current.clone(),
+                height: c.key_height,
+                key,
+                chunks: 0,
+                entries: 0,
+                hash: None,
+            });
         }
         while let Some(t) = stack.pop() {
             current = close(t, current)?;

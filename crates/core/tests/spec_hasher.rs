@@ -350,7 +350,10 @@ fn valid_existence_proofs_fold_with_the_spec() {
         let f = fold_path(&mut r, capacity, m, chunk_hash(m, &chunk_root));
         r.end();
         assert_eq!(hex::encode(f.root), c["root"].as_str().unwrap());
-        assert_eq!((f.index, pos as u64, f.chunks, f.entries), (num(&c["chunk_index"]), num(&c["position"]), num(&c["chunks"]), num(&c["entries"])));
+        assert_eq!(
+            (f.index, pos as u64, f.chunks, f.entries),
+            (num(&c["chunk_index"]), num(&c["position"]), num(&c["chunks"]), num(&c["entries"]))
+        );
     }
 }
 
@@ -389,7 +392,7 @@ fn valid_range_proofs_fold_with_the_spec() {
         r.end();
         // Every result is in the window, in order.
         let results: Vec<Vec<u8>> = pairs(&c["results"]).into_iter().map(|(k, _)| k).collect();
-        let at = window.iter().position(|k| results.first().map_or(true, |f| k == f)).unwrap_or(0);
+        let at = window.iter().position(|k| results.first().is_none_or(|f| k == f)).unwrap_or(0);
         if !results.is_empty() {
             assert_eq!(&window[at..at + results.len()], results.as_slice());
         }

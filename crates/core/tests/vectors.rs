@@ -47,7 +47,10 @@ fn cases<'a>(file: &'a Value, kind: &str) -> &'a [Value] {
     list
 }
 fn label(c: &Value) -> String {
-    c.get("why").or_else(|| c.get("description")).map(|v| v.to_string()).unwrap_or_else(|| c.to_string().chars().take(120).collect())
+    c.get("why")
+        .or_else(|| c.get("description"))
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| c.to_string().chars().take(120).collect())
 }
 
 /// Checks that `result` failed with exactly the case's code.
@@ -67,7 +70,10 @@ fn every_vector_file_is_checked() {
         .filter(|n| n.ends_with(".json"))
         .collect();
     names.sort();
-    assert_eq!(names, ["absence.json", "chunk_envelope.json", "chunk_proof.json", "existence.json", "range.json", "trees.json"]);
+    assert_eq!(
+        names,
+        ["absence.json", "chunk_envelope.json", "chunk_proof.json", "existence.json", "range.json", "trees.json"]
+    );
     for n in &names {
         let v = load(n);
         assert!(v["description"].is_string() && v["spec"].is_string(), "{n}: description and spec");
@@ -127,7 +133,8 @@ fn existence_vectors() {
     let file = load("existence.json");
     for c in cases(&file, "valid") {
         let (root, key, value, proof) = (hash(&c["root"]), bytes(&c["key"]), bytes(&c["value"]), bytes(&c["proof"]));
-        let got = verify_existence(&root, &key, &value, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let got =
+            verify_existence(&root, &key, &value, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.chunk_index, num(&c["chunk_index"]), "case {}", label(c));
         assert_eq!(got.position as u64, num(&c["position"]), "case {}", label(c));
         assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
@@ -168,7 +175,8 @@ fn range_vectors() {
     let file = load("range.json");
     for c in cases(&file, "valid") {
         let (root, start, end, limit, proof) = range_inputs(c);
-        let got = verify_range(&root, &start, end.as_deref(), limit, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let got = verify_range(&root, &start, end.as_deref(), limit, &proof)
+            .unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.entries, pairs(&c["results"]), "case {}", label(c));
         assert_eq!(got.complete, c["complete"].as_bool().unwrap(), "case {}", label(c));
         assert_eq!(got.resume_key, opt_bytes(&c["resume_key"]), "case {}", label(c));
@@ -185,7 +193,8 @@ fn chunk_proof_vectors() {
     let file = load("chunk_proof.json");
     for c in cases(&file, "valid") {
         let proof = bytes(&c["proof"]);
-        let got = verify_chunk_proof(&hash(&c["root"]), &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let got =
+            verify_chunk_proof(&hash(&c["root"]), &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.root, hash(&c["root"]));
         assert_eq!(got.index, num(&c["index"]), "case {}", label(c));
         assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
@@ -203,7 +212,8 @@ fn chunk_envelope_vectors() {
     let file = load("chunk_envelope.json");
     for c in cases(&file, "valid") {
         let bytes_ = bytes(&c["envelope"]);
-        let got = verify_chunk(&hash(&c["root"]), num(&c["index"]), &bytes_).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let got = verify_chunk(&hash(&c["root"]), num(&c["index"]), &bytes_)
+            .unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.root(), hash(&c["root"]));
         assert_eq!(got.index(), num(&c["index"]));
         assert_eq!(got.capacity() as u64, num(&c["capacity"]));
