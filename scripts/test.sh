@@ -23,6 +23,11 @@ if ! diff -r spec/vectors "$tmp" | head -n 50; then
 fi
 
 ran="cargo test, vectors"
+if [[ -d packages/bpavl-wasm ]]; then
+  stage="wasm build"
+  npm run build -w @bpavl/wasm
+fi
+
 if [[ -f vitest.config.ts ]]; then
   stage=vitest
   npx --no vitest run  # --no: use the pinned workspace vitest, never fetch one

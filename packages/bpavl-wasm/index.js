@@ -1,0 +1,58 @@
+// @bpavl/wasm: bpavl-core compiled to WebAssembly (see README.md).
+// The bindings are generated into ./pkg by wasm-pack (--target web); this
+// entry only adds a loader that works unchanged in Node and in bundlers.
+
+import initWasm, { initSync as initWasmSync } from './pkg/bpavl_wasm.js';
+
+export {
+  Tree,
+  Snapshot,
+  VerifiedChunk,
+  Rebuilder,
+  verifyExistence,
+  verifyAbsence,
+  verifyRange,
+  verifyChunkProof,
+  verifyChunk,
+} from './pkg/bpavl_wasm.js';
+
+let loading;
+
+/**
+ * Loads the WebAssembly module; call (and await) once before anything else.
+ * Idempotent: later calls return the same promise. Without `input`, the
+ * module is read from the file next to this one: with `node:fs` when this
+ * file has a `file:` URL (Node, Deno, Bun), else fetched (browsers; bundlers
+ * such as Vite see the `new URL(..., import.meta.url)` and emit the asset).
+ */
+export function init(input) {
+  loading ??= load(input).then(
+    () => undefined,
+    (e) => {
+      loading = undefined;
+      throw e;
+    },
+  );
+  return loading;
+}
+
+async function load(input) {
+  if (input === undefined) {
+    const url = new URL('./pkg/bpavl_wasm_bg.wasm', import.meta.url);
+    input = url.protocol === 'file:' ? await readFileUrl(url) : url;
+  }
+  await initWasm({ module_or_path: input });
+}
+
+async function readFileUrl(url) {
+  // A computed specifier, so that bundlers leave the import alone: it only
+  // runs where this file was loaded from disk.
+  const fs = 'node:fs/promises';
+  const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fs);
+  return readFile(url);
+}
+
+/** Instantiates the module synchronously from its bytes (or a compiled `WebAssembly.Module`). */
+export function initSync(module) {
+  initWasmSync({ module });
+}

@@ -1,0 +1,485 @@
+//! # bpavl-wasm
+//!
+//! The WebAssembly face of `bpavl-core` (npm `@bpavl/wasm`). Thin on purpose:
+//! every function converts its arguments (`convert`), calls the core, and
+//! converts the result or maps the error to a JS `Error` with `name` and
+//! `code` (`spec/errors.md`). No tree, proof or hashing logic lives here.
+//! `alloc` sets the global allocator (std's dlmalloc, grown in large steps).
+//!
+//! The doc comments below become the JSDoc of the generated `.d.ts`.
+#![deny(unsafe_code)] // allowed in `alloc` only
+
+#[cfg(target_arch = "wasm32")]
+mod alloc;
+mod convert;
+
+use bpavl_core as core;
+use convert::{bytes, count, opt_bytes, throw, uint, Bytes, Number};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** What `Tree.commit()` returns. */
+export interface Commit {
+  /** The new version number (the empty tree is version 0). */
+  version: number;
+  /** The new root hash, 32 bytes. */
+  root: Uint8Array;
+}
+
+/** What `verifyExistence` returns: where the entry sits, authenticated by the root. */
+export interface EntryPosition {
+  /** Index of the chunk holding the entry. */
+  chunkIndex: number;
+  /** The entry's position in its chunk. */
+  position: number;
+  /** Total chunks in the tree. */
+  chunks: number;
+  /** Total entries in the tree. */
+  entries: number;
+}
+
+/** What `verifyChunkProof` returns, authenticated by the root. */
+export interface ChunkPosition {
+  /** The chunk's index. */
+  index: number;
+  /** Total chunks in the tree. */
+  chunks: number;
+  /** Total entries in the tree. */
+  entries: number;
+  /** Height of the inner node holding the chunk's smallest key (0 for chunk 0). */
+  keyHeight: number;
+}
+
+/** What `verifyRange` returns. */
+export interface RangeResult {
+  /** The proven entries with `start ≤ key < end`, in key order. */
+  entries: [key: Uint8Array, value: Uint8Array][];
+  /** True if no entry of the range was left out. */
+  complete: boolean;
+  /** When incomplete: the first key not returned, where the next query starts. */
+  resumeKey: Uint8Array | undefined;
+}
+
+/**
+ * What every bpavl call throws for a refused operation or a failed check:
+ * `name` is the Rust error type, `code` the stable code from spec/errors.md.
+ * Branch on `code`, never on `message`.
+ */
+export interface BpavlError extends Error {
+  name: 'ProofError' | 'TreeError' | 'RebuildError';
+  code: string;
+}
+"#;
+
+/// A B+AVL tree (`spec/hashing.md`): the working state you change, and the
+/// last committed version that proofs and chunk exports are taken from.
+///
+/// ```js
+/// const tree = new Tree(256);
+/// tree.insert(key, value);
+/// const { root } = tree.commit();
+/// const proof = tree.proveExistence(key);
+/// verifyExistence(root, key, value, proof);
+/// tree.free(); // or let the garbage collector do it
+/// ```
+#[wasm_bindgen]
+pub struct Tree(core::Tree);
+
+#[wasm_bindgen]
+impl Tree {
+    /// An empty tree whose chunks hold up to `capacity` entries (2 … 4096,
+    /// default 256). Throws TreeError `CAPACITY_INVALID` outside that range.
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: Option<Number>) -> Result<Tree, JsValue> {
+        let capacity = match capacity {
+            None => core::limits::DEFAULT_CAPACITY,
+            Some(c) => count(&c, "capacity")?,
+        };
+        core::Tree::new(capacity).map(Tree).map_err(throw)
+    }
+
+    /// Inserts or replaces `key` → `value` in the working state; returns true
+    /// if the key was new. Throws TreeError `KEY_EMPTY`, `KEY_TOO_LONG`,
+    /// `VALUE_TOO_LONG` or `TREE_FULL` and leaves the tree unchanged.
+    pub fn insert(&mut self, key: &Bytes, value: &Bytes) -> Result<bool, JsValue> {
+        let (key, value) = (bytes(key, "key")?, bytes(value, "value")?);
+        self.0.insert(&key, &value).map_err(throw)
+    }
+
+    /// The value of `key` in the working state, or `undefined`.
+    pub fn get(&self, key: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
+        Ok(self.0.get(&bytes(key, "key")?).map(<[u8]>::to_vec))
+    }
+
+    /// Removes `key` from the working state; returns whether it was present.
+    pub fn remove(&mut self, key: &Bytes) -> Result<bool, JsValue> {
+        Ok(self.0.remove(&bytes(key, "key")?))
+    }
+
+    /// Entries in the working state.
+    #[wasm_bindgen(getter)]
+    pub fn len(&self) -> f64 {
+        self.0.len() as f64
+    }
+
+    /// Chunks in the working state.
+    #[wasm_bindgen(getter, js_name = chunkCount)]
+    pub fn chunk_count(&self) -> f64 {
+        self.0.chunk_count() as f64
+    }
+
+    /// The chunk capacity C.
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> f64 {
+        self.0.capacity() as f64
+    }
+
+    /// Hashes what changed and makes the working state the next committed
+    /// version.
+    #[wasm_bindgen(unchecked_return_type = "Commit")]
+    pub fn commit(&mut self) -> JsValue {
+        let c = self.0.commit();
+        convert::commit_result(c.version as f64, &c.root)
+    }
+
+    /// Root hash (32 bytes) of the last committed version.
+    #[wasm_bindgen(getter)]
+    pub fn root(&self) -> Vec<u8> {
+        self.0.root().to_vec()
+    }
+
+    /// Number of the last committed version (0: nothing committed yet).
+    #[wasm_bindgen(getter)]
+    pub fn version(&self) -> f64 {
+        self.0.version() as f64
+    }
+
+    /// The last committed version, as a handle that stays valid while the
+    /// tree goes on changing and committing.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot(self.0.committed().clone())
+    }
+
+    /// Existence proof of `key` in the committed version (`spec/proof-format.md`).
+    /// Throws TreeError `KEY_NOT_FOUND` if it is absent.
+    #[wasm_bindgen(js_name = proveExistence)]
+    pub fn prove_existence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_existence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    /// Absence proof of `key` in the committed version. Throws TreeError
+    /// `KEY_EXISTS` if it is present.
+    #[wasm_bindgen(js_name = proveAbsence)]
+    pub fn prove_absence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_absence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    /// Range proof of up to `limit` (1 … 65536) entries with
+    /// `start ≤ key < end` in the committed version; `end` undefined or null:
+    /// unbounded. Throws TreeError `QUERY_INVALID`, `KEY_EMPTY` or `KEY_TOO_LONG`.
+    #[wasm_bindgen(js_name = proveRange)]
+    pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+        Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
+    }
+
+    /// Proof that chunk `index` of the committed version sits at that index.
+    /// Throws TreeError `CHUNK_OUT_OF_RANGE`.
+    #[wasm_bindgen(js_name = proveChunk)]
+    pub fn prove_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_chunk(uint(index, "index")?).map_err(throw)?.encode())
+    }
+
+    /// Chunk `index` of the committed version as a self-verifiable envelope
+    /// (`spec/chunk-format.md`). Throws TreeError `CHUNK_OUT_OF_RANGE`.
+    #[wasm_bindgen(js_name = exportChunk)]
+    pub fn export_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
+        self.0.export_chunk_bytes(uint(index, "index")?).map_err(throw)
+    }
+}
+
+/// A committed, immutable version of a tree (`tree.snapshot()`): serve
+/// proofs and chunks of it while the tree goes on changing.
+#[wasm_bindgen]
+pub struct Snapshot(core::Snapshot);
+
+#[wasm_bindgen]
+impl Snapshot {
+    /// Root hash, 32 bytes.
+    #[wasm_bindgen(getter)]
+    pub fn root(&self) -> Vec<u8> {
+        self.0.root().to_vec()
+    }
+
+    /// Version number.
+    #[wasm_bindgen(getter)]
+    pub fn version(&self) -> f64 {
+        self.0.version() as f64
+    }
+
+    /// The chunk capacity C.
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> f64 {
+        self.0.capacity() as f64
+    }
+
+    /// Entries.
+    #[wasm_bindgen(getter)]
+    pub fn len(&self) -> f64 {
+        self.0.len() as f64
+    }
+
+    /// Chunks.
+    #[wasm_bindgen(getter, js_name = chunkCount)]
+    pub fn chunk_count(&self) -> f64 {
+        self.0.chunk_count() as f64
+    }
+
+    /// The value of `key`, or `undefined`.
+    pub fn get(&self, key: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
+        Ok(self.0.get(&bytes(key, "key")?).map(<[u8]>::to_vec))
+    }
+
+    /// As `Tree.proveExistence`.
+    #[wasm_bindgen(js_name = proveExistence)]
+    pub fn prove_existence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_existence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    /// As `Tree.proveAbsence`.
+    #[wasm_bindgen(js_name = proveAbsence)]
+    pub fn prove_absence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_absence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    /// As `Tree.proveRange`.
+    #[wasm_bindgen(js_name = proveRange)]
+    pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+        Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
+    }
+
+    /// As `Tree.proveChunk`.
+    #[wasm_bindgen(js_name = proveChunk)]
+    pub fn prove_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
+        Ok(self.0.prove_chunk(uint(index, "index")?).map_err(throw)?.encode())
+    }
+
+    /// As `Tree.exportChunk`.
+    #[wasm_bindgen(js_name = exportChunk)]
+    pub fn export_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
+        self.0.export_chunk_bytes(uint(index, "index")?).map_err(throw)
+    }
+}
+
+/// Checks that `key` → `value` is in the tree with root `root`, given an
+/// existence proof. Throws a ProofError (`ROOT_MISMATCH`, a decoding code, …).
+///
+/// ```js
+/// const { chunkIndex, position } = verifyExistence(root, key, value, proof);
+/// ```
+#[wasm_bindgen(js_name = verifyExistence, unchecked_return_type = "EntryPosition")]
+pub fn verify_existence(root: &Bytes, key: &Bytes, value: &Bytes, proof: &Bytes) -> Result<JsValue, JsValue> {
+    let (root, key, value, proof) =
+        (convert::root(root)?, bytes(key, "key")?, bytes(value, "value")?, bytes(proof, "proof")?);
+    let p = core::verify_existence(&root, &key, &value, &proof).map_err(throw)?;
+    Ok(convert::entry_position(p.chunk_index as f64, p.position as f64, p.chunks as f64, p.entries as f64))
+}
+
+/// Checks that `key` is absent from the tree with root `root`, given an
+/// absence proof. Returns nothing; throws a ProofError.
+#[wasm_bindgen(js_name = verifyAbsence)]
+pub fn verify_absence(root: &Bytes, key: &Bytes, proof: &Bytes) -> Result<(), JsValue> {
+    let (root, key, proof) = (convert::root(root)?, bytes(key, "key")?, bytes(proof, "proof")?);
+    core::verify_absence(&root, &key, &proof).map_err(throw)
+}
+
+/// Checks a range proof for the query `start ≤ key < end` (`end` undefined
+/// or null: unbounded), at most `limit` entries, against `root`; returns the
+/// proven entries. Throws a ProofError (`QUERY_INVALID`, `RANGE_INVALID`, …).
+///
+/// ```js
+/// const { entries, complete, resumeKey } = verifyRange(root, start, undefined, 100, proof);
+/// ```
+#[wasm_bindgen(js_name = verifyRange, unchecked_return_type = "RangeResult")]
+pub fn verify_range(
+    root: &Bytes,
+    start: &Bytes,
+    end: Option<Bytes>,
+    limit: &Number,
+    proof: &Bytes,
+) -> Result<JsValue, JsValue> {
+    let root = convert::root(root)?;
+    let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+    let proof = bytes(proof, "proof")?;
+    let r = core::verify_range(&root, &start, end.as_deref(), limit, &proof).map_err(throw)?;
+    Ok(convert::range(r))
+}
+
+/// Checks a chunk proof against `root`; returns the chunk's authenticated
+/// index, the tree's totals and the chunk's key-height. Throws a ProofError.
+#[wasm_bindgen(js_name = verifyChunkProof, unchecked_return_type = "ChunkPosition")]
+pub fn verify_chunk_proof(root: &Bytes, proof: &Bytes) -> Result<JsValue, JsValue> {
+    let (root, proof) = (convert::root(root)?, bytes(proof, "proof")?);
+    let f = core::verify_chunk_proof(&root, &proof).map_err(throw)?;
+    Ok(convert::chunk_position(f.index as f64, f.chunks as f64, f.entries as f64, f.key_height as f64))
+}
+
+/// Checks chunk envelope `bytes` as chunk `index` of the tree with root
+/// `root`, with nothing else trusted (`spec/chunk-format.md`). Throws a
+/// ProofError (`ROOT_MISMATCH`, `CHUNK_INDEX_MISMATCH`, a decoding code, …).
+///
+/// ```js
+/// const chunk = verifyChunk(root, 3, envelope);
+/// rebuilder.addVerified(chunk);
+/// ```
+#[wasm_bindgen(js_name = verifyChunk)]
+pub fn verify_chunk(root: &Bytes, index: &Number, bytes: &Bytes) -> Result<VerifiedChunk, JsValue> {
+    let (root, index, envelope) = (convert::root(root)?, uint(index, "index")?, convert::bytes(bytes, "bytes")?);
+    core::verify_chunk(&root, index, &envelope).map(VerifiedChunk).map_err(throw)
+}
+
+/// A chunk that verified against a root; only `verifyChunk` makes one. Its
+/// data stays in WebAssembly memory until `entries` is read.
+#[wasm_bindgen]
+pub struct VerifiedChunk(core::VerifiedChunk);
+
+#[wasm_bindgen]
+impl VerifiedChunk {
+    /// The root it verified against (32 bytes).
+    #[wasm_bindgen(getter)]
+    pub fn root(&self) -> Vec<u8> {
+        self.0.root().to_vec()
+    }
+
+    /// Its authenticated index.
+    #[wasm_bindgen(getter)]
+    pub fn index(&self) -> f64 {
+        self.0.index() as f64
+    }
+
+    /// Total chunks in the tree.
+    #[wasm_bindgen(getter, js_name = chunkCount)]
+    pub fn chunk_count(&self) -> f64 {
+        self.0.chunk_count() as f64
+    }
+
+    /// Total entries in the tree.
+    #[wasm_bindgen(getter, js_name = totalEntries)]
+    pub fn total_entries(&self) -> f64 {
+        self.0.total_entries() as f64
+    }
+
+    /// The tree's chunk capacity C.
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> f64 {
+        self.0.capacity() as f64
+    }
+
+    /// Height of the inner node holding this chunk's smallest key (0 for chunk 0).
+    #[wasm_bindgen(getter, js_name = keyHeight)]
+    pub fn key_height(&self) -> f64 {
+        self.0.key_height() as f64
+    }
+
+    /// Entries in this chunk.
+    #[wasm_bindgen(getter)]
+    pub fn len(&self) -> f64 {
+        self.0.len() as f64
+    }
+
+    /// This chunk's entries in key order, as a new array of fresh copies on
+    /// every read.
+    #[wasm_bindgen(getter, unchecked_return_type = "[key: Uint8Array, value: Uint8Array][]")]
+    pub fn entries(&self) -> JsValue {
+        convert::entries(self.0.entries())
+    }
+}
+
+/// Collects verified chunks for one trusted root, in any order, and finishes
+/// into the identical tree (`spec/chunk-format.md`, "Rebuild").
+///
+/// ```js
+/// const rebuilder = new Rebuilder(root);
+/// for (const [index, envelope] of arrivals) rebuilder.add(index, envelope);
+/// const tree = rebuilder.finish(version); // once rebuilder.isComplete
+/// ```
+#[wasm_bindgen]
+pub struct Rebuilder(core::Rebuilder);
+
+#[wasm_bindgen]
+impl Rebuilder {
+    /// A rebuilder for the tree whose root is `root` (32 bytes).
+    #[wasm_bindgen(constructor)]
+    pub fn new(root: &Bytes) -> Result<Rebuilder, JsValue> {
+        Ok(Rebuilder(core::Rebuilder::new(convert::root(root)?)))
+    }
+
+    /// The trusted root.
+    #[wasm_bindgen(getter)]
+    pub fn root(&self) -> Vec<u8> {
+        self.0.root().to_vec()
+    }
+
+    /// Verifies envelope `bytes` as chunk `index` and keeps it; returns false
+    /// if that chunk was already held. Throws a RebuildError with the chunk's
+    /// ProofError code.
+    pub fn add(&mut self, index: &Number, bytes: &Bytes) -> Result<bool, JsValue> {
+        let (index, envelope) = (uint(index, "index")?, convert::bytes(bytes, "bytes")?);
+        self.0.add(index, &envelope).map_err(throw)
+    }
+
+    /// Keeps a chunk that `verifyChunk` checked against this root; returns
+    /// false if that chunk was already held. Takes the chunk over: `chunk`
+    /// is freed and unusable afterwards, also when this throws (RebuildError
+    /// `ROOT_MISMATCH` for a chunk of another root).
+    #[wasm_bindgen(js_name = addVerified)]
+    pub fn add_verified(&mut self, chunk: VerifiedChunk) -> Result<bool, JsValue> {
+        self.0.add_verified(chunk.0).map_err(throw)
+    }
+
+    /// Indices not yet received, in order, at most `limit` of them (default:
+    /// all). Empty until the first chunk has told the total.
+    #[wasm_bindgen(unchecked_return_type = "number[]")]
+    pub fn missing(&self, limit: Option<Number>) -> Result<JsValue, JsValue> {
+        let limit = match limit {
+            None => usize::MAX,
+            Some(l) => count(&l, "limit")?,
+        };
+        Ok(convert::number_array(self.0.missing().take(limit)))
+    }
+
+    /// How many chunks are still missing, or `undefined` before the first
+    /// chunk has told the total.
+    #[wasm_bindgen(js_name = missingCount)]
+    pub fn missing_count(&self) -> Option<f64> {
+        self.0.missing_count().map(|n| n as f64)
+    }
+
+    /// Total chunks, or `undefined` before the first chunk has told it.
+    #[wasm_bindgen(getter)]
+    pub fn total(&self) -> Option<f64> {
+        self.0.total().map(|n| n as f64)
+    }
+
+    /// Chunks accepted so far.
+    #[wasm_bindgen(getter)]
+    pub fn received(&self) -> f64 {
+        self.0.received() as f64
+    }
+
+    /// Whether every chunk is in.
+    #[wasm_bindgen(getter, js_name = isComplete)]
+    pub fn is_complete(&self) -> bool {
+        self.0.is_complete()
+    }
+
+    /// The rebuilt tree, committed as version `version`. Consumes the
+    /// rebuilder (it is freed, also when this throws). Throws RebuildError
+    /// `REBUILD_INCOMPLETE` or `ROOT_MISMATCH`.
+    pub fn finish(self, version: &Number) -> Result<Tree, JsValue> {
+        let version = uint(version, "version")?;
+        self.0.finish(version).map(Tree).map_err(throw)
+    }
+}

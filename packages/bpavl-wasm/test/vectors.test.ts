@@ -1,0 +1,146 @@
+// spec/vectors through the WebAssembly build: every valid case verifies with
+// exactly the expected outputs, every invalid case throws a ProofError with
+// exactly the expected code, and every tree of trees.json is reproduced by
+// replaying its operations through the WASM Tree.
+import { describe, expect, it } from 'vitest';
+import {
+  init,
+  Tree,
+  verifyAbsence,
+  verifyChunk,
+  verifyChunkProof,
+  verifyExistence,
+  verifyRange,
+} from '../index.js';
+import { hex, loadVectors, thrown, toHex } from './helpers.js';
+
+await init();
+
+// Vector cases are plain JSON (spec/vectors/README.md); fields are read by name.
+type Case = any;
+/** `[label, case]` rows for `it.each`. */
+const valid = (cases: Case[], label: (c: Case, i: number) => string): [string, Case][] =>
+  cases.map((c, i) => [label(c, i), c]);
+/** `[code, why, case]` rows for `it.each`. */
+const invalid = (cases: Case[]): [string, string, Case][] => cases.map((c) => [c.code, c.why, c]);
+
+const pairsHex = (ps: [Uint8Array, Uint8Array][]) => ps.map(([k, v]) => [toHex(k), toHex(v)]);
+const opt = (s: string | null) => (s === null ? undefined : hex(s));
+
+/** The thrown error's code, checking it is a ProofError. */
+function proofCode(f: () => unknown): string {
+  const e = thrown(f);
+  expect(e).toBeInstanceOf(Error);
+  expect(e.name).toBe('ProofError');
+  return e.code;
+}
+
+describe('existence.json', () => {
+  const v = loadVectors('existence');
+  it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
+    const r = verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof));
+    expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunks: c.chunks, entries: c.entries });
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof)))).toBe(code);
+  });
+});
+
+describe('absence.json', () => {
+  const v = loadVectors('absence');
+  it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
+    expect(verifyAbsence(hex(c.root), hex(c.key), hex(c.proof))).toBeUndefined();
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyAbsence(hex(c.root), hex(c.key), hex(c.proof)))).toBe(code);
+  });
+});
+
+describe('range.json', () => {
+  const v = loadVectors('range');
+  it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
+    const r = verifyRange(hex(c.root), hex(c.start), opt(c.end), c.limit, hex(c.proof));
+    expect(pairsHex(r.entries)).toEqual(c.results);
+    expect(r.complete).toBe(c.complete);
+    expect(r.resumeKey === undefined ? null : toHex(r.resumeKey)).toBe(c.resume_key);
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyRange(hex(c.root), hex(c.start), opt(c.end), c.limit, hex(c.proof)))).toBe(code);
+  });
+  it('null and undefined both mean an unbounded end', () => {
+    const c = v.valid.find((c: Case) => c.end === null);
+    const a = verifyRange(hex(c.root), hex(c.start), undefined, c.limit, hex(c.proof));
+    const b = verifyRange(hex(c.root), hex(c.start), null, c.limit, hex(c.proof));
+    expect(pairsHex(b.entries)).toEqual(pairsHex(a.entries));
+  });
+});
+
+describe('chunk_proof.json', () => {
+  const v = loadVectors('chunk_proof');
+  it.each(valid(v.valid, (c, i) => `${c.tree} #${i}`))('valid: %s', (_d, c) => {
+    const r = verifyChunkProof(hex(c.root), hex(c.proof));
+    expect(r).toEqual({ index: c.index, chunks: c.chunks, entries: c.entries, keyHeight: c.key_height });
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyChunkProof(hex(c.root), hex(c.proof)))).toBe(code);
+  });
+});
+
+describe('chunk_envelope.json', () => {
+  const v = loadVectors('chunk_envelope');
+  it.each(valid(v.valid, (c, i) => `${c.tree} #${i}`))('valid: %s', (_d, c) => {
+    const chunk = verifyChunk(hex(c.root), c.index, hex(c.envelope));
+    try {
+      expect({
+        root: toHex(chunk.root),
+        index: chunk.index,
+        capacity: chunk.capacity,
+        keyHeight: chunk.keyHeight,
+        chunks: chunk.chunkCount,
+        entries: chunk.totalEntries,
+        len: chunk.len,
+        chunkEntries: pairsHex(chunk.entries),
+      }).toEqual({
+        root: c.root,
+        index: c.index,
+        capacity: c.capacity,
+        keyHeight: c.key_height,
+        chunks: c.chunks,
+        entries: c.entries,
+        len: c.chunk_entries.length,
+        chunkEntries: c.chunk_entries,
+      });
+    } finally {
+      chunk.free();
+    }
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyChunk(hex(c.root), c.index, hex(c.envelope)))).toBe(code);
+  });
+});
+
+describe('trees.json: replaying the operations through the WASM Tree', () => {
+  const v = loadVectors('trees');
+  it.each(valid(v.trees, (t) => t.name))('%s', (_n, t) => {
+    const tree = new Tree(t.capacity);
+    for (const op of t.ops) {
+      if (op[0] === 'insert') tree.insert(hex(op[1]), hex(op[2]));
+      else tree.remove(hex(op[1]));
+    }
+    const commit = tree.commit();
+    expect(toHex(commit.root)).toBe(t.root);
+    expect(commit.version).toBe(1);
+    expect([tree.len, tree.chunkCount]).toEqual([t.entries, t.chunks]);
+    for (const [k, val] of t.final_entries) expect(toHex(tree.get(hex(k))!)).toBe(val);
+    // Each exported chunk verifies with the listed key-height and entries.
+    const seen: string[][] = [];
+    for (const c of t.chunk_list) {
+      const chunk = verifyChunk(commit.root, c.index, tree.exportChunk(c.index));
+      expect([chunk.index, chunk.keyHeight, chunk.len]).toEqual([c.index, c.key_height, c.entries]);
+      seen.push(...pairsHex(chunk.entries));
+      chunk.free();
+    }
+    expect(seen).toEqual(t.final_entries);
+    tree.free();
+  });
+});

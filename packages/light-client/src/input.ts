@@ -1,0 +1,51 @@
+/**
+ * Argument checks that come before any spec check, in noble's convention:
+ * a wrong type throws `TypeError`, a wrong value that is not a format issue
+ * throws `RangeError`. Spec limits on keys, values and queries are not
+ * checked here: they are `ProofError`s (`spec/errors.md`) checked by the
+ * verifiers in the spec's order.
+ * @module
+ */
+
+import { HASH_LEN } from './constants.js';
+
+/** Whether `a` is a Uint8Array, also from another realm (noble's `isBytes`). Internal. */
+function isBytes(a: unknown): a is Uint8Array {
+  return a instanceof Uint8Array || (ArrayBuffer.isView(a) && a.constructor.name === 'Uint8Array');
+}
+
+/** `TypeError` unless `value` is a Uint8Array. Internal. */
+export function bytesArg(value: unknown, name: string): Uint8Array {
+  if (!isBytes(value)) throw new TypeError(`${name}: expected Uint8Array, got ${typeof value}`);
+  return value;
+}
+
+/** `TypeError` unless a Uint8Array, `RangeError` unless 32 bytes. Internal. */
+export function rootArg(value: unknown): Uint8Array {
+  const root = bytesArg(value, 'root');
+  if (root.length !== HASH_LEN) throw new RangeError(`root: expected 32 bytes, got ${root.length}`);
+  return root;
+}
+
+/** `undefined`/`null` (unbounded) or a Uint8Array, else `TypeError`. Internal. */
+export function optBytesArg(value: unknown, name: string): Uint8Array | undefined {
+  return value === undefined || value === null ? undefined : bytesArg(value, name);
+}
+
+/** `TypeError` unless a number, `RangeError` unless a safe integer ≥ 0. Internal. */
+export function indexArg(value: unknown): number {
+  if (typeof value !== 'number') throw new TypeError(`index: expected number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`index: expected a safe integer ≥ 0, got ${value}`);
+  return value;
+}
+
+/**
+ * `TypeError` unless an integer number. Its range (1 … 65536) is a spec
+ * check, `QUERY_INVALID`, made later in the spec's order. Internal.
+ */
+export function limitArg(value: unknown): number {
+  if (typeof value !== 'number') throw new TypeError(`limit: expected number, got ${typeof value}`);
+  if (!Number.isInteger(value)) throw new TypeError(`limit: expected an integer, got ${value}`);
+  return value;
+}
