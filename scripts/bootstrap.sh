@@ -37,6 +37,12 @@ set -euo pipefail
 cd "$BPAVL_ROOT"
 bpavl_env
 
+# One bootstrap at a time: two concurrent `npm ci` runs delete each other's
+# node_modules. The lock is released when this process exits.
+mkdir -p .tools
+exec 9>.tools/bootstrap.lock
+flock 9
+
 # run_install WHAT CMD...: announce, run CMD with its output captured, and
 # only show that output if CMD fails.
 run_install() {

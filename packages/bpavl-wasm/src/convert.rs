@@ -118,6 +118,16 @@ pub(crate) fn count(v: &JsValue, what: &str) -> Result<usize, JsValue> {
     uint(v, what).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
+/// A range limit: `TypeError` unless a number. Any number that is not an
+/// integer in 1 … 65536 becomes 0, which the core rejects as `QUERY_INVALID`
+/// in the spec's order (after the key checks), exactly as the TS verifier does.
+pub(crate) fn range_limit(v: &JsValue) -> Result<usize, JsValue> {
+    let Some(f) = v.as_f64() else {
+        return Err(type_error("limit must be a number"));
+    };
+    Ok(if f.fract() == 0.0 && (1.0..=65536.0).contains(&f) { f as usize } else { 0 })
+}
+
 /// `[key, value][]`, each a fresh Uint8Array.
 pub(crate) fn entries<'a>(it: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> JsValue {
     let (mut flat, mut ends) = (Vec::new(), Vec::new());

@@ -14,7 +14,7 @@ mod alloc;
 mod convert;
 
 use bpavl_core as core;
-use convert::{bytes, count, opt_bytes, throw, uint, Bytes, Number};
+use convert::{bytes, count, opt_bytes, range_limit, throw, uint, Bytes, Number};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -180,7 +180,7 @@ impl Tree {
     /// unbounded. Throws TreeError `QUERY_INVALID`, `KEY_EMPTY` or `KEY_TOO_LONG`.
     #[wasm_bindgen(js_name = proveRange)]
     pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
-        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
         Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
     }
 
@@ -256,7 +256,7 @@ impl Snapshot {
     /// As `Tree.proveRange`.
     #[wasm_bindgen(js_name = proveRange)]
     pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
-        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
         Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
     }
 
@@ -311,7 +311,7 @@ pub fn verify_range(
     proof: &Bytes,
 ) -> Result<JsValue, JsValue> {
     let root = convert::root(root)?;
-    let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, count(limit, "limit")?);
+    let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
     let proof = bytes(proof, "proof")?;
     let r = core::verify_range(&root, &start, end.as_deref(), limit, &proof).map_err(throw)?;
     Ok(convert::range(r))

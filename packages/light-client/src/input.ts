@@ -41,11 +41,11 @@ export function indexArg(value: unknown): number {
 }
 
 /**
- * `TypeError` unless an integer number. Its range (1 … 65536) is a spec
- * check, `QUERY_INVALID`, made later in the spec's order. Internal.
+ * `TypeError` unless a number. Any number that is not an integer in
+ * 1 … 65536 becomes 0, which the spec check made later in the spec's order
+ * rejects as `QUERY_INVALID` (as in Rust and WASM). Internal.
  */
 export function limitArg(value: unknown): number {
   if (typeof value !== 'number') throw new TypeError(`limit: expected number, got ${typeof value}`);
-  if (!Number.isInteger(value)) throw new TypeError(`limit: expected an integer, got ${value}`);
-  return value;
+  return Number.isInteger(value) && value >= 1 && value <= 65536 ? value : 0;
 }

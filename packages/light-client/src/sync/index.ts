@@ -1,0 +1,12 @@
+/**
+ * `@bpavl/light-client/sync`: state sync from untrusted peers over
+ * WebSocket and libp2p (`spec/wire.md`), verified chunk by chunk.
+ * @module
+ */
+
+export { syncState } from './engine.js';
+export * from './types.js';
+export { connectAuto } from '../transport/auto.js';
+export { connectWebSocket } from '../transport/ws.js';
+export { FramedConnection, type BytePipe } from '../transport/framed.js';
+export * from '../transport/types.js';

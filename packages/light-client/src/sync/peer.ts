@@ -1,0 +1,74 @@
+/**
+ * One peer's standing in a sync: its connection, an in-flight window that
+ * grows with successes and halves on timeouts (AIMD, like TCP), a latency
+ * estimate, and backoff.
+ * @module
+ */
+
+import type { PeerConnection } from '../transport/types.js';
+import type { PeerStatus } from './types.js';
+
+export class PeerState {
+  readonly address: string;
+  conn: PeerConnection | undefined;
+  status: PeerStatus = 'connecting';
+  /** Chunk indices this peer is fetching now. */
+  readonly inflight = new Set<number>();
+  /** Fractional so that it grows by about one per window of successes. */
+  window: number;
+  readonly maxWindow: number;
+  /** Smoothed response time in ms. */
+  latencyMs: number | undefined;
+  /** Consecutive timeouts or lost connections. */
+  failures = 0;
+  /** No new request before this time (ms, performance.now()). */
+  notBefore = 0;
+  connecting = false;
+  served = 0;
+  bytes = 0;
+
+  constructor(address: string, initialWindow: number, maxWindow: number) {
+    this.address = address;
+    this.window = initialWindow;
+    this.maxWindow = maxWindow;
+  }
+
+  /** Whether the peer may be asked for more now. */
+  canRequest(now: number): boolean {
+    return (
+      this.conn !== undefined &&
+      !this.conn.isClosed &&
+      (this.status === 'active' || this.status === 'slow') &&
+      now >= this.notBefore &&
+      this.inflight.size < Math.floor(this.window)
+    );
+  }
+
+  /** Whether the peer may still help (it is not banned or dropped). */
+  get usable(): boolean {
+    return this.status !== 'banned' && this.status !== 'failed';
+  }
+
+  onSuccess(ms: number, bytes: number): void {
+    this.latencyMs = this.latencyMs === undefined ? ms : 0.8 * this.latencyMs + 0.2 * ms;
+    this.window = Math.min(this.maxWindow, this.window + 1 / Math.floor(this.window));
+    this.failures = 0;
+    this.served += 1;
+    this.bytes += bytes;
+    if (this.status === 'slow') this.status = 'active';
+  }
+
+  /** A timeout or a lost connection: shrink, back off, and mark slow. */
+  onFailure(now: number): void {
+    this.failures += 1;
+    this.window = Math.max(1, this.window / 2);
+    this.notBefore = now + Math.min(2000, 100 * 2 ** this.failures);
+    if (this.status === 'active') this.status = 'slow';
+  }
+
+  /** `BUSY`: back off without counting a failure. */
+  onBusy(now: number): void {
+    this.window = Math.max(1, this.window - 1);
+    this.notBefore = now + 100;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Options, events and results of a state sync.
+ * @module
+ */
+
+import type { Tree } from '@bpavl/wasm';
+import type { Connect } from '../transport/types.js';
+
+/** How a peer stands in the session. */
+export type PeerStatus = 'connecting' | 'active' | 'slow' | 'banned' | 'failed';
+
+/** What a sync reports while it runs. */
+export type SyncEvent =
+  | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string }
+  | { type: 'request'; index: number; peer: string; hedge: boolean }
+  | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
+  | { type: 'chunk-rejected'; index: number; peer: string; code: string }
+  | { type: 'peer-banned'; peer: string; reason: string; code: string }
+  | {
+      type: 'progress';
+      done: number;
+      total: number | undefined;
+      bytes: number;
+      bytesPerSecond: number;
+      etaSeconds: number | undefined;
+    }
+  | { type: 'done'; root: Uint8Array; seconds: number; bytes: number; refetches: number; rejected: number };
+
+/** Options of {@link syncState}. */
+export interface SyncOptions {
+  /** The trusted root (32 bytes): everything is checked against it. */
+  root: Uint8Array;
+  /** Peer addresses: `ws://host:port` URLs and libp2p multiaddrs, mixed freely. */
+  peers: readonly string[];
+  /** Stops the sync: the promise rejects with the signal's reason and every connection closes. */
+  signal?: AbortSignal;
+  /** Receives every {@link SyncEvent}. */
+  onEvent?: (event: SyncEvent) => void;
+  /** Opens connections; the default picks WebSocket or libp2p by address. */
+  connect?: Connect;
+  /** Version number the rebuilt tree is committed as (default 1). */
+  version?: number;
+  /** Per-request deadline in ms (default 10,000). */
+  requestTimeoutMs?: number;
+  /** Requests in flight per peer at first (default 2) and at most (default 16). */
+  initialWindow?: number;
+  maxWindow?: number;
+  /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
+  maxFailures?: number;
+}
+
+/** A peer the session banned, and why. */
+export interface BannedPeer {
+  peer: string;
+  reason: string;
+  code: string;
+}
+
+/** What a finished sync returns. */
+export interface SyncResult {
+  /** The rebuilt tree; its root equals the trusted root. */
+  tree: Tree;
+  root: Uint8Array;
+  seconds: number;
+  /** Bytes of chunk envelopes received, duplicates and rejects included. */
+  bytes: number;
+  chunks: number;
+  /** Chunks fetched again after a rejection, a timeout or a lost connection. */
+  refetches: number;
+  /** Responses rejected by verification. */
+  rejected: number;
+  banned: BannedPeer[];
+}
+
+/** Why a sync failed (not counting abort, which rejects with the signal's reason). */
+export type SyncErrorCode = 'NO_HONEST_PEERS' | 'NO_PEERS';
+
+/** A sync that cannot finish. */
+export class SyncError extends Error {
+  readonly code: SyncErrorCode;
+  readonly banned: BannedPeer[];
+  constructor(code: SyncErrorCode, message: string, banned: BannedPeer[] = []) {
+    super(message);
+    this.name = 'SyncError';
+    this.code = code;
+    this.banned = banned;
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Request/response over any byte pipe: ids, pipelining, timeouts and the
+ * client-side checks of `spec/wire.md` ("What the client checks"). Each
+ * transport only moves bytes; this class does the rest once for all.
+ * @module
+ */
+
+import { MAX_RESPONSE_BYTES } from '../wire/constants.js';
+import { WireError } from '../wire/errors.js';
+import { encodeFrame, FrameDecoder } from '../wire/frame.js';
+import { decodeResponse, encodeRequest, type Request, type Response } from '../wire/messages.js';
+import { type PeerConnection, type RequestBody, TransportError } from './types.js';
+
+/** Moves bytes to the peer. */
+export interface BytePipe {
+  send(bytes: Uint8Array): void;
+  close(): void;
+}
+
+interface Pending {
+  kind: number;
+  resolve: (r: Response) => void;
+  reject: (e: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * A {@link PeerConnection} over a {@link BytePipe}. The transport calls
+ * {@link receive} with incoming bytes and {@link fail} when the pipe ends.
+ */
+export class FramedConnection implements PeerConnection {
+  readonly address: string;
+  private readonly pipe: BytePipe;
+  private readonly decoder = new FrameDecoder(MAX_RESPONSE_BYTES);
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private closedWith: Error | undefined;
+
+  constructor(address: string, pipe: BytePipe) {
+    this.address = address;
+    this.pipe = pipe;
+  }
+
+  get isClosed(): boolean {
+    return this.closedWith !== undefined;
+  }
+
+  request(req: RequestBody, opts: { timeoutMs: number }): Promise<Response> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    const id = this.nextId++;
+    return new Promise<Response>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new TransportError('TIMEOUT', `no answer from ${this.address} in ${opts.timeoutMs} ms`));
+      }, opts.timeoutMs);
+      this.pending.set(id, { kind: req.kind, resolve, reject, timer });
+      try {
+        this.pipe.send(encodeFrame(encodeRequest({ ...req, id } as Request)));
+      } catch {
+        this.fail(new TransportError('CONNECTION_CLOSED', `cannot send to ${this.address}`));
+      }
+    });
+  }
+
+  /** Incoming bytes from the transport. */
+  receive(bytes: Uint8Array): void {
+    if (this.closedWith) return;
+    try {
+      for (const body of this.decoder.push(bytes)) {
+        const res = decodeResponse(body);
+        const p = this.pending.get(res.id);
+        if (!p) {
+          // An answer to a request that already timed out is harmless; an id
+          // never sent is a protocol fault.
+          if (res.id < this.nextId) continue;
+          throw new WireError('MESSAGE_MALFORMED', `response to unknown request ${res.id}`);
+        }
+        if (p.kind !== res.kind) throw new WireError('MESSAGE_MALFORMED', 'response kind differs from request');
+        this.pending.delete(res.id);
+        clearTimeout(p.timer);
+        p.resolve(res);
+      }
+    } catch (e) {
+      this.fail(e instanceof Error ? e : new WireError('MESSAGE_MALFORMED'));
+    }
+  }
+
+  /** Ends the connection: every pending request rejects with `err`. */
+  fail(err: Error): void {
+    if (this.closedWith) return;
+    this.closedWith = err;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.pending.clear();
+    try {
+      this.pipe.close();
+    } catch {
+      // already closed
+    }
+  }
+
+  close(): void {
+    this.fail(new TransportError('CONNECTION_CLOSED', `closed ${this.address}`));
+  }
+}

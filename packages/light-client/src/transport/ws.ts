@@ -1,0 +1,59 @@
+/**
+ * The WebSocket transport: the global `WebSocket` of browsers and Node ≥ 22.
+ * Every binary message carries whole frames (`spec/wire.md`, "Framing");
+ * a text message is a protocol fault.
+ *
+ * Limitation: the `WebSocket` API offers no cap on one message's size, so a
+ * hostile peer can make the runtime buffer one oversized message before the
+ * frame limit rejects it. The libp2p transport streams and has no such gap.
+ * @module
+ */
+
+import { WireError } from '../wire/errors.js';
+import { FramedConnection } from './framed.js';
+import { type PeerConnection, TransportError } from './types.js';
+
+/**
+ * Opens a WebSocket connection to a serving peer.
+ *
+ * @example
+ * ```ts
+ * const conn = await connectWebSocket('ws://127.0.0.1:7001');
+ * const res = await conn.request({ kind: Kind.Chunk, root, index: 0 }, { timeoutMs: 5000 });
+ * ```
+ */
+export function connectWebSocket(url: string, signal?: AbortSignal): Promise<PeerConnection> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url);
+    } catch {
+      return reject(new TransportError('CONNECT_FAILED', `bad WebSocket URL ${url}`));
+    }
+    ws.binaryType = 'arraybuffer';
+    const conn = new FramedConnection(url, {
+      send: (bytes) => ws.send(bytes as Uint8Array<ArrayBuffer>),
+      close: () => ws.close(),
+    });
+    let open = false;
+    const onAbort = () => {
+      conn.close();
+      if (!open) reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    ws.onopen = () => {
+      open = true;
+      resolve(conn);
+    };
+    ws.onmessage = (ev: MessageEvent) => {
+      if (typeof ev.data === 'string') conn.fail(new WireError('MESSAGE_MALFORMED', 'text message'));
+      else conn.receive(new Uint8Array(ev.data as ArrayBuffer));
+    };
+    ws.onclose = () => {
+      signal?.removeEventListener('abort', onAbort);
+      conn.fail(new TransportError('CONNECTION_CLOSED', `${url} closed`));
+      if (!open) reject(new TransportError('CONNECT_FAILED', `cannot connect to ${url}`));
+    };
+  });
+}

@@ -1,0 +1,10 @@
+/**
+ * `@bpavl/light-client/wire`: the sync wire protocol of `spec/wire.md`
+ * (framing, messages, limits), shared by the sync engine and serving peers.
+ * @module
+ */
+
+export * from './constants.js';
+export * from './errors.js';
+export * from './frame.js';
+export * from './messages.js';

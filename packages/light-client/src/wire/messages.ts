@@ -1,0 +1,224 @@
+/**
+ * Request and response messages of `spec/wire.md` (the frame bodies).
+ * Decoders never trust a peer: anything off-spec throws `WireError`.
+ * @module
+ */
+
+import { encodeVarint, Reader } from '../codec.js';
+import { HASH_LEN, MAX_KEY_LEN, MAX_RANGE_LIMIT } from '../constants.js';
+import { isProofError } from '../errors.js';
+import { Kind, Status, WIRE_VERSION } from './constants.js';
+import { WireError } from './errors.js';
+
+/** A request a client sends (`spec/wire.md`, "Requests"). */
+export type Request =
+  | { id: number; kind: typeof Kind.Chunk; root: Uint8Array; index: number }
+  | { id: number; kind: typeof Kind.Proof; root: Uint8Array; key: Uint8Array }
+  | { id: number; kind: typeof Kind.Range; root: Uint8Array; start: Uint8Array; end?: Uint8Array; limit: number }
+  | { id: number; kind: typeof Kind.Roots };
+
+/** A response's header and its kind-specific payload (the rest of the frame). */
+export interface Response {
+  id: number;
+  kind: Kind;
+  status: Status;
+  /** Empty unless `status` is OK. */
+  payload: Uint8Array;
+}
+
+/** One root a peer offers (`ROOTS`); a hint, never trusted. */
+export interface RootInfo {
+  root: Uint8Array;
+  version: number;
+  chunks: number;
+}
+
+/** A `PROOF` payload: the value if the key is present, and the proof. */
+export interface ProofPayload {
+  present: boolean;
+  value?: Uint8Array;
+  proof: Uint8Array;
+}
+
+class Writer {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+  push(bytes: Uint8Array): this {
+    this.parts.push(bytes);
+    this.size += bytes.length;
+    return this;
+  }
+  u8(v: number): this {
+    return this.push(Uint8Array.of(v));
+  }
+  varint(v: number): this {
+    return this.push(encodeVarint(v));
+  }
+  bytes(b: Uint8Array): this {
+    return this.varint(b.length).push(b);
+  }
+  finish(): Uint8Array {
+    const out = new Uint8Array(this.size);
+    let at = 0;
+    for (const p of this.parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
+
+/**
+ * Encodes a request body.
+ *
+ * @example
+ * ```ts
+ * const body = encodeRequest({ id: 7, kind: Kind.Chunk, root, index: 3 });
+ * ```
+ */
+export function encodeRequest(req: Request): Uint8Array {
+  const w = new Writer().u8(WIRE_VERSION).u8(req.kind).varint(req.id);
+  switch (req.kind) {
+    case Kind.Chunk:
+      return w.push(req.root).varint(req.index).finish();
+    case Kind.Proof:
+      return w.push(req.root).bytes(req.key).finish();
+    case Kind.Range:
+      w.push(req.root).bytes(req.start).u8(req.end ? 1 : 0);
+      if (req.end) w.bytes(req.end);
+      return w.varint(req.limit).finish();
+    case Kind.Roots:
+      return w.finish();
+  }
+}
+
+/** Runs `f`, turning any decoding failure into `MESSAGE_MALFORMED`. */
+function parse<T>(f: () => T, request?: { id: number; kind: number }): T {
+  try {
+    return f();
+  } catch (e) {
+    if (isProofError(e)) throw new WireError('MESSAGE_MALFORMED', `malformed message (${e.code})`, request);
+    throw e;
+  }
+}
+
+function isKind(k: number): k is Kind {
+  return k >= Kind.Chunk && k <= Kind.Roots;
+}
+
+/**
+ * Decodes a request body (server side). Throws `WireError`:
+ * `VERSION_UNSUPPORTED` or `MESSAGE_MALFORMED`, with `request` set when the
+ * id and kind could be read, so the server can answer `BAD_REQUEST`.
+ *
+ * @example
+ * ```ts
+ * const req = decodeRequest(body);
+ * if (req.kind === Kind.Chunk) serve(req.root, req.index);
+ * ```
+ */
+export function decodeRequest(body: Uint8Array): Request {
+  const r = new Reader(body);
+  const [version, kind, id] = parse(() => [r.u8(), r.u8(), r.varint()] as const);
+  const header = { id, kind };
+  if (version !== WIRE_VERSION) throw new WireError('VERSION_UNSUPPORTED', `version ${version}`, header);
+  if (!isKind(kind)) throw new WireError('MESSAGE_MALFORMED', `kind ${kind}`, header);
+  const req = parse((): Request => {
+    switch (kind) {
+      case Kind.Chunk:
+        return { id, kind, root: r.take(HASH_LEN), index: r.varint() };
+      case Kind.Proof:
+        return { id, kind, root: r.take(HASH_LEN), key: r.key() };
+      case Kind.Range: {
+        const root = r.take(HASH_LEN);
+        const start = r.take(boundedLength(r, header));
+        const flags = r.u8();
+        if (flags > 1) throw new WireError('MESSAGE_MALFORMED', 'range flags', header);
+        const end = flags === 1 ? r.key() : undefined;
+        const limit = r.varint();
+        if (limit < 1 || limit > MAX_RANGE_LIMIT) throw new WireError('MESSAGE_MALFORMED', 'range limit', header);
+        return end ? { id, kind, root, start, end, limit } : { id, kind, root, start, limit };
+      }
+      case Kind.Roots:
+        return { id, kind };
+    }
+  }, header);
+  parse(() => r.finish(), header);
+  return req;
+}
+
+/** A range start: like a key, but it may be empty. */
+function boundedLength(r: Reader, header: { id: number; kind: number }): number {
+  const len = r.varint();
+  if (len > MAX_KEY_LEN) throw new WireError('MESSAGE_MALFORMED', 'range start too long', header);
+  return len;
+}
+
+/**
+ * Encodes a response body; `payload` only with status OK.
+ *
+ * @example
+ * ```ts
+ * encodeResponse({ id: 7, kind: Kind.Chunk, status: Status.Ok }, envelope);
+ * ```
+ */
+export function encodeResponse(
+  head: { id: number; kind: Kind; status: Status },
+  payload: Uint8Array = new Uint8Array(0),
+): Uint8Array {
+  const w = new Writer().u8(WIRE_VERSION).u8(head.kind).varint(head.id).u8(head.status);
+  return head.status === Status.Ok ? w.push(payload).finish() : w.finish();
+}
+
+/**
+ * Decodes a response body (client side). Throws `WireError` on anything
+ * off-spec; the payload is returned as a view for the kind's decoder.
+ */
+export function decodeResponse(body: Uint8Array): Response {
+  const r = new Reader(body);
+  const [version, kind, id, status] = parse(() => [r.u8(), r.u8(), r.varint(), r.u8()] as const);
+  if (version !== WIRE_VERSION) throw new WireError('VERSION_UNSUPPORTED', `version ${version}`);
+  if (!isKind(kind)) throw new WireError('MESSAGE_MALFORMED', `kind ${kind}`);
+  if (status > Status.BadRequest) throw new WireError('MESSAGE_MALFORMED', `status ${status}`);
+  const payload = body.subarray(r.pos);
+  if (status !== Status.Ok && payload.length > 0) throw new WireError('MESSAGE_MALFORMED', 'payload after an error status');
+  return { id, kind, status: status as Status, payload };
+}
+
+/** Encodes a `PROOF` payload. */
+export function encodeProofPayload(p: ProofPayload): Uint8Array {
+  const w = new Writer().u8(p.present ? 1 : 0);
+  if (p.present) w.bytes(p.value ?? new Uint8Array(0));
+  return w.push(p.proof).finish();
+}
+
+/** Decodes a `PROOF` payload (the proof itself is verified by the caller). */
+export function decodeProofPayload(payload: Uint8Array): ProofPayload {
+  const r = new Reader(payload);
+  return parse(() => {
+    const present = r.u8();
+    if (present > 1) throw new WireError('MESSAGE_MALFORMED', 'present flag');
+    if (present === 0) return { present: false, proof: payload.subarray(r.pos) };
+    const value = r.value();
+    return { present: true, value, proof: payload.subarray(r.pos) };
+  });
+}
+
+/** Encodes a `ROOTS` payload. */
+export function encodeRootsPayload(roots: readonly RootInfo[]): Uint8Array {
+  const w = new Writer().varint(roots.length);
+  for (const r of roots) w.push(r.root).varint(r.version).varint(r.chunks);
+  return w.finish();
+}
+
+/** Decodes a `ROOTS` payload (a hint, never trusted). */
+export function decodeRootsPayload(payload: Uint8Array): RootInfo[] {
+  const r = new Reader(payload);
+  return parse(() => {
+    const count = r.varint();
+    const roots: RootInfo[] = [];
+    for (let i = 0; i < count; i++) roots.push({ root: r.take(HASH_LEN), version: r.varint(), chunks: r.varint() });
+    r.finish();
+    return roots;
+  });
+}

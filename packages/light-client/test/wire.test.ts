@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decodeProofPayload,
+  decodeRequest,
+  decodeResponse,
+  decodeRootsPayload,
+  encodeFrame,
+  encodeProofPayload,
+  encodeRequest,
+  encodeResponse,
+  encodeRootsPayload,
+  FrameDecoder,
+  Kind,
+  MAX_REQUEST_BYTES,
+  type Request,
+  Status,
+  WireError,
+} from '../src/wire/index.js';
+
+const root = new Uint8Array(32).fill(7);
+const codeOf = (f: () => unknown): string => {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof WireError) return e.code;
+    throw e;
+  }
+  return 'OK';
+};
+
+/** A deterministic stream of pseudo-random numbers. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => ((s = (s * 1664525 + 1013904223) >>> 0), s / 2 ** 32);
+}
+
+describe('frames', () => {
+  it('reassemble across any split', () => {
+    const rand = rng(1);
+    const bodies = [0, 1, 127, 128, 300, 70_000].map((n) => Uint8Array.from({ length: n }, (_, i) => i & 0xff));
+    const stream = new Uint8Array(bodies.reduce((a, b) => a + encodeFrame(b).length, 0));
+    let at = 0;
+    for (const b of bodies) {
+      const f = encodeFrame(b);
+      stream.set(f, at);
+      at += f.length;
+    }
+    for (let round = 0; round < 20; round++) {
+      const d = new FrameDecoder(100_000);
+      const got: Uint8Array[] = [];
+      for (let pos = 0; pos < stream.length; ) {
+        const n = 1 + Math.floor(rand() * (round % 2 ? 10 : 5000));
+        got.push(...d.push(stream.subarray(pos, pos + n)).map((b) => b.slice()));
+        pos += n;
+      }
+      const b64 = (list: Uint8Array[]) => list.map((b) => Buffer.from(b).toString('base64'));
+      expect(b64(got)).toEqual(b64(bodies));
+      expect(d.busy).toBe(false);
+    }
+  });
+
+  it('reject oversize, over-long and non-minimal prefixes before the body', () => {
+    expect(codeOf(() => new FrameDecoder(MAX_REQUEST_BYTES).push(encodeFrame(new Uint8Array(4097))))).toBe(
+      'FRAME_TOO_LARGE',
+    );
+    expect(codeOf(() => new FrameDecoder(1 << 30).push(Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x01)))).toBe(
+      'FRAME_MALFORMED',
+    );
+    expect(codeOf(() => new FrameDecoder(100).push(Uint8Array.of(0x81, 0x00)))).toBe('FRAME_MALFORMED');
+    // A huge declared length fails on the prefix alone, with no body sent.
+    expect(codeOf(() => new FrameDecoder(8 << 20).push(Uint8Array.of(0xff, 0xff, 0xff, 0x7f)))).toBe(
+      'FRAME_TOO_LARGE',
+    );
+  });
+});
+
+describe('messages', () => {
+  const requests: Request[] = [
+    { id: 0, kind: Kind.Chunk, root, index: 12345 },
+    { id: 1, kind: Kind.Proof, root, key: Uint8Array.of(1, 2, 3) },
+    { id: 2, kind: Kind.Range, root, start: new Uint8Array(0), limit: 10 },
+    { id: 3, kind: Kind.Range, root, start: Uint8Array.of(5), end: Uint8Array.of(9), limit: 65536 },
+    { id: 2 ** 40, kind: Kind.Roots },
+  ];
+
+  it('requests round-trip', () => {
+    for (const req of requests) expect(decodeRequest(encodeRequest(req))).toEqual(req);
+  });
+
+  it('malformed requests are rejected with the id when it parsed', () => {
+    const good = encodeRequest(requests[0]!);
+    const bad = (bytes: Uint8Array) => {
+      try {
+        decodeRequest(bytes);
+      } catch (e) {
+        if (!(e instanceof WireError)) throw e;
+        return [e.code, e.request?.id];
+      }
+      return ['OK'];
+    };
+    expect(bad(good.subarray(0, good.length - 1))).toEqual(['MESSAGE_MALFORMED', 0]);
+    expect(bad(Uint8Array.of(...good, 0))).toEqual(['MESSAGE_MALFORMED', 0]);
+    expect(bad(Uint8Array.of(2, ...good.subarray(1)))).toEqual(['VERSION_UNSUPPORTED', 0]);
+    expect(bad(Uint8Array.of(1, 9, 5))).toEqual(['MESSAGE_MALFORMED', 5]);
+    expect(bad(new Uint8Array(0))).toEqual(['MESSAGE_MALFORMED', undefined]);
+    const limit0 = encodeRequest({ id: 4, kind: Kind.Range, root, start: new Uint8Array(0), limit: 1 });
+    limit0[limit0.length - 1] = 0;
+    expect(bad(limit0)).toEqual(['MESSAGE_MALFORMED', 4]);
+    const emptyKey = encodeRequest({ id: 5, kind: Kind.Proof, root, key: Uint8Array.of(1) }).subarray(0, 35);
+    expect(bad(Uint8Array.of(...emptyKey, 0))).toEqual(['MESSAGE_MALFORMED', 5]);
+  });
+
+  it('responses round-trip and error statuses carry nothing', () => {
+    const payload = Uint8Array.of(5, 1, 2);
+    expect(decodeResponse(encodeResponse({ id: 9, kind: Kind.Chunk, status: Status.Ok }, payload))).toEqual({
+      id: 9,
+      kind: Kind.Chunk,
+      status: Status.Ok,
+      payload,
+    });
+    const busy = encodeResponse({ id: 9, kind: Kind.Chunk, status: Status.Busy }, payload);
+    expect(decodeResponse(busy).payload.length).toBe(0);
+    expect(codeOf(() => decodeResponse(Uint8Array.of(...busy, 1)))).toBe('MESSAGE_MALFORMED');
+    expect(codeOf(() => decodeResponse(Uint8Array.of(1, 1, 9, 5)))).toBe('MESSAGE_MALFORMED');
+    expect(codeOf(() => decodeResponse(Uint8Array.of(3, 1, 9, 0)))).toBe('VERSION_UNSUPPORTED');
+  });
+
+  it('proof and roots payloads round-trip', () => {
+    const present = { present: true, value: Uint8Array.of(1), proof: Uint8Array.of(1, 2) };
+    expect(decodeProofPayload(encodeProofPayload(present))).toEqual(present);
+    const absent = { present: false, proof: Uint8Array.of(2, 2) };
+    expect(decodeProofPayload(encodeProofPayload(absent))).toEqual(absent);
+    const roots = [{ root, version: 3, chunks: 541 }];
+    expect(decodeRootsPayload(encodeRootsPayload(roots))).toEqual(roots);
+    expect(codeOf(() => decodeRootsPayload(Uint8Array.of(2)))).toBe('MESSAGE_MALFORMED');
+  });
+});

@@ -1,0 +1,356 @@
+/**
+ * Byzantine serving modes, for tests and the demo: a peer that lies on a
+ * fraction of its answers, in one of several ways, chosen by a seeded RNG so
+ * runs are reproducible. Only `CHUNK`, `PROOF` and `RANGE` answers that would
+ * be `OK` are ever lied on; `ROOTS` and error statuses stay honest.
+ *
+ * | mode | what the peer does | what an honest client sees |
+ * |------|--------------------|----------------------------|
+ * | `corrupt-value` | flips a bit in an entry's value (CHUNK, RANGE, absence PROOF: in the entries; present PROOF: the value sent beside the proof) | `ROOT_MISMATCH` |
+ * | `corrupt-key` | flips the low bit of a key's last byte (CHUNK, RANGE, absence PROOF; a present PROOF carries no key and is answered honestly) | `ROOT_MISMATCH` (rarely `KEYS_NOT_SORTED`, `ABSENCE_INVALID`) |
+ * | `corrupt-proof` | CHUNK: flips a bit in a chunk-path sibling hash (single-chunk tree: bumps the key-height); PROOF, RANGE: flips a bit in the last byte of the proof | `ROOT_MISMATCH` (single chunk: `KEY_HEIGHT_MISMATCH`) |
+ * | `wrong-index` | CHUNK: sends the valid envelope of chunk `(i + 1) mod n` (honest when n = 1) | `CHUNK_INDEX_MISMATCH` |
+ * | `wrong-root` | sends a valid answer from another tree (same size, another seed) | `ROOT_MISMATCH` |
+ * | `random-bytes` | replaces the payload with as many random bytes | a decoding code or `ROOT_MISMATCH` |
+ * | `truncate` | sends the frame's length prefix and half its body, then nothing more on that connection | a response that never completes (timeout) |
+ * | `oversize` | sends a length prefix declaring 8 MiB + 1 bytes and 1 KiB of body, then nothing more | `FRAME_TOO_LARGE` at the prefix |
+ * | `slow` | answers correctly after a delay (`slowMs`, default 1.5 s) | late answers |
+ * | `silent` | never answers (the request does not count as in flight) | timeouts |
+ * | `disconnect` | sends half the response frame, then closes the connection | a closed connection mid-frame |
+ *
+ * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
+ * @module
+ */
+
+import { createHash } from 'node:crypto';
+import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
+import type { ServedTree } from './source.ts';
+
+/** The misbehaviours a serving peer can be told to show. */
+export const BYZANTINE_MODES = [
+  'corrupt-value',
+  'corrupt-key',
+  'corrupt-proof',
+  'wrong-index',
+  'wrong-root',
+  'random-bytes',
+  'truncate',
+  'oversize',
+  'slow',
+  'silent',
+  'disconnect',
+] as const;
+
+/** One of `BYZANTINE_MODES`. */
+export type ByzantineMode = (typeof BYZANTINE_MODES)[number];
+
+/** A parsed `--byzantine MODE[:rate]`. */
+export interface ByzantineSpec {
+  mode: ByzantineMode;
+  /** Fraction of eligible answers lied on, in (0, 1]. */
+  rate: number;
+}
+
+/** Everything a Byzantine peer needs. */
+export interface ByzantineOptions extends ByzantineSpec {
+  /** Seeds the RNG that picks which answers to lie on (and `random-bytes`). */
+  seed: bigint;
+  /** Delay of `slow`, in ms. */
+  slowMs?: number;
+  /** The other tree `wrong-root` answers from (required for that mode). */
+  otherTree?: ServedTree;
+}
+
+/**
+ * Parses `MODE` or `MODE:rate`. Throws `RangeError` for an unknown mode or a
+ * rate outside (0, 1].
+ *
+ * @example
+ * ```ts
+ * parseByzantine('corrupt-value:0.25'); // { mode: 'corrupt-value', rate: 0.25 }
+ * ```
+ */
+export function parseByzantine(text: string): ByzantineSpec {
+  const [mode, rateText, ...rest] = text.split(':');
+  if (rest.length > 0 || !(BYZANTINE_MODES as readonly string[]).includes(mode!)) {
+    throw new RangeError(`unknown Byzantine mode "${text}" (one of ${BYZANTINE_MODES.join(', ')}, optionally :rate)`);
+  }
+  const rate = rateText === undefined ? 1 : Number(rateText);
+  if (!(rate > 0 && rate <= 1) || rateText === '') throw new RangeError(`Byzantine rate must be in (0, 1], got "${rateText}"`);
+  return { mode: mode as ByzantineMode, rate };
+}
+
+/**
+ * sfc32, seeded from SHA-256 of the seed: small, fast and reproducible
+ * (not cryptographic; it only picks when to lie).
+ */
+export class SeededRandom {
+  #a: number;
+  #b: number;
+  #c: number;
+  #d: number;
+
+  constructor(seed: bigint) {
+    const s = new Uint8Array(8);
+    new DataView(s.buffer).setBigUint64(0, BigInt.asUintN(64, seed));
+    const h = createHash('sha256').update('bpavl byzantine rng').update(s).digest();
+    this.#a = h.readUInt32LE(0);
+    this.#b = h.readUInt32LE(4);
+    this.#c = h.readUInt32LE(8);
+    this.#d = h.readUInt32LE(12);
+    for (let i = 0; i < 12; i++) this.u32();
+  }
+
+  /** A uniform 32-bit unsigned integer. */
+  u32(): number {
+    const t = (((this.#a + this.#b) | 0) + this.#d) | 0;
+    this.#d = (this.#d + 1) | 0;
+    this.#a = this.#b ^ (this.#b >>> 9);
+    this.#b = (this.#c + (this.#c << 3)) | 0;
+    this.#c = (this.#c << 21) | (this.#c >>> 11);
+    this.#c = (this.#c + t) | 0;
+    return t >>> 0;
+  }
+
+  /** A uniform float in [0, 1). */
+  next(): number {
+    return this.u32() / 2 ** 32;
+  }
+
+  /** `n` random bytes. */
+  bytes(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i += 4) {
+      const v = this.u32();
+      for (let j = 0; j < 4 && i + j < n; j++) out[i + j] = (v >>> (8 * j)) & 0xff;
+    }
+    return out;
+  }
+}
+
+/** How to lie on one answer (or `undefined`: answer honestly). */
+export type Lie =
+  /** Send this payload with status OK instead of the honest one. */
+  | { kind: 'payload'; payload: Uint8Array }
+  /** Send the frame's prefix and half its body, then mute the connection. */
+  | { kind: 'truncate' }
+  /** Send an over-limit prefix and a little body, then mute the connection. */
+  | { kind: 'oversize' }
+  /** Send the honest answer after `ms`. */
+  | { kind: 'slow'; ms: number }
+  /** Never answer. */
+  | { kind: 'silent' }
+  /** Send half the frame, then close. */
+  | { kind: 'disconnect' };
+
+/**
+ * Decides, answer by answer, whether and how to lie.
+ *
+ * @example
+ * ```ts
+ * const byz = new Byzantine({ mode: 'wrong-index', rate: 0.5, seed: 1n });
+ * const lie = byz.decide(request, tree, honestPayload); // undefined: be honest
+ * ```
+ */
+export class Byzantine {
+  readonly mode: ByzantineMode;
+  readonly rate: number;
+  readonly #rng: SeededRandom;
+  readonly #slowMs: number;
+  readonly #other: ServedTree | undefined;
+  /** How many answers were lied on so far. */
+  lies = 0;
+
+  constructor(opts: ByzantineOptions) {
+    if (!(opts.rate > 0 && opts.rate <= 1)) throw new RangeError('rate must be in (0, 1]');
+    if (opts.mode === 'wrong-root' && opts.otherTree === undefined) throw new TypeError('wrong-root needs otherTree');
+    this.mode = opts.mode;
+    this.rate = opts.rate;
+    this.#rng = new SeededRandom(opts.seed);
+    this.#slowMs = opts.slowMs ?? 1500;
+    this.#other = opts.otherTree;
+  }
+
+  /** The lie for this OK answer of `req` (whose honest payload is `payload`), if any. */
+  decide(req: Request, tree: ServedTree, payload: Uint8Array): Lie | undefined {
+    if (req.kind === Kind.Roots) return undefined;
+    if (this.rate < 1 && this.#rng.next() >= this.rate) return undefined;
+    const lie = this.#lie(req, tree, payload);
+    if (lie !== undefined) this.lies++;
+    return lie;
+  }
+
+  #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
+    const tamper = (p: Uint8Array | undefined): Lie | undefined => (p === undefined ? undefined : { kind: 'payload', payload: p });
+    switch (this.mode) {
+      case 'truncate':
+      case 'oversize':
+      case 'silent':
+      case 'disconnect':
+        return { kind: this.mode };
+      case 'slow':
+        return { kind: 'slow', ms: this.#slowMs };
+      case 'random-bytes':
+        return tamper(this.#rng.bytes(payload.length));
+      case 'corrupt-value':
+      case 'corrupt-key':
+        return tamper(corruptEntry(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
+      case 'corrupt-proof':
+        return tamper(req.kind === Kind.Chunk ? corruptEnvelopePath(payload) : flipLastByte(payload));
+      case 'wrong-index': {
+        if (req.kind !== Kind.Chunk || tree.chunkCount < 2) return undefined;
+        return tamper(tree.exportChunk((req.index + 1) % tree.chunkCount));
+      }
+      case 'wrong-root':
+        return tamper(answerFrom(this.#other!, req));
+    }
+  }
+}
+
+/** The other tree's OK payload for the same request (`wrong-root`), or undefined if it has none. */
+function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind.Roots }>): Uint8Array | undefined {
+  try {
+    switch (req.kind) {
+      case Kind.Chunk:
+        return other.chunkCount === 0 ? undefined : other.exportChunk(req.index % other.chunkCount);
+      case Kind.Proof: {
+        const value = other.get(req.key);
+        if (value === undefined) return encodeProofPayload({ present: false, proof: other.proveAbsence(req.key) });
+        return encodeProofPayload({ present: true, value, proof: other.proveExistence(req.key) });
+      }
+      case Kind.Range:
+        return other.proveRange(req.start, req.end, req.limit);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+// --- Minimal parsing of the payloads (chunk-format.md, proof-format.md, wire.md) ---
+
+/** Where the bytes of an entry's key and value sit in a payload. */
+interface EntrySpan {
+  keyAt: number;
+  keyLen: number;
+  valueAt: number;
+  valueLen: number;
+}
+
+class Cursor {
+  readonly b: Uint8Array;
+  pos = 0;
+  constructor(b: Uint8Array) {
+    this.b = b;
+  }
+  u8(): number {
+    if (this.pos >= this.b.length) throw new RangeError('truncated');
+    return this.b[this.pos++]!;
+  }
+  varint(): number {
+    let v = 0;
+    for (let i = 0; i < 8; i++) {
+      const x = this.u8();
+      v += (x & 0x7f) * 2 ** (7 * i);
+      if ((x & 0x80) === 0) return v;
+    }
+    throw new RangeError('varint');
+  }
+  /** Skips a `bytes` field; returns where its content starts and its length. */
+  bytes(): [number, number] {
+    const len = this.varint();
+    const at = this.pos;
+    this.pos += len;
+    if (this.pos > this.b.length) throw new RangeError('truncated');
+    return [at, len];
+  }
+  entry(): EntrySpan {
+    const [keyAt, keyLen] = this.bytes();
+    const [valueAt, valueLen] = this.bytes();
+    return { keyAt, keyLen, valueAt, valueLen };
+  }
+}
+
+/** The first entry carried by a payload, and (PROOF present) where the value sits. */
+function firstEntry(kind: number, payload: Uint8Array): { entry?: EntrySpan; presentValue?: [number, number] } {
+  const c = new Cursor(payload);
+  switch (kind) {
+    case Kind.Chunk: {
+      c.u8(); // 0x05
+      c.varint(); // capacity
+      c.u8(); // key_height
+      c.varint(); // M ≥ 1
+      return { entry: c.entry() };
+    }
+    case Kind.Proof: {
+      if (c.u8() === 1) return { presentValue: c.bytes() };
+      c.u8(); // 0x02
+      c.varint(); // capacity
+      const flags = c.u8();
+      return (flags & 3) === 0 ? {} : { entry: c.entry() };
+    }
+    case Kind.Range: {
+      c.u8(); // 0x03
+      c.varint(); // capacity
+      if (c.varint() === 0) return {};
+      c.varint(); // M
+      c.varint(); // lo
+      c.varint(); // hi (> lo)
+      return { entry: c.entry() };
+    }
+  }
+  return {};
+}
+
+/** Flips a bit in the first entry's key (last byte) or value (middle byte); undefined if there is none. */
+function corruptEntry(kind: number, payload: Uint8Array, what: 'key' | 'value'): Uint8Array | undefined {
+  let found: ReturnType<typeof firstEntry>;
+  try {
+    found = firstEntry(kind, payload);
+  } catch {
+    return undefined;
+  }
+  const out = payload.slice();
+  if (found.presentValue !== undefined) {
+    if (what === 'key') return undefined; // a present PROOF carries no key
+    const [at, len] = found.presentValue;
+    if (len === 0) return undefined;
+    out[at + (len >> 1)]! ^= 0x01;
+    return out;
+  }
+  const e = found.entry;
+  if (e === undefined) return undefined;
+  if (what === 'key' || e.valueLen === 0) out[e.keyAt + e.keyLen - 1]! ^= 0x01;
+  else out[e.valueAt + (e.valueLen >> 1)]! ^= 0x01;
+  return out;
+}
+
+/** Flips a bit in the last sibling hash of an envelope's chunk path; with no path, bumps the key-height. */
+function corruptEnvelopePath(env: Uint8Array): Uint8Array | undefined {
+  try {
+    const c = new Cursor(env);
+    c.u8();
+    c.varint();
+    const keyHeightAt = c.pos;
+    c.u8();
+    const m = c.varint();
+    for (let i = 0; i < m; i++) c.entry();
+    const steps = c.varint();
+    const out = env.slice();
+    if (steps === 0) {
+      out[keyHeightAt]! += 1;
+      return out;
+    }
+    // Each step ends with its 32-byte sibling hash, so the envelope's last byte is in one.
+    out[out.length - 1]! ^= 0x01;
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+function flipLastByte(p: Uint8Array): Uint8Array | undefined {
+  if (p.length === 0) return undefined;
+  const out = p.slice();
+  out[out.length - 1]! ^= 0x01;
+  return out;
+}

@@ -1,0 +1,40 @@
+/**
+ * Serving limits. The wire limits themselves (`MAX_REQUEST_BYTES`,
+ * `MAX_RESPONSE_BYTES`, `MAX_IN_FLIGHT_PER_CONNECTION`, …) come from
+ * `@bpavl/light-client/wire` (`spec/wire.md`); these are the peer's own.
+ * @module
+ */
+
+/** Connections (WebSockets plus libp2p streams) served at once; the excess is closed on arrival. */
+export const DEFAULT_MAX_CONNECTIONS = 256;
+
+/** A connection with nothing received and nothing in flight for this long is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+
+/**
+ * Output high-water mark per connection: once this many response bytes are
+ * handed to the transport but not yet flushed, the peer stops reading and
+ * answering on that connection until the output drains below the low-water mark.
+ * Bigger than one maximal chunk envelope (≈ 140 KiB at C = 256), so a
+ * well-behaved client that reads its answers never waits on it.
+ */
+export const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
+
+/** See `OUTPUT_HIGH_WATER_BYTES`. */
+export const OUTPUT_LOW_WATER_BYTES = 256 * 1024;
+
+/** Requests answered per connection per event-loop turn, so connections take turns. */
+export const REQUESTS_PER_TURN = 8;
+
+/**
+ * Largest WebSocket message accepted (`ws` `maxPayload`). A message carries
+ * whole request frames (≤ 4 KiB each, `spec/wire.md`); 64 pipelined maximal
+ * requests fit. Bigger messages close the socket (1009) before they are buffered.
+ */
+export const MAX_WS_MESSAGE_BYTES = 64 * (4096 + 4);
+
+/** libp2p streams of `/bpavl/sync/1.0.0` one libp2p connection may open at once. */
+export const MAX_STREAMS_PER_LIBP2P_CONNECTION = 8;
+
+/** Default delay of the `slow` Byzantine mode. */
+export const DEFAULT_SLOW_MS = 1500;

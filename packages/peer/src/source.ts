@@ -1,0 +1,64 @@
+/**
+ * What a serving peer serves: one or a few committed roots, each a read-only
+ * view that can export chunk envelopes (`spec/chunk-format.md`) and prove
+ * entries (`spec/proof-format.md`). `@bpavl/wasm`'s `Snapshot` is one.
+ * @module
+ */
+
+/** One committed version of a tree; every method may throw a WASM error with a `.code`. */
+export interface ServedTree {
+  readonly root: Uint8Array;
+  readonly version: number;
+  readonly chunkCount: number;
+  exportChunk(index: number): Uint8Array;
+  get(key: Uint8Array): Uint8Array | undefined;
+  proveExistence(key: Uint8Array): Uint8Array;
+  proveAbsence(key: Uint8Array): Uint8Array;
+  proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array;
+}
+
+/** The roots a peer serves, looked up by root hash. */
+export interface TreeSource {
+  /** Every served root, in the order `ROOTS` lists them. */
+  trees(): readonly ServedTree[];
+  /** The tree with this root, or `undefined` (`UNKNOWN_ROOT`). */
+  lookup(root: Uint8Array): ServedTree | undefined;
+}
+
+/** Lower-case hex of `bytes`. */
+export function toHex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+}
+
+/** Bytes of a hex string; throws `RangeError` if it is not hex of even length. */
+export function fromHex(hex: string): Uint8Array {
+  if (!/^([0-9a-fA-F]{2})*$/.test(hex)) throw new RangeError('not a hex string');
+  return new Uint8Array(Buffer.from(hex, 'hex'));
+}
+
+/**
+ * A fixed set of served trees (e.g. `Snapshot`s from `tree.snapshot()`).
+ *
+ * @example
+ * ```ts
+ * tree.commit();
+ * const source = new StaticTreeSource([tree.snapshot()]);
+ * ```
+ */
+export class StaticTreeSource implements TreeSource {
+  readonly #trees: readonly ServedTree[];
+  readonly #byRoot = new Map<string, ServedTree>();
+
+  constructor(trees: readonly ServedTree[]) {
+    this.#trees = [...trees];
+    for (const t of this.#trees) this.#byRoot.set(toHex(t.root), t);
+  }
+
+  trees(): readonly ServedTree[] {
+    return this.#trees;
+  }
+
+  lookup(root: Uint8Array): ServedTree | undefined {
+    return this.#byRoot.get(toHex(root));
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Deterministic workloads for `bpavl serve` and `bpavl generate`.
+ *
+ * Seed 0 is exactly the standard workload of `crates/bench/src/workload.rs`:
+ *
+ * - `key_i = SHA-256(u64be(i))`;
+ * - `value_i = u64be(i) ‖ first 504 bytes of (B_0 ‖ … ‖ B_15)`, `B_j = SHA-256(key_i ‖ u8(j))`.
+ *
+ * Any other seed `S` only changes the keys: `key_i = SHA-256(u64be(S) ‖ u64be(i))`;
+ * values are derived from the key the same way (512 bytes each). Entries are
+ * inserted in ascending `i`, so a seed, a count and a capacity fix the root.
+ * @module
+ */
+
+import { hash } from 'node:crypto';
+import { Tree } from '@bpavl/wasm';
+
+/** Every value is this long. */
+export const VALUE_LEN = 512;
+
+/** A workload: how many entries, with which seed (`0` = the standard workload). */
+export interface WorkloadSpec {
+  entries: number;
+  seed: bigint;
+}
+
+function be64(v: bigint): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, v);
+  return b;
+}
+
+/**
+ * Entry `i` of the workload as `[key, value]`.
+ *
+ * @example
+ * ```ts
+ * const [key, value] = workloadEntry(0n, 0); // key = SHA-256(8 zero bytes), value.length = 512
+ * ```
+ */
+export function workloadEntry(seed: bigint, i: number): [Uint8Array, Uint8Array] {
+  const index = be64(BigInt(i));
+  // crypto.hash (one-shot) is the fastest SHA-256 here for these tiny inputs.
+  const key = new Uint8Array(seed === 0n ? hash('sha256', index, 'buffer') : hash('sha256', concat(be64(seed), index), 'buffer'));
+  const value = new Uint8Array(VALUE_LEN);
+  value.set(index, 0);
+  const block = new Uint8Array(key.length + 1);
+  block.set(key, 0);
+  for (let j = 0; j < 16; j++) {
+    block[key.length] = j;
+    const b = hash('sha256', block, 'buffer');
+    const at = 8 + 32 * j;
+    value.set(b.subarray(0, Math.min(32, VALUE_LEN - at)), at);
+  }
+  return [key, value];
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+/**
+ * Builds and commits the tree of a workload (version 1). Call `init()` from
+ * `@bpavl/wasm` first. Throws `RangeError` for a negative or non-integer count
+ * or a seed outside u64; a bad capacity throws the WASM `TreeError` `CAPACITY_INVALID`.
+ */
+export function buildWorkloadTree(spec: WorkloadSpec, capacity: number): Tree {
+  if (!Number.isSafeInteger(spec.entries) || spec.entries < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entries}`);
+  if (spec.seed < 0n || spec.seed >= 1n << 64n) throw new RangeError('seed must fit in an unsigned 64-bit integer');
+  const tree = new Tree(capacity);
+  for (let i = 0; i < spec.entries; i++) {
+    const [key, value] = workloadEntry(spec.seed, i);
+    tree.insert(key, value);
+  }
+  tree.commit();
+  return tree;
+}

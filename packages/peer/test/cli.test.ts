@@ -1,0 +1,243 @@
+// The `bpavl` CLI as a user runs it (node bin/bpavl.mjs …), the workload it
+// builds, and its tree files.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kind, Status } from '@bpavl/light-client/wire';
+import { verifyChunk } from '@bpavl/light-client/verify';
+import { Tree } from '@bpavl/wasm';
+import type { Libp2p } from 'libp2p';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseTreeFileHeader, readTreeFile, writeTreeFile } from '../src/treefile.ts';
+import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
+import { libp2pClient, libp2pDialer, wasmReady, wsClient } from './support.ts';
+
+const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  await wasmReady();
+  dir = await mkdtemp(join(tmpdir(), 'bpavl-peer-test-'));
+});
+
+afterAll(async () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** Runs the CLI to completion (bounded). */
+function run(args: string[], ms = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`bpavl ${args.join(' ')} did not finish in ${ms} ms`));
+    }, ms);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts `bpavl serve … --json` and resolves with its JSON line and the process. */
+function serve(args: string[]): Promise<{ info: Record<string, unknown> & { root: string; ws: string; libp2p: string }; child: ChildProcess }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    let err = '';
+    const t = setTimeout(() => reject(new Error(`serve did not start: ${err}`)), 30_000);
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const nl = out.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(t);
+        resolve({ info: JSON.parse(out.slice(0, nl)), child });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${err}`)));
+  });
+}
+
+function exited(child: ChildProcess, ms: number): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    const t = setTimeout(() => reject(new Error('did not exit')), ms);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve(code);
+    });
+  });
+}
+
+describe('workload', () => {
+  it('seed 0 is the standard workload (the check values of crates/bench/src/workload.rs)', () => {
+    const [k0, v0] = workloadEntry(0n, 0);
+    expect(hex(k0)).toMatch(/^af5570f5.*e83dfc$/);
+    expect(v0.length).toBe(512);
+    expect(createHash('sha256').update(v0).digest('hex')).toMatch(/^94c8c3c3.*364fdda6$/);
+    const h = createHash('sha256');
+    for (let i = 0; i < 10_000; i++) {
+      const [k, v] = workloadEntry(0n, i);
+      h.update(k).update(v);
+    }
+    expect(h.digest('hex')).toMatch(/^d6b575d7.*77df6b$/);
+  });
+
+  it('another seed changes the keys; values follow the same rule', () => {
+    const [k, v] = workloadEntry(5n, 3);
+    const seed = Buffer.alloc(8);
+    seed.writeBigUInt64BE(5n);
+    const idx = Buffer.alloc(8);
+    idx.writeBigUInt64BE(3n);
+    expect(hex(k)).toBe(createHash('sha256').update(seed).update(idx).digest('hex'));
+    expect(hex(v.subarray(0, 8))).toBe(hex(idx));
+    expect(hex(v.subarray(8, 40))).toBe(createHash('sha256').update(k).update(Uint8Array.of(0)).digest('hex'));
+  });
+});
+
+describe('tree files', () => {
+  it('round-trip, and every corruption is refused with a code', async () => {
+    const tree = buildWorkloadTree({ entries: 700, seed: 11n }, 32);
+    const file = join(dir, 'rt.bpavl');
+    const header = await writeTreeFile(file, tree, 11n);
+    expect(header.chunks).toBe(tree.chunkCount);
+    const { tree: loaded } = await readTreeFile(file, tree.root);
+    expect(hex(loaded.root)).toBe(hex(tree.root));
+    expect(loaded.len).toBe(700);
+    expect(loaded.version).toBe(1);
+
+    const bytes = await readFile(file);
+    const codeOf = async (b: Uint8Array, root?: Uint8Array) => {
+      await writeFile(join(dir, 'bad.bpavl'), b);
+      return readTreeFile(join(dir, 'bad.bpavl'), root).then(
+        () => undefined,
+        (e: { code?: string }) => e.code,
+      );
+    };
+    const flipped = Buffer.from(bytes);
+    flipped[bytes.length - 500]! ^= 1; // inside the last envelope
+    expect(await codeOf(flipped)).toBe('ROOT_MISMATCH');
+    expect(await codeOf(bytes.subarray(0, bytes.length - 1))).toBe('TREE_FILE_INVALID');
+    expect(await codeOf(Buffer.concat([bytes, Buffer.of(0)]))).toBe('TREE_FILE_INVALID');
+    expect(await codeOf(Buffer.from('not a tree file at all, not at all, really not'))).toBe('TREE_FILE_INVALID');
+    expect(await codeOf(bytes, new Uint8Array(32))).toBe('ROOT_MISMATCH');
+    const otherRoot = Buffer.from(bytes);
+    otherRoot[8]! ^= 1; // the header's root: every chunk then fails against it
+    expect(await codeOf(otherRoot)).toBe('ROOT_MISMATCH');
+  });
+
+  it('an empty tree', async () => {
+    const empty = new Tree(8);
+    empty.commit();
+    const file = join(dir, 'empty.bpavl');
+    await writeTreeFile(file, empty, 0n);
+    const { tree } = await readTreeFile(file);
+    expect(hex(tree.root)).toBe(hex(empty.root));
+    expect(tree.len).toBe(0);
+    expect(parseTreeFileHeader(await readFile(file)).chunks).toBe(0);
+  });
+});
+
+describe('bpavl CLI', () => {
+  let dialer: Libp2p;
+  beforeAll(async () => {
+    dialer = await libp2pDialer();
+  });
+  afterAll(async () => {
+    await dialer?.stop();
+  });
+
+  it('generate, then serve --file over ws and libp2p, then stop on SIGTERM', async () => {
+    const file = join(dir, 'gen.bpavl');
+    const gen = await run(['generate', '--entries', '2000', '--chunk', '64', '--seed', '3', '--out', file, '--json']);
+    expect(gen.code, gen.stderr).toBe(0);
+    const g = JSON.parse(gen.stdout) as { root: string; chunks: number };
+    expect(g.root).toBe(hex(buildWorkloadTree({ entries: 2000, seed: 3n }, 64).root));
+
+    const { info, child } = await serve(['--file', file, '--root', g.root]);
+    expect(info.root).toBe(g.root);
+    expect(info.chunks).toBe(g.chunks);
+    expect(info.ws).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    expect(info.libp2p).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws\/p2p\/12D3\w+$/);
+    const root = Buffer.from(info.root, 'hex');
+    for (const c of [await wsClient(info.ws), await libp2pClient(dialer, info.libp2p)]) {
+      for (const index of [0, g.chunks - 1]) {
+        const r = await c.request({ kind: Kind.Chunk, root, index });
+        expect(r.status).toBe(Status.Ok);
+        verifyChunk(root, index, r.payload);
+      }
+      c.close();
+    }
+    child.kill('SIGTERM');
+    expect(await exited(child, 10_000)).toBe(0);
+  }, 60_000);
+
+  it('serve --byzantine wrong-index lies; SIGINT stops it', async () => {
+    const { info, child } = await serve(['--entries', '500', '--chunk', '32', '--byzantine', 'wrong-index', '--libp2p-port', 'off']);
+    expect(info.libp2p).toBeNull();
+    expect(info.byzantine).toEqual({ mode: 'wrong-index', rate: 1 });
+    const root = Buffer.from(info.root, 'hex');
+    const c = await wsClient(info.ws);
+    const r = await c.request({ kind: Kind.Chunk, root, index: 1 });
+    expect(() => verifyChunk(root, 1, r.payload)).toThrow(expect.objectContaining({ code: 'CHUNK_INDEX_MISMATCH' }));
+    c.close();
+    child.kill('SIGINT');
+    expect(await exited(child, 10_000)).toBe(0);
+  }, 60_000);
+
+  it('the standard workload: serve with defaults prints the npm start root', async () => {
+    // 100,000 entries, chunk 256, seed 0: the root `npm start` (crates/bench summary) prints.
+    const { info, child } = await serve(['--ws-port', '0']);
+    expect(info.root).toBe('db5455ca1fab302197884f255d0633f19b3001110619a3b0437ef30c5d575044');
+    expect(info.chunks).toBe(541);
+    child.kill('SIGTERM');
+    expect(await exited(child, 10_000)).toBe(0);
+  }, 60_000);
+
+  it('usage errors exit 2 with a message', async () => {
+    const cases: [string[], RegExp][] = [
+      [[], /usage: bpavl <command>/],
+      [['nope'], /unknown command "nope"/],
+      [['serve', '--chunk', '1'], /--chunk must be in 2 … 4096/],
+      [['serve', '--byzantine', 'lie-a-lot'], /unknown Byzantine mode/],
+      [['serve', '--byzantine', 'silent:2'], /rate must be in \(0, 1\]/],
+      [['serve', '--file', 'x', '--entries', '3'], /exclude each other/],
+      [['serve', '--ws-port', 'off', '--libp2p-port', 'off'], /nothing to serve on/],
+      [['serve', '--bogus'], /Unknown option '--bogus'/],
+      [['generate', '--entries', '10'], /--out FILE is required/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await run(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr + r.stdout, args.join(' ')).toMatch(message);
+    }
+    const help = await run(['serve', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--byzantine MODE[:RATE]');
+  }, 60_000);
+
+  it('a missing or corrupt --file exits 1 with the code', async () => {
+    const r = await run(['serve', '--file', join(dir, 'missing.bpavl')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/ENOENT/);
+    await writeFile(join(dir, 'junk.bpavl'), 'junk');
+    const j = await run(['serve', '--file', join(dir, 'junk.bpavl')]);
+    expect(j.code).toBe(1);
+    expect(j.stderr).toMatch(/TREE_FILE_INVALID/);
+  }, 60_000);
+});

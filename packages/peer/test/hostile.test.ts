@@ -1,0 +1,187 @@
+// Hostile clients on real sockets: malformed frames, oversize prefixes, text
+// and oversized WebSocket messages, request floods (reading and not reading)
+// and too many connections. Another client connected at the same time keeps
+// getting correct answers, and memory stays bounded.
+
+import { encodeFrame, Kind, Status } from '@bpavl/light-client/wire';
+import { verifyChunk } from '@bpavl/light-client/verify';
+import type { Snapshot } from '@bpavl/wasm';
+import type { Libp2p } from 'libp2p';
+import { WebSocket } from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
+import { startPeer, type RunningPeer } from '../src/peer.ts';
+import { StaticTreeSource } from '../src/source.ts';
+import { libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
+
+let snap: Snapshot;
+let peer: RunningPeer;
+let dialer: Libp2p;
+
+beforeAll(async () => {
+  await wasmReady();
+  snap = smallTree(3000, 256).tree.snapshot(); // ≈ 15 chunks of 70 … 140 KB
+  peer = await startPeer(new StaticTreeSource([snap]));
+  dialer = await libp2pDialer();
+});
+
+afterAll(async () => {
+  await dialer?.stop();
+  await peer?.close();
+});
+
+/** A client that syncs every chunk and verifies each; resolves to how many it verified. */
+async function honestSync(c: WireClient): Promise<number> {
+  const n = snap.chunkCount;
+  let verified = 0;
+  for (let index = 0; index < n; index++) {
+    const r = await c.request({ kind: Kind.Chunk, root: snap.root, index }, 15_000);
+    expect(r.status).toBe(Status.Ok);
+    verifyChunk(snap.root, index, r.payload);
+    verified++;
+  }
+  return verified;
+}
+
+function concat(frames: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(frames.reduce((s, f) => s + f.length, 0));
+  let at = 0;
+  for (const f of frames) {
+    out.set(f, at);
+    at += f.length;
+  }
+  return out;
+}
+
+describe('malformed input closes only the offending connection', () => {
+  const cases: [string, () => Uint8Array | string][] = [
+    ['a non-minimal prefix', () => Uint8Array.of(0x80, 0x00)],
+    ['a 5-byte prefix', () => Uint8Array.of(0xff, 0xff, 0xff, 0xff, 0x01)],
+    ['a prefix declaring 8 MiB', () => Uint8Array.of(0x80, 0x80, 0x80, 0x04)],
+    ['a prefix declaring 4097 bytes', () => Uint8Array.of(0x81, 0x20)],
+    ['a frame with no header', () => encodeFrame(Uint8Array.of(1))],
+    ['a text message', () => 'hello'],
+    ['a message above maxPayload', () => new Uint8Array(MAX_WS_MESSAGE_BYTES + 1)],
+  ];
+  it.each(cases)('%s (ws)', async (_name, make) => {
+    const bystander = await wsClient(peer.wsUrl!);
+    const bad = await wsClient(peer.wsUrl!);
+    try {
+      const faultsBefore = peer.server.stats.faults;
+      bad.ws.send(make());
+      expect(await bad.waitClosed(3000)).toBe(true);
+      expect(bad.responses.length).toBe(0);
+      if (_name !== 'a message above maxPayload') expect(peer.server.stats.faults).toBe(faultsBefore + 1);
+      expect(await honestSync(bystander)).toBe(snap.chunkCount);
+    } finally {
+      bystander.close();
+      bad.close();
+    }
+  });
+
+  it('a malformed prefix resets only that libp2p stream', async () => {
+    const bystander = await libp2pClient(dialer, peer.libp2pAddrs[0]!);
+    const bad = await libp2pClient(dialer, peer.libp2pAddrs[0]!);
+    try {
+      bad.pipe.send(Uint8Array.of(0x80, 0x00));
+      expect(await bad.waitClosed(3000)).toBe(true);
+      expect(await honestSync(bystander)).toBe(snap.chunkCount);
+    } finally {
+      bystander.close();
+      bad.close();
+    }
+  });
+});
+
+describe('floods', () => {
+  const FLOOD = 5000;
+  const floodFrames = (c: WireClient) =>
+    Array.from({ length: FLOOD }, (_, i) => c.frame({ kind: Kind.Chunk, root: snap.root, index: i % snap.chunkCount }));
+
+  it('5,000 requests as fast as possible (ws, reading): every one answered OK or BUSY; a bystander is served', async () => {
+    const flooder = await wsClient(peer.wsUrl!);
+    const bystander = await wsClient(peer.wsUrl!);
+    try {
+      const frames = floodFrames(flooder);
+      // 50 frames per message, all messages sent back to back.
+      for (let i = 0; i < frames.length; i += 50) flooder.ws.send(concat(frames.slice(i, i + 50)));
+      const [synced] = await Promise.all([honestSync(bystander), flooder.waitResponses(FLOOD, 60_000)]);
+      expect(synced).toBe(snap.chunkCount);
+      expect(flooder.responses.length).toBe(FLOOD);
+      const busy = flooder.responses.filter((r) => r.status === Status.Busy).length;
+      const ok = flooder.responses.filter((r) => r.status === Status.Ok).length;
+      expect(ok + busy).toBe(FLOOD);
+      expect(busy).toBeGreaterThan(0);
+      expect(new Set(flooder.responses.map((r) => r.id)).size).toBe(FLOOD);
+    } finally {
+      flooder.close();
+      bystander.close();
+    }
+  }, 90_000);
+
+  it('5,000 requests from a client that never reads (ws): its answers back up, a bystander is served, memory stays bounded', async () => {
+    const flooder = await wsClient(peer.wsUrl!);
+    const bystander = await wsClient(peer.wsUrl!);
+    try {
+      const before = process.memoryUsage();
+      flooder.ws.pause(); // the flooder's socket is not read any more
+      const frames = floodFrames(flooder);
+      for (let i = 0; i < frames.length; i += 50) flooder.ws.send(concat(frames.slice(i, i + 50)));
+      await sleep(500);
+      expect(await honestSync(bystander)).toBe(snap.chunkCount);
+      const after = process.memoryUsage();
+      // The server hands out at most ≈ 1 MiB beyond what the kernel took, then
+      // stops answering and reading that socket (see server.test.ts); the whole
+      // test process (server and both clients) grows by far less than the
+      // 5,000 answers (≈ 500 MB) would need. Measured: ≈ 25 MB RSS.
+      expect(after.rss - before.rss).toBeLessThan(150 * 1024 * 1024);
+      expect(after.heapUsed - before.heapUsed).toBeLessThan(100 * 1024 * 1024);
+      expect(flooder.closed).toBe(false);
+    } finally {
+      flooder.close();
+      bystander.close();
+    }
+  }, 60_000);
+
+  it('5,000 requests on one libp2p stream; another stream on the same connection is served', async () => {
+    const flooder = await libp2pClient(dialer, peer.libp2pAddrs[0]!);
+    const bystander = await libp2pClient(dialer, peer.libp2pAddrs[0]!);
+    try {
+      const frames = floodFrames(flooder);
+      for (let i = 0; i < frames.length; i += 50) flooder.pipe.send(concat(frames.slice(i, i + 50)));
+      const [synced] = await Promise.all([honestSync(bystander), flooder.waitResponses(FLOOD, 60_000)]);
+      expect(synced).toBe(snap.chunkCount);
+      expect(flooder.responses.length).toBe(FLOOD);
+      expect(flooder.responses.some((r) => r.status === Status.Busy)).toBe(true);
+    } finally {
+      flooder.close();
+      bystander.close();
+    }
+  }, 90_000);
+});
+
+describe('connection cap', () => {
+  it('sockets beyond maxConnections are closed with 1013', async () => {
+    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 3, libp2pPort: null });
+    const clients: WireClient[] = [];
+    try {
+      for (let i = 0; i < 3; i++) clients.push(await wsClient(small.wsUrl!));
+      const code = await new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(small.wsUrl!);
+        const t = setTimeout(() => reject(new Error('not closed')), 3000);
+        ws.on('close', (c) => {
+          clearTimeout(t);
+          resolve(c);
+        });
+        ws.on('error', () => {});
+      });
+      expect(code).toBe(1013);
+      expect(small.server.stats.refused).toBe(1);
+      // The three admitted clients still work.
+      for (const c of clients) expect((await c.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+    } finally {
+      for (const c of clients) c.close();
+      await small.close();
+    }
+  });
+});

@@ -1,0 +1,213 @@
+// SyncServer unit tests over an in-memory ByteConnection: framing faults,
+// limits, backpressure, idle and half-close handling, internal errors.
+
+import {
+  encodeFrame,
+  encodeRequest,
+  Kind,
+  MAX_REQUEST_BYTES,
+  MAX_RESPONSE_BYTES,
+  type Request,
+  Status,
+} from '@bpavl/light-client/wire';
+import { verifyChunk } from '@bpavl/light-client/verify';
+import type { Snapshot } from '@bpavl/wasm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
+import { SyncServer } from '../src/server.ts';
+import { type ServedTree, StaticTreeSource } from '../src/source.ts';
+import { MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
+
+let snap: Snapshot;
+let big: Snapshot;
+
+beforeAll(async () => {
+  await wasmReady();
+  snap = smallTree(200, 16).tree.snapshot();
+  big = smallTree(3000, 256).tree.snapshot(); // chunks of ≈ 70 … 140 KB
+});
+
+function serve(opts: ConstructorParameters<typeof SyncServer>[1] = {}, tree: ServedTree = snap) {
+  const server = new SyncServer(new StaticTreeSource([tree]), opts);
+  const conn = new MemoryConnection();
+  server.handleConnection(conn);
+  return { server, conn, c: conn.client };
+}
+
+const frame = (req: Request) => encodeFrame(encodeRequest(req));
+
+describe('framing faults close the connection', () => {
+  const cases: [string, number[]][] = [
+    ['a non-minimal length prefix', [0x80, 0x00]],
+    ['a length prefix longer than 4 bytes', [0xff, 0xff, 0xff, 0xff, 0x7f]],
+    ['a length prefix above 4 KiB (before the body arrives)', [0x81, 0x20]], // 4097
+    ['an empty body (no header to answer)', [0x00]],
+    ['a one-byte body (no kind, no id)', [0x01, 0x01]],
+    ['a body whose id varint is cut', [0x03, 0x01, 0x01, 0x80]],
+  ];
+  it.each(cases)('%s', async (_name, bytes) => {
+    const { server, conn } = serve();
+    conn.events.bytes(Uint8Array.from(bytes));
+    expect(conn.aborted).toBe(true);
+    expect(server.stats.faults).toBe(1);
+    expect(server.connectionCount).toBe(0);
+    expect(conn.sent.length).toBe(0);
+  });
+
+  it('a non-binary message', () => {
+    const { server, conn } = serve();
+    conn.events.fault();
+    expect(conn.aborted).toBe(true);
+    expect(server.stats.faults).toBe(1);
+  });
+
+  it('a 4096-byte body is a request (answered), 4097 is a fault', async () => {
+    const { conn, c } = serve();
+    const body = new Uint8Array(MAX_REQUEST_BYTES);
+    body.set([1, Kind.Roots, 9]); // valid header, then trailing garbage
+    conn.events.bytes(encodeFrame(body));
+    await sleep(0);
+    expect(c.responses).toMatchObject([{ id: 9, status: Status.BadRequest }]);
+    expect(conn.aborted).toBe(false);
+    conn.events.bytes(encodeFrame(new Uint8Array(MAX_REQUEST_BYTES + 1)));
+    expect(conn.aborted).toBe(true);
+  });
+
+  it('frames split at every byte are reassembled', async () => {
+    const { conn, c } = serve();
+    const bytes = new Uint8Array([...frame({ id: 1, kind: Kind.Roots }), ...frame({ id: 2, kind: Kind.Chunk, root: snap.root, index: 3 })]);
+    for (const b of bytes) conn.events.bytes(Uint8Array.of(b));
+    expect(await c.waitResponses(2, 2000)).toBe(true);
+    verifyChunk(snap.root, 3, (await c.response(2)).payload);
+  });
+});
+
+describe('answers', () => {
+  it('an unknown kind is answered BAD_REQUEST echoing the kind, version 1', async () => {
+    const { conn } = serve();
+    conn.events.bytes(encodeFrame(Uint8Array.of(1, 9, 5)));
+    conn.events.bytes(encodeFrame(Uint8Array.of(7, Kind.Roots, 6)));
+    // Raw bytes: the client decoder would (rightly) reject kind 9.
+    expect(conn.sent.map((f) => [...f])).toEqual([
+      [4, 1, 9, 5, Status.BadRequest],
+      [4, 1, Kind.Roots, 6, Status.BadRequest],
+    ]);
+  });
+
+  it('an unexpected exception while answering is BUSY, never text, never a crash', async () => {
+    const broken: ServedTree = {
+      root: snap.root,
+      version: 1,
+      chunkCount: 5,
+      exportChunk() {
+        throw new Error('secret internal detail');
+      },
+      get() {
+        throw new TypeError('boom');
+      },
+      proveExistence: () => new Uint8Array(0),
+      proveAbsence: () => new Uint8Array(0),
+      proveRange() {
+        throw 'a string';
+      },
+    };
+    const logs: string[] = [];
+    const { server, conn, c } = serve({ log: (m) => logs.push(m) }, broken);
+    c.send({ kind: Kind.Chunk, root: snap.root, index: 1 });
+    c.send({ kind: Kind.Proof, root: snap.root, key: Uint8Array.of(1) });
+    c.send({ kind: Kind.Range, root: snap.root, start: new Uint8Array(0), limit: 3 });
+    expect(await c.waitResponses(3, 2000)).toBe(true);
+    expect(c.responses.map((r) => r.status)).toEqual([Status.Busy, Status.Busy, Status.Busy]);
+    expect(c.responses.every((r) => r.payload.length === 0)).toBe(true);
+    const wire = Buffer.concat(conn.sent).toString('latin1');
+    expect(wire).not.toContain('secret');
+    expect(server.stats.internalErrors).toBe(3);
+    expect(logs.join('\n')).toContain('secret internal detail'); // logged locally only
+    expect(conn.closed).toBe(false);
+  });
+
+  it('a RANGE answer above the 8 MiB response limit is BAD_REQUEST', async () => {
+    const huge: ServedTree = {
+      root: snap.root,
+      version: 1,
+      chunkCount: snap.chunkCount,
+      exportChunk: (i) => snap.exportChunk(i),
+      get: (k) => snap.get(k),
+      proveExistence: (k) => snap.proveExistence(k),
+      proveAbsence: (k) => snap.proveAbsence(k),
+      proveRange: () => new Uint8Array(MAX_RESPONSE_BYTES),
+    };
+    const { c } = serve({}, huge);
+    const r = await c.request({ kind: Kind.Range, root: snap.root, start: new Uint8Array(0), limit: 65536 });
+    expect(r.status).toBe(Status.BadRequest);
+  });
+});
+
+describe('limits and lifecycle', () => {
+  it('refuses connections above maxConnections', () => {
+    const server = new SyncServer(new StaticTreeSource([snap]), { maxConnections: 2 });
+    const conns = [new MemoryConnection(), new MemoryConnection(), new MemoryConnection()];
+    expect(conns.map((c) => server.handleConnection(c))).toEqual([true, true, false]);
+    expect(conns[2]!.aborted).toBe(true);
+    expect(server.stats.refused).toBe(1);
+    conns[0]!.close();
+    expect(server.handleConnection(new MemoryConnection())).toBe(true);
+  });
+
+  it('closes an idle connection', async () => {
+    const { server, conn, c } = serve({ idleTimeoutMs: 150 });
+    await c.request({ kind: Kind.Roots });
+    await sleep(100);
+    await c.request({ kind: Kind.Roots }); // activity resets the timer
+    await sleep(100);
+    expect(conn.aborted).toBe(false);
+    await sleep(200);
+    expect(conn.aborted).toBe(true);
+    expect(server.stats.idleClosed).toBe(1);
+  });
+
+  it('after a remote half-close, answers what is in flight and then closes', async () => {
+    const { conn, c } = serve();
+    for (let index = 0; index < 10; index++) c.send({ kind: Kind.Chunk, root: snap.root, index });
+    conn.events.end();
+    expect(conn.closed).toBe(false);
+    expect(await c.waitClosed(2000)).toBe(true);
+    expect(c.responses.length).toBe(10);
+    expect(conn.aborted).toBe(false);
+  });
+
+  it('stops reading and answering while output is not drained, then resumes', async () => {
+    const { conn, c } = serve({}, big);
+    conn.autoFlush = false; // the remote does not read
+    const n = big.chunkCount;
+    for (let i = 0; i < 64; i++) c.send({ kind: Kind.Chunk, root: big.root, index: i % n });
+    await sleep(50);
+    expect(conn.paused).toBe(true);
+    // At most the high-water mark plus one answer (≤ 140 KB) was handed out.
+    expect(conn.bufferedAmount).toBeGreaterThan(OUTPUT_HIGH_WATER_BYTES);
+    expect(conn.bufferedAmount).toBeLessThan(OUTPUT_HIGH_WATER_BYTES + 200_000);
+    const answered = c.responses.length;
+    expect(answered).toBeLessThan(64);
+    // While stalled, requests still count: once 64 are in flight, the rest are BUSY.
+    for (let i = 0; i < answered + 10; i++) c.send({ kind: Kind.Chunk, root: big.root, index: 0 });
+    await sleep(50);
+    expect(c.responses.length).toBe(answered + 10);
+    expect(c.responses.slice(answered).every((r) => r.status === Status.Busy)).toBe(true);
+    // The remote reads: everything in flight is answered.
+    conn.autoFlush = true;
+    conn.flush();
+    expect(await c.waitResponses(64 + answered + 10, 5000)).toBe(true);
+    expect(conn.paused).toBe(false);
+    expect(c.responses.filter((r) => r.status === Status.Ok).length).toBe(64 + answered);
+  });
+
+  it('close() aborts every connection and refuses new ones', () => {
+    const server = new SyncServer(new StaticTreeSource([snap]));
+    const a = new MemoryConnection();
+    server.handleConnection(a);
+    server.close();
+    expect(a.aborted).toBe(true);
+    expect(server.handleConnection(new MemoryConnection())).toBe(false);
+  });
+
+});
