@@ -6,6 +6,7 @@
  *   bpavl serve    [--entries N --chunk C --seed S | --file PATH] [--ws-port P] [--libp2p-port Q]
  *                  [--host H] [--byzantine MODE[:rate]] [--json] …
  *   bpavl generate --entries N --chunk C --seed S --out FILE [--json]
+ *   bpavl sync     --root HEX --peer ADDRESS… [--timeout MS] [--json]
  * @module
  */
 
@@ -15,6 +16,7 @@ import { BYZANTINE_MODES, Byzantine, parseByzantine } from './byzantine.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SLOW_MS } from './constants.ts';
 import { fromHex, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
+import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
 
 /** A usage error: printed with the command's usage, exit code 2. */
@@ -297,8 +299,14 @@ const generate: Command = {
   },
 };
 
+const sync: Command = {
+  summary: 'sync a state from peers, verifying every chunk against a trusted root',
+  usage: SYNC_USAGE,
+  run: (argv) => runSync(argv, (m) => new UsageError(m)),
+};
+
 /** Every subcommand, by name. */
-export const COMMANDS: Record<string, Command> = { serve, generate };
+export const COMMANDS: Record<string, Command> = { serve, generate, sync };
 
 function wrapUsage<T>(f: () => T): T {
   try {

@@ -241,3 +241,35 @@ describe('bpavl CLI', () => {
     expect(j.stderr).toMatch(/TREE_FILE_INVALID/);
   }, 60_000);
 });
+
+describe('bpavl sync, against peers in other processes', () => {
+  it('syncs from a mix of ws and libp2p peers, banning the liar', async () => {
+    const honest = await serve(['--entries', '3000', '--chunk', '32', '--seed', '7']);
+    const liar = await serve(['--entries', '3000', '--chunk', '32', '--seed', '7', '--byzantine', 'wrong-index']);
+    expect(liar.info.root).toBe(honest.info.root);
+    const r = await run(['sync', '--root', honest.info.root, '--peer', liar.info.ws, '--peer', honest.info.libp2p, '--peer', honest.info.ws, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+    expect(out.root).toBe(honest.info.root);
+    expect(out.entries).toBe(3000);
+    expect(out.banned).toEqual([{ peer: liar.info.ws, reason: 'sent an invalid chunk', code: 'CHUNK_INDEX_MISMATCH' }]);
+    // Without --json: a readable summary on stdout.
+    const text = await run(['sync', '--root', honest.info.root, '--peer', honest.info.ws]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`root verified ${honest.info.root}`);
+    for (const p of [honest, liar]) p.child.kill('SIGTERM');
+  }, 120_000);
+
+  it('fails with NO_HONEST_PEERS (exit 1) when every peer lies, and checks its arguments', async () => {
+    const liar = await serve(['--entries', '500', '--chunk', '8', '--byzantine', 'corrupt-value', '--libp2p-port', 'off']);
+    const r = await run(['sync', '--root', liar.info.root, '--peer', liar.info.ws, '--json']);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout.trim()).error).toBe('NO_HONEST_PEERS');
+    liar.child.kill('SIGTERM');
+    const bad = await run(['sync', '--root', 'abc', '--peer', 'ws://127.0.0.1:1']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr + bad.stdout).toMatch(/--root must be 64 hex digits/);
+    const none = await run(['sync', '--root', 'ab'.repeat(32)]);
+    expect(none.code).toBe(2);
+  }, 120_000);
+});

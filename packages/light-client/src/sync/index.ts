@@ -6,7 +6,7 @@
 
 export { syncState } from './engine.js';
 export * from './types.js';
-export { connectAuto } from '../transport/auto.js';
+export { closeTransports, connectAuto } from '../transport/auto.js';
 export { connectWebSocket } from '../transport/ws.js';
 export { FramedConnection, type BytePipe } from '../transport/framed.js';
 export * from '../transport/types.js';

@@ -7,6 +7,16 @@
 import { type PeerConnection, TransportError } from './types.js';
 import { connectWebSocket } from './ws.js';
 
+let libp2p: Promise<typeof import('./libp2p.js')> | undefined;
+
+/**
+ * Stops what the transports keep running between syncs (the shared libp2p
+ * node, if one was started), so that a process can exit.
+ */
+export async function closeTransports(): Promise<void> {
+  if (libp2p) await (await libp2p).stopLibp2pClient();
+}
+
 /**
  * Opens a connection by the address's form.
  *
@@ -18,8 +28,8 @@ import { connectWebSocket } from './ws.js';
 export async function connectAuto(address: string, signal?: AbortSignal): Promise<PeerConnection> {
   if (/^wss?:\/\//i.test(address)) return connectWebSocket(address, signal);
   if (address.startsWith('/')) {
-    const { connectLibp2p } = await import('./libp2p.js');
-    return connectLibp2p(address, signal);
+    libp2p ??= import('./libp2p.js');
+    return (await libp2p).connectLibp2p(address, signal);
   }
   throw new TransportError('CONNECT_FAILED', `unsupported peer address ${address}`);
 }

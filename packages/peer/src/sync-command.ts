@@ -1,0 +1,176 @@
+/**
+ * `bpavl sync`: fetches the whole state under a trusted root from any mix of
+ * WebSocket and libp2p peers, verifying every chunk on arrival. On a TTY it
+ * shows a live progress bar; it ends with a summary, or one JSON line.
+ * @module
+ */
+
+import { parseArgs } from 'node:util';
+import { closeTransports, SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
+import cliProgress from 'cli-progress';
+import { fromHex, toHex } from './source.ts';
+
+export const SYNC_USAGE = `bpavl sync --root HEX --peer ADDRESS [--peer ADDRESS …] [options]
+
+Syncs the state whose root is HEX (the only thing trusted) from the peers:
+ws://host:port URLs and libp2p multiaddrs (/ip4/…/tcp/…/ws/p2p/…), mixed
+freely. Every chunk is verified on arrival; a peer that sends a bad one is
+banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
+
+  --root HEX           the trusted root (64 hex digits)
+  --peer ADDRESS       a peer; repeat for more
+  --timeout MS         per-request deadline (default 10000)
+  --json               print one JSON line at the end instead of the summary
+
+Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interrupted.`;
+
+/** Counters the progress display and the summary read. */
+class Tally {
+  total: number | undefined;
+  done = 0;
+  bytes = 0;
+  rate = 0;
+  rejects = 0;
+  readonly banned = new Map<string, string>();
+  readonly active = new Set<string>();
+
+  on(e: SyncEvent): void {
+    switch (e.type) {
+      case 'progress':
+        this.total = e.total;
+        this.done = e.done;
+        this.bytes = e.bytes;
+        this.rate = e.bytesPerSecond;
+        break;
+      case 'chunk-rejected':
+        this.rejects += 1;
+        break;
+      case 'peer-banned':
+        this.banned.set(e.peer, e.code);
+        this.active.delete(e.peer);
+        break;
+      case 'peer':
+        if (e.status === 'active' || e.status === 'slow') this.active.add(e.peer);
+        else this.active.delete(e.peer);
+        break;
+    }
+  }
+
+  get payload() {
+    return {
+      mb: (this.bytes / 1e6).toFixed(1),
+      rate: (this.rate / 1e6).toFixed(1),
+      active: this.active.size,
+      banned: this.banned.size,
+      rejects: this.rejects,
+    };
+  }
+}
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      root: { type: 'string' },
+      peer: { type: 'string', multiple: true },
+      timeout: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) return { help: true as const };
+  if (!values.root || !/^[0-9a-fA-F]{64}$/.test(values.root)) throw new Error('--root must be 64 hex digits');
+  if (!values.peer?.length) throw new Error('give at least one --peer');
+  const timeout = values.timeout === undefined ? 10_000 : Number(values.timeout);
+  if (!Number.isInteger(timeout) || timeout <= 0) throw new Error('--timeout must be a positive integer');
+  return { help: false as const, root: fromHex(values.root), peers: values.peer, timeout, json: values.json };
+}
+
+/** Runs `bpavl sync`; `usageError` wraps argument errors for the CLI. */
+export async function runSync(argv: string[], usageError: (m: string) => Error): Promise<number> {
+  let opts;
+  try {
+    opts = parse(argv);
+  } catch (e) {
+    throw usageError(e instanceof Error ? e.message : String(e));
+  }
+  if (opts.help) {
+    process.stdout.write(`${SYNC_USAGE}\n`);
+    return 0;
+  }
+  const tally = new Tally();
+  const tty = process.stderr.isTTY && !opts.json;
+  const bar = tty
+    ? new cliProgress.SingleBar(
+        {
+          format:
+            '{bar} {percentage}% | {value}/{total} chunks | {mb} MB at {rate} MB/s | peers {active} active, {banned} banned | {rejects} rejected',
+          hideCursor: true,
+          stream: process.stderr,
+        },
+        cliProgress.Presets.shades_classic,
+      )
+    : undefined;
+  bar?.start(1, 0, tally.payload);
+  const ctl = new AbortController();
+  const onSigint = () => ctl.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const result = await syncState({
+      root: opts.root,
+      peers: opts.peers,
+      signal: ctl.signal,
+      requestTimeoutMs: opts.timeout,
+      onEvent: (e) => {
+        tally.on(e);
+        if (bar) {
+          if (tally.total !== undefined) bar.setTotal(tally.total);
+          bar.update(tally.done, tally.payload);
+        } else if (!opts.json && e.type === 'peer-banned') {
+          process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
+        }
+      },
+    });
+    bar?.stop();
+    const entries = result.tree.len;
+    result.tree.free();
+    const summary = {
+      root: toHex(result.root),
+      chunks: result.chunks,
+      entries,
+      seconds: Number(result.seconds.toFixed(3)),
+      bytes: result.bytes,
+      mb_s: Number((result.bytes / 1e6 / result.seconds).toFixed(1)),
+      refetches: result.refetches,
+      rejected: result.rejected,
+      banned: result.banned,
+    };
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(summary)}\n`);
+    } else {
+      process.stdout.write(
+        `root verified ${summary.root}\n` +
+          `${summary.chunks} chunks, ${entries} entries, ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds} s (${summary.mb_s} MB/s)\n` +
+          `${summary.rejected} chunks rejected, ${summary.refetches} refetched, ${summary.banned.length} peers banned\n` +
+          summary.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
+      );
+    }
+    return 0;
+  } catch (e) {
+    bar?.stop();
+    if (ctl.signal.aborted) {
+      if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED' })}\n`);
+      else process.stderr.write('sync interrupted\n');
+      return 130;
+    }
+    const code = e instanceof SyncError ? e.code : 'SYNC_FAILED';
+    const message = e instanceof Error ? e.message : String(e);
+    if (opts.json) process.stdout.write(`${JSON.stringify({ error: code, message })}\n`);
+    else process.stderr.write(`sync failed: ${message} (${code})\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await closeTransports();
+  }
+}
