@@ -89,6 +89,7 @@ class SyncSession {
       this.resolve = resolve;
       this.reject = reject;
       this.opts.signal?.addEventListener('abort', this.onAbort, { once: true });
+      if (this.opts.signal?.aborted) return this.onAbort(); // aborted while WASM loaded
       const capacity = emptyTreeCapacity(this.root);
       if (capacity !== undefined) return this.completeEmpty(capacity);
       if (this.peers.length === 0) return this.fail(new SyncError('NO_PEERS', 'no peers given'));
@@ -125,6 +126,12 @@ class SyncSession {
         p.connecting = false;
         if (this.finished || !p.usable) return conn.close();
         p.conn = conn;
+        // An idle connection the peer closes has no request to fail: notice it here.
+        conn.onClose(() => {
+          if (this.finished || !p.usable || p.conn !== conn) return;
+          p.conn = undefined;
+          this.lost(p, 'connection closed');
+        });
         if (p.status === 'connecting') this.setPeer(p, 'active');
         this.pump();
       },
@@ -190,9 +197,11 @@ class SyncSession {
       if (!this.received.has(index) && !this.fetchers.has(index)) return { index, hedge: false };
     }
     // Endgame: ask a second peer for what is still outstanding, oldest first,
-    // so that a staller cannot hold the sync hostage.
+    // so that a staller cannot hold the sync hostage. Before the first chunk
+    // tells the total, any number of peers may race for chunk 0.
+    const maxFetchers = this.total === undefined ? Infinity : 2;
     for (const [index, who] of this.fetchers) {
-      if (who.size < 2 && !who.has(p)) return { index, hedge: true };
+      if (who.size < maxFetchers && !who.has(p)) return { index, hedge: true };
     }
     return undefined;
   }
@@ -201,8 +210,9 @@ class SyncSession {
     if (this.finished) return;
     const now = performance.now();
     let soonest = Infinity;
-    for (const p of this.peers) {
-      if (!p.usable) continue;
+    // Healthy peers first, so that stallers do not take the scarce work.
+    const order = this.peers.filter((p) => p.usable).sort((a, b) => a.failures - b.failures);
+    for (const p of order) {
       if (p.notBefore > now) soonest = Math.min(soonest, p.notBefore);
       while (p.canRequest(now)) {
         const next = this.nextIndex(p);
@@ -292,8 +302,9 @@ class SyncSession {
     this.received.add(index);
     this.verifiedBytes += envelope.length;
     this.emit({ type: 'chunk-verified', index, peer: p.address, ms, bytes: envelope.length });
+    if (this.finished) return; // a listener aborted
     this.progress();
-    if (this.received.size === this.total) this.complete();
+    if (!this.finished && this.received.size === this.total) this.complete();
   }
 
   private onError(p: PeerState, conn: PeerConnection, index: number, err: unknown): void {

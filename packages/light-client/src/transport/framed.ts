@@ -35,6 +35,7 @@ export class FramedConnection implements PeerConnection {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
   private closedWith: Error | undefined;
+  private readonly closeListeners: ((reason: Error) => void)[] = [];
 
   constructor(address: string, pipe: BytePipe) {
     this.address = address;
@@ -85,10 +86,16 @@ export class FramedConnection implements PeerConnection {
     }
   }
 
+  onClose(listener: (reason: Error) => void): void {
+    if (this.closedWith) listener(this.closedWith);
+    else this.closeListeners.push(listener);
+  }
+
   /** Ends the connection: every pending request rejects with `err`. */
   fail(err: Error): void {
     if (this.closedWith) return;
     this.closedWith = err;
+    for (const listener of this.closeListeners.splice(0)) listener(err);
     for (const p of this.pending.values()) {
       clearTimeout(p.timer);
       p.reject(err);

@@ -39,6 +39,8 @@ export interface PeerConnection {
   close(): void;
   /** Whether the connection is closed. */
   readonly isClosed: boolean;
+  /** Calls `listener` once when the connection closes, for whatever reason. */
+  onClose(listener: (reason: Error) => void): void;
 }
 
 /** Opens a connection to `address`. */
