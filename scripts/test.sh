@@ -27,6 +27,10 @@ if [[ -d packages/bpavl-wasm ]]; then
   stage="wasm build"
   npm run build -w @bpavl/wasm
 fi
+if [[ -d packages/baseline-wasm ]]; then
+  stage="baseline wasm build"
+  npm run build -w @bpavl/baseline-wasm
+fi
 if [[ -d packages/light-client ]]; then
   stage="light-client build"
   npm run build -w @bpavl/light-client
@@ -40,7 +44,8 @@ fi
 
 if [[ -f playwright.config.ts ]]; then
   stage="browser tests"
-  # tests/browser in Debian's chromium (installed by bootstrap; Playwright
+  # tests/browser and tests/e2e (the demo against its own network from
+  # scripts/demo.mjs) in Debian's chromium (installed by bootstrap; Playwright
   # never downloads a browser). Needs the WASM build above; Playwright's
   # global setup rebuilds the light client's dist/ and each suite builds its
   # page with Vite. --no: the pinned @playwright/test, never a fetched one.

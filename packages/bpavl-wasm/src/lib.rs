@@ -4,13 +4,13 @@
 //! every function converts its arguments (`convert`), calls the core, and
 //! converts the result or maps the error to a JS `Error` with `name` and
 //! `code` (`spec/errors.md`). No tree, proof or hashing logic lives here.
-//! `alloc` sets the global allocator (std's dlmalloc, grown in large steps).
+//! The global allocator comes from `bpavl-wasm-alloc` (crates/wasm-alloc).
 //!
 //! The doc comments below become the JSDoc of the generated `.d.ts`.
-#![deny(unsafe_code)] // allowed in `alloc` only
+#![forbid(unsafe_code)]
 
 #[cfg(target_arch = "wasm32")]
-mod alloc;
+use bpavl_wasm_alloc as _; // sets the global allocator on wasm32
 mod convert;
 
 use bpavl_core as core;

@@ -19,11 +19,20 @@
  * | `disconnect` | sends half the response frame, then closes the connection | a closed connection mid-frame |
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
+ *
+ * Baseline chunks (the benchmark-only `BASELINE_CHUNK`, `./baseline.ts`) are
+ * lied on at the same rate, from the same RNG: `corrupt-value` / `corrupt-key`
+ * flip the same bit in the chunk's first leaf record (a chunk of inner
+ * records only is answered honestly), `wrong-index` sends chunk `(i + 1) mod
+ * n`, `random-bytes` and the transport modes as above; `corrupt-proof` and
+ * `wrong-root` answer them honestly (a Baseline chunk has no proof, and no
+ * other Baseline tree is built). `BASELINE_ROOTS` stays honest.
  * @module
  */
 
 import { createHash } from 'node:crypto';
 import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
+import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
 import type { ServedTree } from './source.ts';
 
 /** The misbehaviours a serving peer can be told to show. */
@@ -178,6 +187,38 @@ export class Byzantine {
     const lie = this.#lie(req, tree, payload);
     if (lie !== undefined) this.lies++;
     return lie;
+  }
+
+  /** The lie for this OK answer of a Baseline request (whose honest payload is `payload`), if any. */
+  decideBaseline(req: BaselineRequest, baseline: BaselineServed, payload: Uint8Array): Lie | undefined {
+    if (req.kind !== BaselineKind.Chunk) return undefined;
+    if (this.rate < 1 && this.#rng.next() >= this.rate) return undefined;
+    const lie = this.#lieBaseline(req.index, baseline, payload);
+    if (lie !== undefined) this.lies++;
+    return lie;
+  }
+
+  #lieBaseline(index: number, baseline: BaselineServed, payload: Uint8Array): Lie | undefined {
+    const tamper = (p: Uint8Array | undefined): Lie | undefined => (p === undefined ? undefined : { kind: 'payload', payload: p });
+    switch (this.mode) {
+      case 'truncate':
+      case 'oversize':
+      case 'silent':
+      case 'disconnect':
+        return { kind: this.mode };
+      case 'slow':
+        return { kind: 'slow', ms: this.#slowMs };
+      case 'random-bytes':
+        return tamper(this.#rng.bytes(payload.length));
+      case 'corrupt-value':
+      case 'corrupt-key':
+        return tamper(corruptBaselineLeaf(payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
+      case 'wrong-index':
+        return baseline.chunks.length < 2 ? undefined : tamper(baseline.chunks[(index + 1) % baseline.chunks.length]);
+      case 'corrupt-proof':
+      case 'wrong-root':
+        return undefined;
+    }
   }
 
   #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
@@ -353,4 +394,30 @@ function flipLastByte(p: Uint8Array): Uint8Array | undefined {
   const out = p.slice();
   out[out.length - 1]! ^= 0x01;
   return out;
+}
+
+/**
+ * Flips a bit in the first leaf record of a Baseline chunk (crates/baseline
+ * README, "Export records"): the last byte of its key, or the middle byte of
+ * its value. Undefined if the chunk holds no leaf or does not parse.
+ */
+function corruptBaselineLeaf(chunk: Uint8Array, what: 'key' | 'value'): Uint8Array | undefined {
+  try {
+    const c = new Cursor(chunk);
+    while (c.pos < chunk.length) {
+      const height = c.u8();
+      if (height === 0) {
+        const e = c.entry();
+        const out = chunk.slice();
+        if (what === 'key' || e.valueLen === 0) out[e.keyAt + e.keyLen - 1]! ^= 0x01;
+        else out[e.valueAt + (e.valueLen >> 1)]! ^= 0x01;
+        return out;
+      }
+      c.varint(); // size
+      c.bytes(); // key
+    }
+  } catch {
+    // Not a well-formed chunk: nothing to corrupt.
+  }
+  return undefined;
 }

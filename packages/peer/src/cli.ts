@@ -4,7 +4,7 @@
  * and a `run(argv)` returning the exit code).
  *
  *   bpavl serve    [--entries N --chunk C --seed S | --file PATH] [--ws-port P] [--libp2p-port Q]
- *                  [--host H] [--byzantine MODE[:rate]] [--json] …
+ *                  [--host H] [--byzantine MODE[:rate]] [--baseline] [--delay-ms D --rate-mb-s R] [--json] …
  *   bpavl generate --entries N --chunk C --seed S --out FILE [--json]
  *   bpavl sync     --root HEX --peer ADDRESS… [--timeout MS] [--json]
  * @module
@@ -12,9 +12,10 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Tree } from '@bpavl/wasm';
+import { type BaselineBuilder, baselineBuilder, type BaselineServed, DEFAULT_BASELINE_CHUNK_BYTES } from './baseline.ts';
 import { BYZANTINE_MODES, Byzantine, parseByzantine } from './byzantine.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SLOW_MS } from './constants.ts';
-import { fromHex, StaticTreeSource, toHex } from './source.ts';
+import { CachedTree, fromHex, type ServedTree, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
@@ -58,6 +59,19 @@ Listening:
   --libp2p-port Q      libp2p WebSockets port; 0 = any free port (default), "off" = none
   --max-connections K  connections (sockets + libp2p streams) at once (default ${DEFAULT_MAX_CONNECTIONS})
   --idle-timeout MS    close a connection after MS without requests (default ${DEFAULT_IDLE_TIMEOUT_MS})
+
+Benchmarks (npm run bench:sync):
+  --baseline           also serve the workload as the paper's Baseline (an AVL+ tree, one entry per
+                       leaf, chunks without proofs; benchmark-only kinds 5 BASELINE_CHUNK and
+                       6 BASELINE_ROOTS, spec/wire.md). Needs @bpavl/baseline-wasm built; not with --file
+  --baseline-chunk-bytes N  Baseline chunk size (default ${DEFAULT_BASELINE_CHUNK_BYTES})
+  --delay-ms D         emulate a link with one-way delay D ms: every response is held back 2·D
+                       (the round trip; requests are not delayed). Default 0
+  --rate-mb-s R        emulate a link of R megabytes (10^6 bytes) per second per connection:
+                       a token bucket (64 KiB deep) paces each connection's output. Default unlimited
+  --cache-chunks       export every chunk envelope once at startup and serve them from memory
+                       (as the Baseline's chunks are; costs about the state's size in memory)
+  --exit-on-stdin-end  stop (as on SIGTERM) when stdin ends, e.g. when the parent process dies
 
 Lying (tests and demos):
   --byzantine MODE[:RATE]  lie on RATE (0 < RATE ≤ 1, default 1) of the CHUNK/PROOF/RANGE answers.
@@ -110,6 +124,14 @@ function seedArg(text: string | undefined, name = 'seed'): bigint {
   return BigInt(text);
 }
 
+/** A positive rate in MB/s (a decimal number), or undefined. */
+function rateArg(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const v = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(v > 0) || v > 1e6) throw new UsageError(`--rate-mb-s must be a positive number of MB/s, got "${text}"`);
+  return v;
+}
+
 function portArg(text: string | undefined, name: string): number | null {
   if (text === 'off') return null;
   return intArg(text, name, 0, 0, 65535);
@@ -151,6 +173,12 @@ const serve: Command = {
       'byzantine-seed': { type: 'string' },
       'slow-ms': { type: 'string' },
       verbose: { type: 'boolean' },
+      baseline: { type: 'boolean' },
+      'baseline-chunk-bytes': { type: 'string' },
+      'delay-ms': { type: 'string' },
+      'rate-mb-s': { type: 'string' },
+      'exit-on-stdin-end': { type: 'boolean' },
+      'cache-chunks': { type: 'boolean' },
     });
     if (v.help) return help(serve);
     if (v.file !== undefined && (v.entries !== undefined || v.chunk !== undefined || v.seed !== undefined)) {
@@ -174,18 +202,26 @@ const serve: Command = {
     const maxConnections = intArg(v['max-connections'], 'max-connections', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
     const idleTimeoutMs = intArg(v['idle-timeout'], 'idle-timeout', DEFAULT_IDLE_TIMEOUT_MS, 1, 2 ** 31 - 1);
     const slowMs = intArg(v['slow-ms'], 'slow-ms', DEFAULT_SLOW_MS, 0, 2 ** 31 - 1);
+    if (v.baseline && v.file !== undefined) throw new UsageError('--baseline needs the workload (not --file)');
+    if (v['baseline-chunk-bytes'] !== undefined && !v.baseline) throw new UsageError('--baseline-chunk-bytes needs --baseline');
+    const baselineChunkBytes = intArg(v['baseline-chunk-bytes'], 'baseline-chunk-bytes', DEFAULT_BASELINE_CHUNK_BYTES, 1, 8 * 1024 * 1024 - 64);
+    const delayMs = intArg(v['delay-ms'], 'delay-ms', 0, 0, 60_000);
+    const rateMBs = rateArg(v['rate-mb-s']);
 
-    const stopSignal = onceStopSignal();
+    const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
     await init();
     let tree: Tree;
     let work: WorkloadArgs;
+    let baseline: (BaselineServed & { bytes: number }) | undefined;
     if (v.file !== undefined) {
       const loaded = await readTreeFile(v.file, expectedRoot);
       tree = loaded.tree;
       work = { entries: loaded.header.entries, capacity: loaded.header.capacity, seed: loaded.header.seed };
     } else {
       work = workloadArgs(v);
-      tree = buildWorkloadTree({ entries: work.entries, seed: work.seed }, work.capacity);
+      const builder: BaselineBuilder | undefined = v.baseline ? await baselineBuilder(baselineChunkBytes) : undefined;
+      tree = buildWorkloadTree({ entries: work.entries, seed: work.seed }, work.capacity, builder?.insert);
+      baseline = builder?.finish();
     }
     const snapshot = tree.snapshot();
     let byzantine: Byzantine | undefined;
@@ -203,13 +239,16 @@ const serve: Command = {
     }
     // Loaded here so that help, usage errors and `generate` do not pay for libp2p.
     const { startPeer } = await import('./peer.ts');
-    const peer = await startPeer(new StaticTreeSource([snapshot]), {
+    const served: ServedTree = v['cache-chunks'] ? new CachedTree(snapshot) : snapshot;
+    const peer = await startPeer(new StaticTreeSource([served]), {
       host,
       wsPort,
       libp2pPort,
       maxConnections,
       idleTimeoutMs,
       ...(byzantine ? { byzantine } : {}),
+      ...(baseline ? { baseline } : {}),
+      ...(delayMs > 0 || rateMBs !== undefined ? { link: { delayMs, bytesPerSecond: (rateMBs ?? Infinity) * 1e6 } } : {}),
       ...(v.verbose ? { log: (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) } : {}),
     });
     const info = {
@@ -222,6 +261,8 @@ const serve: Command = {
       libp2p: peer.libp2pAddrs[0] ?? null,
       peerId: peer.peerId ?? null,
       byzantine: byzantine ? { mode: byzantine.mode, rate: byzantine.rate } : null,
+      baseline: baseline ? { root: toHex(baseline.root), chunks: baseline.chunks.length, bytes: baseline.bytes, chunkBytes: baselineChunkBytes } : null,
+      link: delayMs > 0 || rateMBs !== undefined ? { delayMs, rttMs: 2 * delayMs, rateMBs: rateMBs ?? null } : null,
     };
     if (v.json) {
       process.stdout.write(`${JSON.stringify(info)}\n`);
@@ -233,6 +274,8 @@ const serve: Command = {
         `ws        ${info.ws ?? '(off)'}`,
         `libp2p    ${info.libp2p ?? '(off)'}`,
       ];
+      if (info.baseline) lines.push(`baseline  ${info.baseline.root} (${info.baseline.chunks} chunks, ${info.baseline.bytes} bytes; benchmark-only kinds 5, 6)`);
+      if (info.link) lines.push(`link      ${delayMs} ms one way (responses +${2 * delayMs} ms), ${rateMBs === undefined ? 'unlimited' : `${rateMBs} MB/s`} per connection (emulated)`);
       if (byzantine) lines.push(`byzantine ${byzantine.mode}:${byzantine.rate}  (this peer LIES)`);
       lines.push('serving; Ctrl-C to stop');
       process.stdout.write(`${lines.join('\n')}\n`);
@@ -256,19 +299,28 @@ const serve: Command = {
 };
 
 /**
- * Resolves with the first SIGINT or SIGTERM. Installed before anything is
- * printed: whoever reads our first line may signal us at once, and a signal
- * without a handler would kill the process instead of stopping it cleanly.
+ * Resolves with the first SIGINT or SIGTERM (or, with `stdinEnd`, the end of
+ * stdin). Installed before anything is printed: whoever reads our first line
+ * may signal us at once, and a signal without a handler would kill the
+ * process instead of stopping it cleanly.
  */
-function onceStopSignal(): Promise<string> {
+function onceStopSignal(stdinEnd: boolean): Promise<string> {
   return new Promise((resolve) => {
     const handler = (signal: string) => {
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);
+      if (stdinEnd) process.stdin.pause();
       resolve(signal);
     };
     process.on('SIGINT', handler);
     process.on('SIGTERM', handler);
+    if (stdinEnd) {
+      const onEnd = () => handler('stdin closed');
+      process.stdin.once('end', onEnd);
+      process.stdin.once('close', onEnd);
+      process.stdin.once('error', onEnd);
+      process.stdin.on('data', () => {}); // read (and drop) whatever comes, so that 'end' is seen
+    }
   });
 }
 

@@ -14,6 +14,11 @@
  * neither read nor answered until they drain. Exceptions never escape and
  * internal error text never goes on the wire: an unexpected failure is
  * answered `BUSY` ("retry later") and logged.
+ *
+ * For benchmarks only: with `baseline`, the Baseline kinds 5 and 6
+ * (`./baseline.ts`) are answered too, through the same queue, limits and
+ * lies; with `link`, every connection's output crosses an emulated link
+ * (`./link.ts`).
  * @module
  */
 
@@ -32,6 +37,15 @@ import {
   Status,
   WireError,
 } from '@bpavl/light-client/wire';
+import {
+  BaselineKind,
+  type BaselineRequest,
+  type BaselineServed,
+  decodeBaselineRequest,
+  encodeBaselineResponse,
+  encodeBaselineRootsPayload,
+  isBaselineBody,
+} from './baseline.ts';
 import type { Byzantine, Lie } from './byzantine.ts';
 import type { ByteConnection } from './connection.ts';
 import {
@@ -41,6 +55,7 @@ import {
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
+import { isShaping, type LinkOptions, shapeConnection } from './link.ts';
 import type { ServedTree, TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
@@ -55,6 +70,21 @@ export interface SyncServerOptions {
   byzantine?: Byzantine;
   /** Diagnostics (connection faults, internal errors); silent by default. */
   log?: (message: string) => void;
+  /**
+   * Also serve this Baseline state (benchmark-only request kinds 5 and 6,
+   * `spec/wire.md` "Benchmark-only extension"; `./baseline.ts`). Without it
+   * those kinds are answered `BAD_REQUEST`, as any unknown kind.
+   */
+  baseline?: BaselineServed;
+  /** Emulate a wide-area link on every connection's output (benchmarks; `./link.ts`). */
+  link?: LinkOptions;
+}
+
+/** A request the server queues: a `spec/wire.md` one, or a Baseline one. */
+type AnyRequest = Request | BaselineRequest;
+
+function isBaselineRequest(req: AnyRequest): req is BaselineRequest {
+  return req.kind === BaselineKind.Chunk || req.kind === BaselineKind.Roots;
 }
 
 /** Counters, for tests and logs. */
@@ -109,6 +139,8 @@ export class SyncServer {
   readonly idleTimeoutMs: number;
   readonly maxInFlight: number;
   readonly byzantine: Byzantine | undefined;
+  readonly baseline: BaselineServed | undefined;
+  readonly link: LinkOptions | undefined;
   readonly #log: (message: string) => void;
   readonly #sessions = new Set<Session>();
   #closed = false;
@@ -119,6 +151,8 @@ export class SyncServer {
     this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION;
     this.byzantine = opts.byzantine;
+    this.baseline = opts.baseline;
+    this.link = isShaping(opts.link) ? opts.link : undefined;
     this.#log = opts.log ?? (() => {});
   }
 
@@ -144,7 +178,7 @@ export class SyncServer {
       return false;
     }
     this.stats.connections++;
-    const session = new Session(this, conn);
+    const session = new Session(this, this.link ? shapeConnection(conn, this.link) : conn);
     this.#sessions.add(session);
     session.start();
     return true;
@@ -226,13 +260,41 @@ export class SyncServer {
   }
 }
 
+/**
+ * The honest answer to a Baseline request (kinds 5 and 6). Never throws.
+ * @internal
+ */
+function answerBaseline(baseline: BaselineServed, req: BaselineRequest): { status: Status; payload?: Uint8Array } {
+  if (req.kind === BaselineKind.Roots) {
+    return { status: Status.Ok, payload: encodeBaselineRootsPayload([{ root: baseline.root, chunks: baseline.chunks.length }]) };
+  }
+  if (!equalBytes(req.root, baseline.root)) return { status: Status.UnknownRoot };
+  if (req.index >= baseline.chunks.length) return { status: Status.OutOfRange };
+  const payload = baseline.chunks[req.index]!;
+  if (payload.length + 11 > MAX_RESPONSE_BYTES) return { status: Status.Busy };
+  return { status: Status.Ok, payload };
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A response body of either protocol. */
+function responseBody(req: AnyRequest, status: Status, payload?: Uint8Array): Uint8Array {
+  return isBaselineRequest(req)
+    ? encodeBaselineResponse({ id: req.id, kind: req.kind, status }, payload)
+    : encodeResponse({ id: req.id, kind: req.kind, status }, payload);
+}
+
 /** One served connection. */
 class Session {
   readonly #server: SyncServer;
   readonly #conn: ByteConnection;
   readonly #decoder = new FrameDecoder(MAX_REQUEST_BYTES);
   /** Decoded requests waiting for an answer (a queue: `#head` is the next). */
-  #queue: Request[] = [];
+  #queue: AnyRequest[] = [];
   #head = 0;
   /** Requests received and not yet answered (queued, or delayed by `slow`). */
   #inFlight = 0;
@@ -321,9 +383,9 @@ class Session {
 
   #onRequest(body: Uint8Array): void {
     this.#server.stats.requests++;
-    let req: Request;
+    let req: AnyRequest;
     try {
-      req = decodeRequest(body);
+      req = this.#server.baseline !== undefined && isBaselineBody(body) ? decodeBaselineRequest(body) : decodeRequest(body);
     } catch (e) {
       if (e instanceof WireError && e.request !== undefined) {
         // "A peer that receives a request with another version answers BAD_REQUEST with version = 1."
@@ -343,6 +405,7 @@ class Session {
 
   #sendStatus(id: number, kind: number, status: Status): void {
     this.#server.count(status);
+    // The header is the same for both protocols; kind is echoed as sent.
     this.#send(encodeFrame(encodeResponse({ id, kind: kind as Kind, status })));
   }
 
@@ -379,11 +442,20 @@ class Session {
     this.#schedule();
   }
 
-  #respond(req: Request): void {
-    const { status, payload, tree } = this.#server.answer(req);
+  #respond(req: AnyRequest): void {
     const byz = this.#server.byzantine;
-    const lie: Lie | undefined =
-      status === Status.Ok && byz !== undefined && tree !== undefined ? byz.decide(req, tree, payload!) : undefined;
+    let status: Status;
+    let payload: Uint8Array | undefined;
+    let lie: Lie | undefined;
+    if (isBaselineRequest(req)) {
+      const baseline = this.#server.baseline!;
+      ({ status, payload } = answerBaseline(baseline, req));
+      if (status === Status.Ok && byz !== undefined) lie = byz.decideBaseline(req, baseline, payload!);
+    } else {
+      let tree: ServedTree | undefined;
+      ({ status, payload, tree } = this.#server.answer(req));
+      if (status === Status.Ok && byz !== undefined && tree !== undefined) lie = byz.decide(req, tree, payload!);
+    }
     if (lie === undefined) return this.#finish(req, status, payload);
     switch (lie.kind) {
       case 'payload':
@@ -401,7 +473,7 @@ class Session {
         return;
       }
       case 'truncate': {
-        const body = encodeResponse({ id: req.id, kind: req.kind, status }, payload);
+        const body = responseBody(req, status, payload);
         const frame = encodeFrame(body);
         this.#inFlight--;
         this.#send(frame.subarray(0, frame.length - body.length + (body.length >> 1)));
@@ -410,7 +482,7 @@ class Session {
       }
       case 'oversize': {
         const prefix = [0x81, 0x80, 0x80, 0x04]; // uvarint(8 MiB + 1)
-        const body = encodeResponse({ id: req.id, kind: req.kind, status }, payload);
+        const body = responseBody(req, status, payload);
         this.#inFlight--;
         const out = new Uint8Array(prefix.length + Math.min(1024, body.length));
         out.set(prefix, 0);
@@ -420,7 +492,7 @@ class Session {
         return;
       }
       case 'disconnect': {
-        const frame = encodeFrame(encodeResponse({ id: req.id, kind: req.kind, status }, payload));
+        const frame = encodeFrame(responseBody(req, status, payload));
         this.#inFlight--;
         this.#send(frame.subarray(0, frame.length >> 1));
         this.#conn.close();
@@ -430,11 +502,11 @@ class Session {
     }
   }
 
-  #finish(req: Request, status: Status, payload: Uint8Array | undefined): void {
+  #finish(req: AnyRequest, status: Status, payload: Uint8Array | undefined): void {
     this.#inFlight--;
     if (this.#closed) return;
     this.#server.count(status);
-    this.#send(encodeFrame(encodeResponse({ id: req.id, kind: req.kind, status }, payload)));
+    this.#send(encodeFrame(responseBody(req, status, payload)));
     this.#checkBackpressure();
     this.#maybeEnd();
   }

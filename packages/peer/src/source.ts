@@ -62,3 +62,51 @@ export class StaticTreeSource implements TreeSource {
     return this.#byRoot.get(toHex(root));
   }
 }
+
+/**
+ * A served tree whose chunk envelopes are all exported once, up front, and
+ * then served from memory (`bpavl serve --cache-chunks`; about the size of
+ * the state). Everything else is delegated to `tree`.
+ *
+ * @example
+ * ```ts
+ * const source = new StaticTreeSource([new CachedTree(tree.snapshot())]);
+ * ```
+ */
+export class CachedTree implements ServedTree {
+  readonly #tree: ServedTree;
+  readonly #chunks: Uint8Array[];
+
+  constructor(tree: ServedTree) {
+    this.#tree = tree;
+    this.#chunks = Array.from({ length: tree.chunkCount }, (_, i) => tree.exportChunk(i));
+  }
+
+  get root(): Uint8Array {
+    return this.#tree.root;
+  }
+  get version(): number {
+    return this.#tree.version;
+  }
+  get chunkCount(): number {
+    return this.#chunks.length;
+  }
+  /** The cached envelope (shared: callers must not modify it). */
+  exportChunk(index: number): Uint8Array {
+    const c = this.#chunks[index];
+    if (c === undefined) return this.#tree.exportChunk(index); // out of range: the tree's own error
+    return c;
+  }
+  get(key: Uint8Array): Uint8Array | undefined {
+    return this.#tree.get(key);
+  }
+  proveExistence(key: Uint8Array): Uint8Array {
+    return this.#tree.proveExistence(key);
+  }
+  proveAbsence(key: Uint8Array): Uint8Array {
+    return this.#tree.proveAbsence(key);
+  }
+  proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array {
+    return this.#tree.proveRange(start, end, limit);
+  }
+}

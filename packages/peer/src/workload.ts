@@ -66,14 +66,17 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
  * Builds and commits the tree of a workload (version 1). Call `init()` from
  * `@bpavl/wasm` first. Throws `RangeError` for a negative or non-integer count
  * or a seed outside u64; a bad capacity throws the WASM `TreeError` `CAPACITY_INVALID`.
+ * `onEntry`, if given, also receives every entry in order (e.g. to build the
+ * Baseline state from the same entries without generating them twice).
  */
-export function buildWorkloadTree(spec: WorkloadSpec, capacity: number): Tree {
+export function buildWorkloadTree(spec: WorkloadSpec, capacity: number, onEntry?: (key: Uint8Array, value: Uint8Array) => void): Tree {
   if (!Number.isSafeInteger(spec.entries) || spec.entries < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entries}`);
   if (spec.seed < 0n || spec.seed >= 1n << 64n) throw new RangeError('seed must fit in an unsigned 64-bit integer');
   const tree = new Tree(capacity);
   for (let i = 0; i < spec.entries; i++) {
     const [key, value] = workloadEntry(spec.seed, i);
     tree.insert(key, value);
+    onEntry?.(key, value);
   }
   tree.commit();
   return tree;

@@ -1,4 +1,5 @@
-//! The global allocator: dlmalloc, the allocator std uses on wasm32, with a
+//! The global allocator of `@bpavl/wasm` and `@bpavl/baseline-wasm` (linked by
+//! `use bpavl_wasm_alloc as _;`): dlmalloc, the allocator std uses on wasm32, with a
 //! system layer that grows WebAssembly memory in large steps.
 //!
 //! std's layer grows memory by the few 64 KiB pages that one allocation
@@ -13,6 +14,7 @@
 //! address space, not resident memory. If the large step fails (near the
 //! 4 GiB limit), exactly what was asked for is tried, as std does.
 #![allow(unsafe_code)]
+#![cfg(target_arch = "wasm32")]
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::arch::wasm32::{memory_grow, memory_size};

@@ -1,0 +1,47 @@
+// @bpavl/baseline-wasm: the B+AVL paper's Baseline (crates/baseline) compiled
+// to WebAssembly, for the sync benchmark (see README.md). The bindings are
+// generated into ./pkg by wasm-pack (--target web); this entry only adds a
+// loader that works unchanged in Node and in bundlers (as @bpavl/wasm's).
+
+import initWasm, { initSync as initWasmSync } from './pkg/bpavl_baseline_wasm.js';
+
+export { BaselineTree, Importer, defaultChunkBytes } from './pkg/bpavl_baseline_wasm.js';
+
+let loading;
+
+/**
+ * Loads the WebAssembly module; call (and await) once before anything else.
+ * Idempotent: later calls return the same promise. Without `input`, the
+ * module is read from the file next to this one: with `node:fs` when this
+ * file has a `file:` URL, else fetched.
+ */
+export function init(input) {
+  loading ??= load(input).then(
+    () => undefined,
+    (e) => {
+      loading = undefined;
+      throw e;
+    },
+  );
+  return loading;
+}
+
+async function load(input) {
+  if (input === undefined) {
+    const url = new URL('./pkg/bpavl_baseline_wasm_bg.wasm', import.meta.url);
+    input = url.protocol === 'file:' ? await readFileUrl(url) : url;
+  }
+  await initWasm({ module_or_path: input });
+}
+
+async function readFileUrl(url) {
+  // A computed specifier, so that bundlers leave the import alone.
+  const fs = 'node:fs/promises';
+  const { readFile } = await import(/* @vite-ignore */ /* webpackIgnore: true */ fs);
+  return readFile(url);
+}
+
+/** Instantiates the module synchronously from its bytes (or a compiled `WebAssembly.Module`). */
+export function initSync(module) {
+  initWasmSync({ module });
+}

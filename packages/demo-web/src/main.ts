@@ -1,0 +1,358 @@
+/**
+ * The bpavl demo page: a state sync from untrusted peers, live. All protocol
+ * work is `@bpavl/light-client` (`syncState`, the verifiers, the wire
+ * codec); this file only wires the form to it and draws its events.
+ * @module
+ */
+
+import { SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
+import type { Tree } from '@bpavl/wasm';
+import { ThroughputChart } from './chart.js';
+import { bytesText, count, fromHex, mb, msText, rateText, secondsText, toHex } from './format.js';
+import { ChunkGrid } from './grid.js';
+import { SyncModel } from './model.js';
+import { PeerTable } from './peer-table.js';
+import { type DemoConfig, type Dial, dials, modeText, parsePeerList, peerListText, type Transport } from './peers.js';
+import { QueryPanel } from './query.js';
+import './style.css';
+
+const $ = <T extends HTMLElement>(sel: string) => document.querySelector<T>(sel)!;
+
+const form = $<HTMLFormElement>('#setup-form');
+const rootInput = $<HTMLInputElement>('#root');
+const rootHelp = $('#root-help');
+const rootError = $('#root-error');
+const peerList = $<HTMLTextAreaElement>('#peer-list');
+const peersHelp = $('#peers-help');
+const peersError = $('#peers-error');
+const startButton = $<HTMLButtonElement>('#start');
+const stopButton = $<HTMLButtonElement>('#stop');
+const banner = $('#banner');
+const progressBar = $<HTMLProgressElement>('#progress');
+const progressText = $('#progress-text');
+const logList = $<HTMLOListElement>('#log');
+const logEmpty = $('#log-empty');
+
+let config: DemoConfig | undefined;
+let current: { ctl: AbortController; model: SyncModel; dials: Map<string, Dial>; timer: ReturnType<typeof setInterval> } | undefined;
+/** The model of the last sync (kept after it ends, for the grid's tooltips). */
+let lastModel: SyncModel | undefined;
+let lastDials = new Map<string, Dial>();
+let tree: Tree | undefined;
+
+function transport(): Transport {
+  return (form.elements.namedItem('transport') as RadioNodeList).value as Transport;
+}
+
+function currentDials(): Dial[] {
+  return dials(parsePeerList(peerList.value, config?.peers).lines, transport());
+}
+
+function setError(input: HTMLElement, el: HTMLElement, message: string | undefined): void {
+  el.hidden = message === undefined;
+  el.textContent = message ?? '';
+  if (message === undefined) input.removeAttribute('aria-invalid');
+  else input.setAttribute('aria-invalid', 'true');
+}
+
+/** The trusted root from the form, or `undefined` with the field marked. */
+function trustedRoot(): Uint8Array | undefined {
+  const root = fromHex(rootInput.value);
+  if (!root || root.length !== 32) {
+    setError(rootInput, rootError, 'The trusted root is 32 bytes: 64 hex digits.');
+    return undefined;
+  }
+  setError(rootInput, rootError, undefined);
+  return root;
+}
+
+// ---------------------------------------------------------------- views
+
+const grid = new ChunkGrid($('#grid'), $('#chunk-tip'), describeChunk);
+const table = new PeerTable($<HTMLTableSectionElement>('#peer-table tbody'));
+const chart = new ThroughputChart($('#chart'), $('#chart-caption'));
+const query = new QueryPanel({
+  root: trustedRoot,
+  tree: () => tree,
+  dials: currentDials,
+  workload: () => (config ? { entries: config.entries, seed: BigInt(config.seed) } : undefined),
+});
+
+function peerLabel(address: string | undefined): string {
+  if (address === undefined) return '?';
+  const d = current?.dials.get(address) ?? lastDials.get(address);
+  return d ? `${d.peer} (${d.transport === 'ws' ? 'WebSocket' : 'libp2p'})` : address;
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function describeChunk(index: number): { label: string; html: string } {
+  const c = (current?.model ?? lastModel)?.cells.get(index);
+  const state = c?.state ?? 'pending';
+  const words = { pending: 'pending', inflight: 'in flight', verified: 'verified', rejected: 'rejected, waiting for another peer' }[state];
+  const lines = [`<strong>Chunk ${index}</strong> · ${words}`];
+  let label = `Chunk ${index}: ${words}`;
+  if (c?.state === 'inflight') {
+    lines.push(`asked of ${esc(peerLabel(c.peer))}`);
+    label += `, asked of ${peerLabel(c.peer)}`;
+  }
+  if (c?.state === 'verified') {
+    lines.push(`from ${esc(peerLabel(c.peer))}`, `${bytesText(c.bytes ?? 0)} · ${msText(c.ms ?? 0)} · at ${(c.at ?? 0).toFixed(2)} s`);
+    label += ` from ${peerLabel(c.peer)}, ${bytesText(c.bytes ?? 0)}, ${msText(c.ms ?? 0)}`;
+  }
+  for (const r of c?.rejections ?? []) {
+    lines.push(`<span class="bad">rejected from ${esc(peerLabel(r.peer))}: <code>${esc(r.code)}</code> at ${r.at.toFixed(2)} s</span>`);
+    label += `; rejected from ${peerLabel(r.peer)} with ${r.code}`;
+  }
+  return { label, html: lines.join('<br>') };
+}
+
+function renderIdleTable(): void {
+  if (current) return;
+  const ds = currentDials();
+  table.setDials(ds);
+  query.refreshPeers();
+  const { lines, bad } = parsePeerList(peerList.value, config?.peers);
+  const known = lines.filter((l) => l.mode !== undefined).length;
+  peersHelp.textContent =
+    `${lines.length} peer${lines.length === 1 ? '' : 's'}, ${ds.length} address${ds.length === 1 ? '' : 'es'} for this transport` +
+    (config && known > 0 ? `; ${lines.filter((l) => l.mode).length} of them Byzantine (the table shows each mode).` : '.');
+  setError(peerList, peersError, bad.length > 0 ? `Not an address (ignored): ${bad.slice(0, 3).join(', ')}` : undefined);
+}
+
+function renderProgress(m: SyncModel): void {
+  const now = performance.now();
+  const total = m.total;
+  progressBar.max = total ?? 1;
+  progressBar.value = total === undefined ? 0 : m.done;
+  const seconds = m.seconds(now);
+  const parts: string[] = [];
+  if (total === undefined) parts.push(m.endedAt === undefined ? 'waiting for the first verified chunk' : 'no chunk verified');
+  else parts.push(`${count(m.done)} / ${count(total)} chunks`);
+  const estTotal = total !== undefined && m.done > 0 ? (m.bytes / m.done) * total : undefined;
+  parts.push(estTotal !== undefined && m.done < (total ?? 0) ? `${mb(m.bytes)} of ≈ ${mb(estTotal)}` : mb(m.bytes));
+  parts.push(rateText(m.bytesPerSecond));
+  if (m.endedAt === undefined && m.etaSeconds !== undefined) parts.push(`ETA ${secondsText(m.etaSeconds)}`);
+  parts.push(`${secondsText(seconds)} elapsed`);
+  if (m.rejected > 0) parts.push(`${m.rejected} rejected`);
+  progressText.textContent = parts.join(' · ');
+}
+
+function renderLog(m: SyncModel): void {
+  const items = m.log.map((e) => {
+    const li = document.createElement('li');
+    li.dataset.index = String(e.index);
+    li.dataset.code = e.code;
+    li.innerHTML =
+      `<span class="t">${e.at.toFixed(2)} s</span> chunk <strong>${e.index}</strong> from ${esc(peerLabel(e.peer))}: ` +
+      `<code class="code">${esc(e.code)}</code>` +
+      (e.late
+        ? ` <span class="refetch">(already verified from ${esc(peerLabel(e.refetchedFrom))})</span>`
+        : e.refetchedFrom
+          ? ` <span class="refetch">→ refetched from ${esc(peerLabel(e.refetchedFrom))}, verified</span>`
+          : m.endedAt === undefined
+            ? ' <span class="muted">→ refetching…</span>'
+            : ' <span class="muted">→ not verified before the sync ended</span>');
+    return li;
+  });
+  logList.replaceChildren(...items);
+  logEmpty.hidden = items.length > 0;
+  logEmpty.textContent = 'No rejected chunks yet.';
+}
+
+/** Draws what changed in `m`. */
+function render(m: SyncModel): void {
+  const now = performance.now();
+  if (m.totalChanged && m.total !== undefined) {
+    grid.build(m.total);
+    for (const i of m.cells.keys()) m.dirtyCells.add(i);
+    m.totalChanged = false;
+  }
+  if (grid.size > 0) {
+    for (const i of m.dirtyCells) grid.update(i, m.cells.get(i)!);
+    m.dirtyCells.clear();
+  }
+  const seconds = m.seconds(now);
+  for (const p of m.peers.values()) table.update(p, seconds);
+  m.dirtyPeers.clear();
+  if (m.dirtyProgress) renderProgress(m);
+  if (m.dirtyLog) {
+    renderLog(m);
+    m.dirtyLog = false;
+  }
+}
+
+function frame(): void {
+  if (!current) return;
+  render(current.model);
+  requestAnimationFrame(frame);
+}
+
+// ---------------------------------------------------------------- banner
+
+function showBanner(state: 'verified' | 'failed' | 'stopped', html: string): void {
+  banner.dataset.state = state;
+  banner.className = `banner ${state}`;
+  banner.innerHTML = html;
+  banner.hidden = false;
+}
+
+function bannedList(m: SyncModel): string {
+  const banned = [...m.peers.values()].filter((p) => p.status === 'banned');
+  return banned.map((p) => `${esc(peerLabel(p.address))} <code class="code">${esc(p.code ?? '?')}</code>`).join(', ');
+}
+
+// ---------------------------------------------------------------- sync
+
+function setRunning(running: boolean): void {
+  startButton.disabled = running;
+  stopButton.disabled = !running;
+  rootInput.readOnly = running;
+  peerList.readOnly = running;
+  for (const r of form.querySelectorAll<HTMLInputElement>('input[name=transport]')) r.disabled = running;
+  document.body.dataset.sync = running ? 'running' : 'idle';
+}
+
+async function start(): Promise<void> {
+  if (current) return;
+  const root = trustedRoot();
+  const ds = currentDials();
+  if (ds.length === 0) {
+    setError(peerList, peersError, `No ${transport() === 'both' ? '' : transport() === 'ws' ? 'WebSocket ' : 'libp2p '}address in the peer list.`);
+  }
+  if (!root) return rootInput.focus();
+  if (ds.length === 0) return peerList.focus();
+
+  tree?.free();
+  tree = undefined;
+  query.setTreeAvailable(false);
+  banner.hidden = true;
+  delete banner.dataset.state;
+  const dialMap = new Map(ds.map((d) => [d.address, d]));
+  const model = new SyncModel(
+    ds.map((d) => d.address),
+    performance.now(),
+  );
+  const ctl = new AbortController();
+  const timer = setInterval(() => {
+    model.sample(performance.now());
+    chart.update(model.samples);
+  }, 250);
+  current = { ctl, model, dials: dialMap, timer };
+  lastModel = model;
+  lastDials = dialMap;
+  table.setDials(ds);
+  grid.reset();
+  chart.reset();
+  renderLog(model);
+  logEmpty.textContent = 'No rejected chunks yet.';
+  setRunning(true);
+  requestAnimationFrame(frame);
+
+  const onEvent = (e: SyncEvent) => model.apply(e, performance.now());
+  try {
+    const result = await syncState({ root, peers: ds.map((d) => d.address), signal: ctl.signal, onEvent });
+    tree = result.tree;
+    const rebuilt = toHex(result.tree.root);
+    model.end(performance.now());
+    const ok = rebuilt === toHex(root);
+    showBanner(
+      ok ? 'verified' : 'failed',
+      ok
+        ? `<h2>✓ Root verified</h2>
+           <p class="root">root <code data-field="root">${rebuilt}</code></p>
+           <ul class="stats">
+             <li><strong data-field="time">${secondsText(result.seconds)}</strong> to sync</li>
+             <li><strong data-field="bytes">${mb(model.bytes)}</strong> verified in ${count(result.chunks)} chunks${result.bytes > model.bytes ? ` (${mb(result.bytes)} received)` : ''}</li>
+             <li><strong data-field="rejected">${result.rejected}</strong> rejected chunk${result.rejected === 1 ? '' : 's'}</li>
+             <li><strong>${result.banned.length}</strong> peer${result.banned.length === 1 ? '' : 's'} banned${result.banned.length ? `: ${bannedList(model)}` : ''}</li>
+           </ul>
+           <p class="muted">Every chunk was verified on arrival against the trusted root, and the tree rebuilt from them has that same root.</p>`
+        : `<h2>✗ Rebuilt root differs</h2><p>The rebuilt tree's root <code>${rebuilt}</code> is not the trusted root. This is a bug.</p>`,
+    );
+    query.setTreeAvailable(ok);
+  } catch (e) {
+    model.end(performance.now());
+    if (ctl.signal.aborted) {
+      showBanner(
+        'stopped',
+        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.total === undefined ? '?' : count(model.total)} chunks verified. The partial state is discarded; start again to sync from scratch.</p>`,
+      );
+    } else if (e instanceof SyncError) {
+      showBanner(
+        'failed',
+        `<h2>✗ Sync failed: <code data-field="code">${e.code}</code></h2><p>${esc(capitalize(e.message))}.</p>${model.peers.size ? `<p>Banned: ${bannedList(model) || 'none'}.</p>` : ''}`,
+      );
+    } else {
+      const code = (e as { code?: unknown }).code;
+      showBanner(
+        'failed',
+        `<h2>✗ Sync failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>`,
+      );
+    }
+  } finally {
+    clearInterval(timer);
+    model.sample(performance.now());
+    current = undefined;
+    render(model);
+    chart.update(model.samples, true);
+    const focus = document.activeElement;
+    setRunning(false);
+    // Move focus to the outcome only if the user was on the sync's buttons (not typing elsewhere).
+    if (focus === stopButton || focus === startButton || focus === document.body || focus === null) banner.focus();
+  }
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  void start();
+});
+stopButton.addEventListener('click', () => current?.ctl.abort(new DOMException('stopped by the user', 'AbortError')));
+peerList.addEventListener('input', renderIdleTable);
+form.addEventListener('change', (e) => {
+  if ((e.target as HTMLInputElement).name === 'transport') renderIdleTable();
+});
+rootInput.addEventListener('input', () => setError(rootInput, rootError, undefined));
+banner.tabIndex = -1;
+
+// ---------------------------------------------------------------- startup
+
+async function loadConfig(): Promise<void> {
+  const params = new URLSearchParams(location.search);
+  try {
+    const res = await fetch('peers.json', { cache: 'no-store' });
+    if (res.ok) config = (await res.json()) as DemoConfig;
+  } catch {
+    // Not served by the demo launcher: the user fills the form.
+  }
+  const fromUrl = params.get('root');
+  if (fromUrl) {
+    rootInput.value = fromUrl;
+    rootHelp.textContent = 'From the link you opened. Everything is checked against this hash and nothing else.';
+  } else if (config) {
+    rootInput.value = config.root;
+    rootHelp.textContent = 'Filled in from this demo. In real use it comes from a source you trust, never from a peer.';
+  }
+  if (config) {
+    peerList.value = peerListText(config.peers);
+    const byz = config.peers.filter((p) => p.mode).map((p) => `${p.name}: ${modeText(p.mode)}`);
+    document.title = `bpavl demo: ${count(config.entries)} entries, ${config.peers.length} peers`;
+    const workload = $('#workload');
+    workload.textContent = `This demo: ${count(config.entries)} entries in ${count(config.chunks)} chunks of ≤ ${config.chunk}, ${config.peers.length} peers${byz.length ? `, ${byz.length} of them lying (${byz.join(', ')})` : ''}.`;
+    workload.hidden = false;
+  }
+  const t = params.get('transport');
+  if (t === 'ws' || t === 'libp2p' || t === 'both') {
+    (form.querySelector<HTMLInputElement>(`input[name=transport][value=${t}]`)!).checked = true;
+  }
+  renderIdleTable();
+  document.body.dataset.ready = 'true';
+}
+
+void loadConfig();

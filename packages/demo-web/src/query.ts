@@ -1,0 +1,267 @@
+/**
+ * The query panel: ask one peer for a key's proof (`PROOF`, spec/wire.md)
+ * and verify it here against the trusted root, optionally after flipping a
+ * byte of it; or read the tree the last sync rebuilt.
+ * @module
+ */
+
+import { connectAuto, type PeerConnection } from '@bpavl/light-client/sync';
+import { isProofError, verifyAbsence, verifyExistence, type Neighbour } from '@bpavl/light-client/verify';
+import { decodeProofPayload, Kind, Status } from '@bpavl/light-client/wire';
+import type { Tree } from '@bpavl/wasm';
+import { fromHex, msText, shortHex, toHex } from './format.js';
+import type { Dial } from './peers.js';
+
+const STATUS_NAMES = ['OK', 'UNKNOWN_ROOT', 'OUT_OF_RANGE', 'BUSY', 'BAD_REQUEST'];
+
+/** Plain words for the codes a tampered or lying proof usually gets (spec/errors.md). */
+const CODE_TEXT: Record<string, string> = {
+  ROOT_MISMATCH: 'the proof does not hash to the trusted root',
+  FORMAT_UNSUPPORTED: 'the format byte is not an existence or absence proof',
+  TRUNCATED: 'the proof ended too early',
+  TRAILING_BYTES: 'bytes are left after the proof',
+  VARINT_NON_CANONICAL: 'a number is not in its canonical encoding',
+  VARINT_OVERFLOW: 'a number is too large',
+  CAPACITY_INVALID: 'the chunk capacity is impossible',
+  CHUNK_SIZE_INVALID: 'a chunk size is impossible',
+  CHUNK_FILL: 'a chunk is too empty for a multi-chunk tree',
+  POSITION_INVALID: 'an in-chunk position is outside the chunk',
+  PATH_TOO_LONG: 'the chunk path is too long',
+  HEIGHT_INVALID: 'a height breaks the AVL rules',
+  COUNT_INVALID: 'a subtree count is impossible',
+  FLAGS_INVALID: 'a flags byte has a reserved bit set',
+  ABSENCE_INVALID: 'the neighbours do not prove absence',
+  KEYS_NOT_SORTED: 'keys are out of order',
+};
+
+export interface QueryDeps {
+  /** The trusted root, or `undefined` (the setup form shows why). */
+  root(): Uint8Array | undefined;
+  /** The tree of the last verified sync. */
+  tree(): Tree | undefined;
+  /** The addresses the peer selector offers. */
+  dials(): readonly Dial[];
+  /** The demo workload, to pick keys that exist. */
+  workload(): { entries: number; seed: bigint } | undefined;
+}
+
+type Outcome = 'busy' | 'present' | 'absent' | 'rejected' | 'error';
+
+export class QueryPanel {
+  private readonly deps: QueryDeps;
+  private readonly keyInput = document.querySelector<HTMLInputElement>('#key')!;
+  private readonly keyError = document.querySelector<HTMLElement>('#key-error')!;
+  private readonly peerSelect = document.querySelector<HTMLSelectElement>('#query-peer')!;
+  private readonly tamper = document.querySelector<HTMLInputElement>('#tamper')!;
+  private readonly tamperByte = document.querySelector<HTMLInputElement>('#tamper-byte')!;
+  private readonly askPeer = document.querySelector<HTMLButtonElement>('#ask-peer')!;
+  private readonly askLocal = document.querySelector<HTMLButtonElement>('#ask-local')!;
+  private readonly pickExisting = document.querySelector<HTMLButtonElement>('#key-existing')!;
+  private readonly pickAbsent = document.querySelector<HTMLButtonElement>('#key-absent')!;
+  private readonly out = document.querySelector<HTMLElement>('#query-result')!;
+
+  constructor(deps: QueryDeps) {
+    this.deps = deps;
+    this.tamper.addEventListener('change', () => {
+      this.tamperByte.disabled = !this.tamper.checked;
+    });
+    this.pickExisting.addEventListener('click', () => void this.pickExistingKey());
+    this.pickAbsent.addEventListener('click', () => {
+      this.setKey(crypto.getRandomValues(new Uint8Array(32)));
+    });
+    this.askPeer.addEventListener('click', () => void this.lookUpAtPeer());
+    this.askLocal.addEventListener('click', () => this.lookUpLocally());
+    this.keyInput.addEventListener('input', () => this.showKeyError(undefined));
+    if (!crypto.subtle) this.pickExisting.disabled = true;
+  }
+
+  /** Refills the peer selector (keeps the selection when it is still offered). */
+  refreshPeers(): void {
+    const keep = this.peerSelect.value;
+    const frag = document.createDocumentFragment();
+    for (const d of this.deps.dials()) {
+      const o = document.createElement('option');
+      o.value = d.address;
+      const mode = d.mode === null ? 'honest' : d.mode === undefined ? '' : `Byzantine: ${d.mode}`;
+      o.textContent = `${d.peer} · ${d.transport === 'ws' ? 'WebSocket' : 'libp2p'}${mode ? ` · ${mode}` : ''}`;
+      frag.append(o);
+    }
+    this.peerSelect.replaceChildren(frag);
+    if ([...this.peerSelect.options].some((o) => o.value === keep)) this.peerSelect.value = keep;
+    this.askPeer.disabled = this.peerSelect.options.length === 0;
+  }
+
+  /** Enables or disables the local lookup (a verified tree exists or not). */
+  setTreeAvailable(available: boolean): void {
+    this.askLocal.disabled = !available;
+  }
+
+  private setKey(key: Uint8Array): void {
+    this.keyInput.value = toHex(key);
+    this.showKeyError(undefined);
+  }
+
+  private showKeyError(message: string | undefined): void {
+    this.keyError.hidden = message === undefined;
+    this.keyError.textContent = message ?? '';
+    if (message === undefined) this.keyInput.removeAttribute('aria-invalid');
+    else this.keyInput.setAttribute('aria-invalid', 'true');
+  }
+
+  /** A key of the demo workload: SHA-256(u64be(i)), or SHA-256(u64be(seed) ‖ u64be(i)). */
+  private async pickExistingKey(): Promise<void> {
+    const w = this.deps.workload();
+    if (!w || w.entries === 0) {
+      this.showKeyError('The demo workload is unknown here (no /peers.json); paste a key instead.');
+      return;
+    }
+    const i = Math.floor(Math.random() * w.entries);
+    const msg = new DataView(new ArrayBuffer(w.seed === 0n ? 8 : 16));
+    if (w.seed === 0n) msg.setBigUint64(0, BigInt(i));
+    else {
+      msg.setBigUint64(0, w.seed);
+      msg.setBigUint64(8, BigInt(i));
+    }
+    this.setKey(new Uint8Array(await crypto.subtle.digest('SHA-256', msg.buffer)));
+    this.keyInput.title = `entry #${i} of the demo workload`;
+  }
+
+  private key(): Uint8Array | undefined {
+    const key = fromHex(this.keyInput.value);
+    if (!key || key.length === 0) {
+      this.showKeyError('Enter a key as hex (1 … 1024 bytes), or pick one.');
+      this.keyInput.focus();
+      return undefined;
+    }
+    if (key.length > 1024) {
+      this.showKeyError('Keys are at most 1024 bytes.');
+      return undefined;
+    }
+    return key;
+  }
+
+  private show(outcome: Outcome, html: string, code?: string): void {
+    this.out.hidden = false;
+    this.out.dataset.outcome = outcome;
+    if (code) this.out.dataset.code = code;
+    else delete this.out.dataset.code;
+    this.out.innerHTML = html;
+  }
+
+  private async lookUpAtPeer(): Promise<void> {
+    const root = this.deps.root();
+    const key = this.key();
+    if (!root || !key) return;
+    const dial = this.deps.dials().find((d) => d.address === this.peerSelect.value);
+    if (!dial) return;
+    const who = `${esc(dial.peer)} (${dial.transport === 'ws' ? 'WebSocket' : 'libp2p'})`;
+    this.askPeer.disabled = true;
+    this.show('busy', `<p>Asking ${who}…</p>`);
+    let conn: PeerConnection | undefined;
+    try {
+      conn = await connectAuto(dial.address);
+      const res = await conn.request({ kind: Kind.Proof, root, key }, { timeoutMs: 5000 });
+      if (res.status !== Status.Ok) {
+        this.show('error', `<p class="q-head bad">The peer answered <code>${STATUS_NAMES[res.status] ?? res.status}</code>.</p>`, STATUS_NAMES[res.status]);
+        return;
+      }
+      const payload = decodeProofPayload(res.payload);
+      let proof = payload.proof;
+      let note = '';
+      if (this.tamper.checked) {
+        proof = proof.slice();
+        const wanted = this.tamperByte.value === '' ? proof.length - 1 : Number(this.tamperByte.value);
+        const at = Math.max(0, Math.min(proof.length - 1, Math.floor(wanted)));
+        const before = proof[at]!;
+        proof[at] = before ^ 0xff;
+        note = `<p class="tamper-note">Tampered: byte ${at} of ${proof.length} flipped, 0x${hex2(before)} → 0x${hex2(proof[at]!)}.</p>`;
+      }
+      const t0 = performance.now();
+      try {
+        if (payload.present) {
+          const value = payload.value!;
+          const pos = verifyExistence(root, key, value, proof);
+          const ms = performance.now() - t0;
+          this.show(
+            'present',
+            `<p class="q-head good">✓ Present: ${who} proved it (${proof.length}-byte existence proof, verified in ${msText(ms)}).</p>
+            ${note}
+            ${valueHtml(value)}
+            <p class="path" aria-label="Proof path">Path: <span>trusted root</span> ▸ <span>chunk ${pos.chunkIndex} of ${pos.chunks}</span> ▸ <span>entry ${pos.position}</span> <span class="muted">(${pos.entries.toLocaleString('en-US')} entries in all)</span></p>`,
+          );
+        } else {
+          const { left, right } = verifyAbsence(root, key, proof);
+          const ms = performance.now() - t0;
+          this.show(
+            'absent',
+            `<p class="q-head good">✓ Absent: ${who} proved it (${proof.length}-byte absence proof, verified in ${msText(ms)}).</p>
+            ${note}
+            ${neighboursHtml(left, right)}`,
+          );
+        }
+      } catch (e) {
+        if (!isProofError(e)) throw e;
+        const claim = payload.present ? 'existence' : 'absence';
+        this.show(
+          'rejected',
+          `<p class="q-head bad">✗ Rejected: <code class="code">${e.code}</code></p>
+          <p>The ${claim} proof from ${who} does not verify: ${esc(CODE_TEXT[e.code] ?? e.message)}.</p>${note}`,
+          e.code,
+        );
+      }
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      this.show(
+        'error',
+        `<p class="q-head bad">✗ ${typeof code === 'string' ? `<code class="code">${esc(code)}</code> ` : ''}${esc((e as Error).message ?? String(e))}</p>`,
+        typeof code === 'string' ? code : undefined,
+      );
+    } finally {
+      conn?.close();
+      this.askPeer.disabled = this.peerSelect.options.length === 0;
+    }
+  }
+
+  private lookUpLocally(): void {
+    const tree = this.deps.tree();
+    const root = this.deps.root();
+    const key = this.key();
+    if (!tree || !key) return;
+    const value = tree.get(key);
+    const rootOk = root !== undefined && toHex(tree.root) === toHex(root);
+    const rootLine = `<p class="muted">Synced tree: ${tree.len.toLocaleString('en-US')} entries, root <code>${shortHex(toHex(tree.root), 10)}</code>${rootOk ? ' (the trusted root)' : ''}.</p>`;
+    if (value) {
+      this.show('present', `<p class="q-head good">✓ Present in the synced tree, read locally: no network.</p>${valueHtml(value)}${rootLine}`);
+    } else {
+      this.show('absent', `<p class="q-head good">✓ Absent from the synced tree, read locally: no network.</p>${rootLine}`);
+    }
+  }
+}
+
+function hex2(b: number): string {
+  return b.toString(16).padStart(2, '0');
+}
+
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function valueHtml(value: Uint8Array): string {
+  const hex = toHex(value.subarray(0, 24));
+  return `<p class="value">Value (${value.length} bytes): <code>${hex}${value.length > 24 ? '…' : ''}</code></p>`;
+}
+
+function neighbourHtml(side: string, n: Neighbour | undefined): string {
+  if (!n) return `<li>${side}: none (the key is beyond the tree's ${side === 'left' ? 'first' : 'last'} entry)</li>`;
+  return `<li>${side} neighbour <code>${shortHex(toHex(n.key), 8)}</code>: <span>trusted root</span> ▸ <span>chunk ${n.chunkIndex} of ${n.chunks}</span> ▸ <span>entry ${n.position}</span></li>`;
+}
+
+function neighboursHtml(left: Neighbour | undefined, right: Neighbour | undefined): string {
+  const why =
+    left && right
+      ? 'The two neighbours are adjacent in the tree, so no key lies between them.'
+      : left || right
+        ? 'The neighbour is at the edge of the tree.'
+        : 'The tree is empty.';
+  return `<ul class="path" aria-label="Proof paths">${neighbourHtml('left', left)}${neighbourHtml('right', right)}</ul><p class="muted">${why}</p>`;
+}

@@ -1,0 +1,301 @@
+// The demo end to end: scripts/demo.mjs starts its own small network on free
+// ports (8 peers, 20,000 entries, chunk capacity 64, 2 of the peers lying),
+// and headless Chromium (tests/browser/chromium.mjs, via playwright.config.ts)
+// drives packages/demo-web against it. Every wait is on a selector or an
+// event with a bound, never a fixed sleep. A screenshot of the finished sync
+// is written to test-results/demo-sync-finished.png.
+import { expect, type Page, test } from '@playwright/test';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const SCREENSHOT = join(repoRoot, 'test-results', 'demo-sync-finished.png');
+
+/** What `scripts/demo.mjs --json` prints. */
+interface DemoInfo {
+  url: string;
+  root: string;
+  entries: number;
+  chunk: number;
+  chunks: number;
+  peers: { name: string; ws: string; libp2p: string; mode: string | null; pid: number }[];
+}
+
+/** The code an honest client gets from each lying mode the test starts. */
+const EXPECTED_CODE: Record<string, string> = {
+  'corrupt-value': 'ROOT_MISMATCH',
+  'wrong-index': 'CHUNK_INDEX_MISMATCH',
+};
+
+let demo: ChildProcess | undefined;
+let info: DemoInfo;
+let stderr = '';
+
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(async () => {
+  // Builds the demo page first if it is stale (a few seconds; the WASM build, if missing, much longer).
+  test.setTimeout(600_000);
+  const args = ['scripts/demo.mjs', '--json', '--port', '0', '--entries', '20000', '--chunk', '64', '--peers', '8'];
+  args.push('--byzantine', Object.keys(EXPECTED_CODE).join(','));
+  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  demo = child;
+  child.stderr!.on('data', (d) => {
+    stderr = (stderr + d).slice(-8000);
+  });
+  info = await new Promise<DemoInfo>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as DemoInfo));
+    child.once('exit', (code) => reject(new Error(`scripts/demo.mjs exited (${code}) before it was ready:\n${stderr}`)));
+  });
+});
+
+test.afterAll(async () => {
+  const child = demo;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  const code = await exited;
+  clearTimeout(force);
+  // The launcher stopped every peer it started.
+  for (const p of info?.peers ?? []) expect(alive(p.pid), `${p.name} (pid ${p.pid}) still running`).toBe(false);
+  expect(code).toBe(0);
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Fails the test on page errors, console errors and any request off this machine. */
+function watch(page: Page): string[] {
+  const problems: string[] = [];
+  const local = (url: string) => /^(https?|wss?):\/\/127\.0\.0\.1[:/]/.test(url) || url.startsWith('data:');
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+  });
+  page.on('request', (r) => {
+    if (!local(r.url())) problems.push(`request off the machine: ${r.url()}`);
+  });
+  page.on('websocket', (ws) => {
+    if (!local(ws.url())) problems.push(`WebSocket off the machine: ${ws.url()}`);
+  });
+  return problems;
+}
+
+async function open(page: Page, transport: 'ws' | 'libp2p' | 'both' = 'ws'): Promise<void> {
+  await page.goto(info.url);
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  await page.getByLabel(transport === 'ws' ? 'WebSocket' : transport === 'libp2p' ? 'libp2p' : 'Both', { exact: true }).check();
+}
+
+/** Clicks Start and waits for the banner; returns its state. */
+async function sync(page: Page): Promise<string> {
+  await page.getByRole('button', { name: 'Start sync' }).click();
+  const banner = page.locator('#banner');
+  await expect(banner).toHaveAttribute('data-state', /^(verified|failed|stopped)$/, { timeout: 120_000 });
+  return (await banner.getAttribute('data-state'))!;
+}
+
+const rows = (page: Page) => page.locator('#peer-table tbody tr');
+
+async function expectLiarsBannedOnly(page: Page, perPeer: number): Promise<void> {
+  for (const [mode, code] of Object.entries(EXPECTED_CODE)) {
+    const liar = rows(page).and(page.locator(`[data-mode="${mode}"]`));
+    await expect(liar).toHaveCount(perPeer);
+    for (const row of await liar.all()) {
+      await expect(row).toHaveAttribute('data-status', 'banned');
+      await expect(row).toHaveAttribute('data-code', code);
+      await expect(row.locator('.state')).toContainText(code);
+    }
+  }
+  const honest = rows(page).and(page.locator('[data-mode="honest"]'));
+  await expect(honest).toHaveCount(perPeer * (info.peers.length - Object.keys(EXPECTED_CODE).length));
+  for (const row of await honest.all()) await expect(row).not.toHaveAttribute('data-status', 'banned');
+}
+
+test('the page loads with the trusted root, the peers and their modes', async ({ page }) => {
+  const problems = watch(page);
+  await open(page);
+  await expect(page.getByLabel('Trusted root')).toHaveValue(info.root);
+  await expect(page.getByRole('textbox', { name: /^Peers/ })).toHaveValue(new RegExp(info.peers[0]!.ws.replace(/[.]/g, '\\.')));
+  await expect(rows(page)).toHaveCount(8);
+  for (const p of info.peers) {
+    const row = rows(page).and(page.locator(`[data-address="${p.ws}"]`));
+    await expect(row).toHaveAttribute('data-mode', p.mode ?? 'honest');
+    await expect(row).toContainText(p.mode ? `Byzantine: ${p.mode}` : 'honest');
+  }
+  await expect(page.locator('#grid .grid-empty')).toBeVisible();
+  expect(problems).toEqual([]);
+});
+
+test('a WebSocket sync verifies the root; rejected chunks show; exactly the liars are banned', async ({ page }) => {
+  const problems = watch(page);
+  await page.setViewportSize({ width: 1366, height: 900 });
+  await open(page, 'ws');
+  expect(await sync(page)).toBe('verified');
+
+  const banner = page.locator('#banner');
+  await expect(banner).toContainText('Root verified');
+  await expect(banner.locator('[data-field=root]')).toHaveText(info.root);
+  await expect(page.locator('#grid .cell')).toHaveCount(info.chunks);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
+  await expect(page.locator('#progress')).toHaveJSProperty('value', info.chunks);
+
+  // Each liar's first answer was rejected: the grid marks those chunks, the log lists them.
+  const marked = page.locator('#grid .cell[data-marked=rejected]');
+  expect(await marked.count()).toBeGreaterThanOrEqual(1);
+  const rejected = Number(await banner.locator('[data-field=rejected]').textContent());
+  expect(rejected).toBeGreaterThanOrEqual(2);
+  await expect(page.locator('#log li')).toHaveCount(rejected);
+  await expect(page.locator('#log')).toContainText('CHUNK_INDEX_MISMATCH');
+  await expect(page.locator('#log')).toContainText('ROOT_MISMATCH');
+
+  await expectLiarsBannedOnly(page, 1);
+
+  // Cells explain themselves on keyboard focus and on hover; the screenshot
+  // keeps the tooltip of a chunk that was rejected, then refetched.
+  await page.locator('#grid .cell').first().focus();
+  await page.keyboard.press('ArrowRight');
+  await expect(page.locator('#grid .cell').nth(1)).toBeFocused();
+  await expect(page.locator('#chunk-tip')).toContainText('Chunk 1');
+  await page.keyboard.press('Escape');
+  await expect(page.locator('#chunk-tip')).toBeHidden();
+  await page.locator('#grid .cell').nth(1).blur();
+  await marked.first().hover();
+  await expect(page.locator('#chunk-tip')).toBeVisible();
+  await expect(page.locator('#chunk-tip')).toContainText(/rejected from peer \d/);
+
+  mkdirSync(join(repoRoot, 'test-results'), { recursive: true });
+  await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  await test.info().attach('finished sync', { path: SCREENSHOT, contentType: 'image/png' });
+  expect(problems).toEqual([]);
+});
+
+test('the query panel verifies real proofs and rejects a tampered one with its code', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'ws');
+  const result = page.locator('#query-result');
+  const honest = info.peers.find((p) => p.mode === null)!;
+  const lying = info.peers.find((p) => p.mode === 'corrupt-value')!;
+  await page.getByLabel('Peer to ask').selectOption(honest.ws);
+
+  // An existing key: an existence proof, verified here, with its path.
+  await page.getByRole('button', { name: 'Pick a key that exists' }).click();
+  await expect(page.getByLabel(/^Key/)).toHaveValue(/^[0-9a-f]{64}$/);
+  await page.getByRole('button', { name: 'Look up at peer' }).click();
+  await expect(result).toHaveAttribute('data-outcome', 'present');
+  await expect(result).toContainText('existence proof');
+  await expect(result.locator('.path')).toContainText(new RegExp(`chunk \\d+ of ${info.chunks}`));
+
+  // The same proof with a byte flipped: the typed rejection.
+  await page.getByLabel('Tamper with the proof').check();
+  await page.getByRole('button', { name: 'Look up at peer' }).click();
+  await expect(result).toHaveAttribute('data-outcome', 'rejected');
+  await expect(result).toHaveAttribute('data-code', 'ROOT_MISMATCH');
+  await expect(result).toContainText('ROOT_MISMATCH');
+  await expect(result).toContainText('Tampered: byte');
+
+  // Flipping the format byte gives another code.
+  await page.getByLabel(/^Byte to flip/).fill('0');
+  await page.getByRole('button', { name: 'Look up at peer' }).click();
+  await expect(result).toHaveAttribute('data-code', 'FORMAT_UNSUPPORTED');
+  await page.getByLabel('Tamper with the proof').uncheck();
+
+  // A random key: an absence proof with both neighbours.
+  await page.getByRole('button', { name: 'Pick a random key' }).click();
+  await page.getByRole('button', { name: 'Look up at peer' }).click();
+  await expect(result).toHaveAttribute('data-outcome', 'absent');
+  await expect(result).toContainText('absence proof');
+  await expect(result.locator('.path li')).toHaveCount(2);
+
+  // A lying peer's proof fails on its own.
+  await page.getByRole('button', { name: 'Pick a key that exists' }).click();
+  await page.getByLabel('Peer to ask').selectOption(lying.ws);
+  await page.getByRole('button', { name: 'Look up at peer' }).click();
+  await expect(result).toHaveAttribute('data-outcome', 'rejected');
+  await expect(result).toHaveAttribute('data-code', 'ROOT_MISMATCH');
+
+  // The synced tree answers locally once a sync has verified.
+  await expect(page.getByRole('button', { name: 'Look up in synced tree' })).toBeDisabled();
+  expect(await sync(page)).toBe('verified');
+  await page.getByRole('button', { name: 'Look up in synced tree' }).click();
+  await expect(result).toHaveAttribute('data-outcome', 'present');
+  await expect(result).toContainText('(the trusted root)');
+  expect(problems).toEqual([]);
+});
+
+test('a libp2p sync completes, and bans the liars', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'libp2p');
+  await expect(rows(page).first()).toHaveAttribute('data-transport', 'libp2p');
+  expect(await sync(page)).toBe('verified');
+  await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
+  await expectLiarsBannedOnly(page, 1);
+  expect(problems).toEqual([]);
+});
+
+test('a sync over both transports completes', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'both');
+  await expect(rows(page)).toHaveCount(16);
+  expect(await sync(page)).toBe('verified');
+  await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
+  await expectLiarsBannedOnly(page, 2);
+  expect(problems).toEqual([]);
+});
+
+test('Stop mid-sync leaves the page usable, and a new sync then succeeds', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'ws');
+  // Press Stop from inside the page as soon as the grid shows a verified
+  // chunk: mid-sync by construction, with no timing guess.
+  await page.evaluate(() => {
+    const grid = document.querySelector('#grid')!;
+    new MutationObserver((_, obs) => {
+      if (grid.querySelector('.cell[data-state=verified]')) {
+        obs.disconnect();
+        document.querySelector<HTMLButtonElement>('#stop')!.click();
+      }
+    }).observe(grid, { subtree: true, childList: true, attributes: true });
+  });
+  expect(await sync(page)).toBe('stopped');
+  await expect(page.locator('#banner')).toContainText('Stopped');
+  const verified = await page.locator('#grid .cell[data-state=verified]').count();
+  expect(verified).toBeGreaterThan(0);
+  expect(verified).toBeLessThan(info.chunks);
+  await expect(page.locator('#grid .cell[data-state=inflight]')).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Start sync' })).toBeEnabled();
+  await expect(page.getByRole('button', { name: 'Stop' })).toBeDisabled();
+  await expect(page.getByLabel('Trusted root')).toBeEditable();
+
+  expect(await sync(page)).toBe('verified');
+  await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
+  expect(problems).toEqual([]);
+});
+
+test('a wrong root fails clearly: every peer refuses it', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'ws');
+  // A well-formed root no peer serves: each answers UNKNOWN_ROOT and is dropped.
+  await page.getByLabel('Trusted root').fill(info.root.replace(/^./, (c) => (c === '0' ? '1' : '0')));
+  expect(await sync(page)).toBe('failed');
+  await expect(page.locator('#banner [data-field=code]')).toHaveText('NO_HONEST_PEERS');
+  await expect(rows(page).and(page.locator('[data-status=failed]'))).toHaveCount(8);
+  // Not hex at all: the form says so and nothing starts.
+  await page.getByLabel('Trusted root').fill('not a root');
+  await page.getByRole('button', { name: 'Start sync' }).click();
+  await expect(page.getByLabel('Trusted root')).toHaveAttribute('aria-invalid', 'true');
+  await expect(page.locator('#root-error')).toBeVisible();
+  expect(problems).toEqual([]);
+});
