@@ -61,6 +61,25 @@ impl Node {
         }
     }
 
+    /// Collects every chunk below with uncommitted changes, so that they can
+    /// be hashed together (in parallel) before the inner nodes above them.
+    pub fn dirty_chunks<'a>(&'a mut self, out: &mut Vec<&'a mut Chunk>) {
+        match self {
+            Node::Leaf(c) => {
+                if c.hash_cached().is_none() {
+                    out.push(Arc::make_mut(c));
+                }
+            }
+            Node::Inner(n) => {
+                if n.hash.is_none() {
+                    let n = Arc::make_mut(n);
+                    n.left.dirty_chunks(out);
+                    n.right.dirty_chunks(out);
+                }
+            }
+        }
+    }
+
     /// Hashes every changed node below and returns this node's hash.
     pub fn rehash(&mut self) -> Hash {
         match self {

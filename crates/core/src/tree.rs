@@ -165,6 +165,9 @@ impl Tree {
         let root = match self.top.as_mut() {
             None => empty_root(self.capacity),
             Some(top) => {
+                let mut dirty = Vec::new();
+                top.dirty_chunks(&mut dirty);
+                rehash_chunks(dirty);
                 let h = top.rehash();
                 root_hash(self.capacity, top.chunks(), top.entries(), &h)
             }
@@ -220,6 +223,33 @@ impl Snapshot {
     pub fn iter(&self) -> Entries<'_> {
         Entries::new(self.top.as_ref(), &[], None)
     }
+}
+
+/// Hashes changed chunks, on every core where threads exist (not on wasm32)
+/// and there is enough work: chunks are independent, and hashing their
+/// entries is most of a commit.
+fn rehash_chunks(mut chunks: Vec<&mut Chunk>) {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        const MIN_PARALLEL: usize = 64;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if threads > 1 && chunks.len() >= MIN_PARALLEL {
+            let per_thread = chunks.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                for part in chunks.chunks_mut(per_thread) {
+                    s.spawn(move || {
+                        part.iter_mut().for_each(|c| {
+                            c.rehash();
+                        })
+                    });
+                }
+            });
+            return;
+        }
+    }
+    chunks.iter_mut().for_each(|c| {
+        c.rehash();
+    });
 }
 
 fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
