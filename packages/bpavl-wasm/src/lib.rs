@@ -165,14 +165,14 @@ impl Tree {
     /// Throws TreeError `KEY_NOT_FOUND` if it is absent.
     #[wasm_bindgen(js_name = proveExistence)]
     pub fn prove_existence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_existence(&bytes(key, "key")?).map_err(throw)?.encode())
+        committed::existence(self.0.committed(), key)
     }
 
     /// Absence proof of `key` in the committed version. Throws TreeError
     /// `KEY_EXISTS` if it is present.
     #[wasm_bindgen(js_name = proveAbsence)]
     pub fn prove_absence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_absence(&bytes(key, "key")?).map_err(throw)?.encode())
+        committed::absence(self.0.committed(), key)
     }
 
     /// Range proof of up to `limit` (1 … 65536) entries with
@@ -180,22 +180,21 @@ impl Tree {
     /// unbounded. Throws TreeError `QUERY_INVALID`, `KEY_EMPTY` or `KEY_TOO_LONG`.
     #[wasm_bindgen(js_name = proveRange)]
     pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
-        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
-        Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
+        committed::range(self.0.committed(), start, end, limit)
     }
 
     /// Proof that chunk `index` of the committed version sits at that index.
     /// Throws TreeError `CHUNK_OUT_OF_RANGE`.
     #[wasm_bindgen(js_name = proveChunk)]
     pub fn prove_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_chunk(uint(index, "index")?).map_err(throw)?.encode())
+        committed::chunk(self.0.committed(), index)
     }
 
     /// Chunk `index` of the committed version as a self-verifiable envelope
     /// (`spec/chunk-format.md`). Throws TreeError `CHUNK_OUT_OF_RANGE`.
     #[wasm_bindgen(js_name = exportChunk)]
     pub fn export_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        self.0.export_chunk_bytes(uint(index, "index")?).map_err(throw)
+        committed::export(self.0.committed(), index)
     }
 }
 
@@ -244,32 +243,31 @@ impl Snapshot {
     /// As `Tree.proveExistence`.
     #[wasm_bindgen(js_name = proveExistence)]
     pub fn prove_existence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_existence(&bytes(key, "key")?).map_err(throw)?.encode())
+        committed::existence(&self.0, key)
     }
 
     /// As `Tree.proveAbsence`.
     #[wasm_bindgen(js_name = proveAbsence)]
     pub fn prove_absence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_absence(&bytes(key, "key")?).map_err(throw)?.encode())
+        committed::absence(&self.0, key)
     }
 
     /// As `Tree.proveRange`.
     #[wasm_bindgen(js_name = proveRange)]
     pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
-        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
-        Ok(self.0.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
+        committed::range(&self.0, start, end, limit)
     }
 
     /// As `Tree.proveChunk`.
     #[wasm_bindgen(js_name = proveChunk)]
     pub fn prove_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        Ok(self.0.prove_chunk(uint(index, "index")?).map_err(throw)?.encode())
+        committed::chunk(&self.0, index)
     }
 
     /// As `Tree.exportChunk`.
     #[wasm_bindgen(js_name = exportChunk)]
     pub fn export_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        self.0.export_chunk_bytes(uint(index, "index")?).map_err(throw)
+        committed::export(&self.0, index)
     }
 }
 
@@ -481,5 +479,33 @@ impl Rebuilder {
     pub fn finish(self, version: &Number) -> Result<Tree, JsValue> {
         let version = uint(version, "version")?;
         self.0.finish(version).map(Tree).map_err(throw)
+    }
+}
+
+/// The provers and the export shared by `Tree` (of its committed version)
+/// and `Snapshot`.
+mod committed {
+    use super::{bytes, core, opt_bytes, range_limit, throw, uint, Bytes, Number};
+    use wasm_bindgen::JsValue;
+
+    pub fn existence(s: &core::Snapshot, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(s.prove_existence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    pub fn absence(s: &core::Snapshot, key: &Bytes) -> Result<Vec<u8>, JsValue> {
+        Ok(s.prove_absence(&bytes(key, "key")?).map_err(throw)?.encode())
+    }
+
+    pub fn range(s: &core::Snapshot, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
+        Ok(s.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
+    }
+
+    pub fn chunk(s: &core::Snapshot, index: &Number) -> Result<Vec<u8>, JsValue> {
+        Ok(s.prove_chunk(uint(index, "index")?).map_err(throw)?.encode())
+    }
+
+    pub fn export(s: &core::Snapshot, index: &Number) -> Result<Vec<u8>, JsValue> {
+        s.export_chunk_bytes(uint(index, "index")?).map_err(throw)
     }
 }
