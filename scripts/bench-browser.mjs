@@ -1,0 +1,296 @@
+#!/usr/bin/env node
+// `npm run bench:browser`: state sync in headless Chromium. The page
+// (tests/browser/sync-bench: no UI, just `syncState` of
+// @bpavl/light-client/sync over WebSocket) syncs the demo state from 8 local
+// peers started by scripts/demo.mjs, first all honest, then with 2 Byzantine
+// ones (corrupt-value, wrong-index), and checks in the page that the rebuilt
+// tree's root is the trusted root. A benchmark, not a test: it prints the
+// targets next to the figures and exits 0 when they are missed (1 only when a
+// run fails or a result does not check).
+//
+//   npm run bench:browser [-- --entries 100000 --chunk 256 --peers 8 --no-build --profile --demo-page]
+//
+//   --profile    also records a CPU profile (CDP) of the honest run and prints
+//                the top functions by self time on stderr;
+//   --demo-page  also syncs (WebSocket only) in the demo page itself
+//                (packages/demo-web, served by the launcher) for comparison;
+//   --diagnose   also times, in the page, @bpavl/wasm's verifyChunk over the
+//                chunks the honest run received (3 passes), and runs the same
+//                sync in Node (syncState, same peers) for comparison;
+//   --sync-options JSON  extra syncState options, e.g. '{"initialWindow":16}'.
+//
+// Without --no-build, builds @bpavl/light-client, and the launcher builds
+// what is missing (the WASM module, the peer, the demo page).
+// mb_s = bytes of the chunk envelopes verified (`chunk-verified` events) /
+// seconds of the whole syncState call, MB = 10^6 bytes.
+// Progress on stderr; the result lines, then one JSON line last, on stdout.
+import { chromium } from '@playwright/test';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { buildLightClient, buildPage, checkWasmBuilt } from '../tests/browser/build.mjs';
+import { launchOptions } from '../tests/browser/chromium.mjs';
+import { serve } from '../tests/browser/serve.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    entries: { type: 'string', default: '100000' },
+    chunk: { type: 'string', default: '256' },
+    peers: { type: 'string', default: '8' },
+    byzantine: { type: 'string', default: 'corrupt-value,wrong-index' },
+    'no-build': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    'demo-page': { type: 'boolean', default: false },
+    diagnose: { type: 'boolean', default: false },
+    'sync-options': { type: 'string', default: '{}' },
+    'timeout-s': { type: 'string', default: '600' },
+  },
+});
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const TARGETS = { honest_mb_s: 80, byzantine_slowdown: 1.5 };
+const timeoutMs = Number(args['timeout-s']) * 1000;
+const log = (s) => process.stderr.write(`bench:browser: ${s}\n`);
+
+// ------------------------------------------------------------ the launcher
+
+/** Every launcher started (and its peers' PIDs), to stop on the way out. */
+const launchers = new Set();
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+/** scripts/demo.mjs --json: resolves to { child, info } once it prints its JSON line. */
+function startNetwork(byzantine) {
+  const argv = ['scripts/demo.mjs', '--json', ...(args['no-build'] ? ['--no-build'] : []), '--entries', args.entries, '--chunk', args.chunk, '--peers', args.peers, '--byzantine', byzantine, '--port', '0'];
+  const child = spawn(process.execPath, argv, { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  const net = { child, info: undefined, stderr: '' };
+  launchers.add(net);
+  child.stderr.on('data', (d) => (net.stderr += d));
+  return new Promise((ok, fail) => {
+    const lines = createInterface({ input: child.stdout });
+    lines.once('line', (line) => {
+      try {
+        net.info = JSON.parse(line);
+        ok(net);
+      } catch (e) {
+        fail(new Error(`demo launcher printed ${line}: ${e}`));
+      }
+    });
+    child.once('exit', (code, signal) => fail(new Error(`demo launcher exited (${signal ?? code}) before it was ready: ${net.stderr.trim()}`)));
+  });
+}
+
+/** SIGTERM to the launcher (it stops its peers), SIGKILL after 10 s; then checks by PID that no peer is left. */
+async function stopNetwork(net) {
+  const { child } = net;
+  if (child.exitCode === null && child.signalCode === null) {
+    await new Promise((ok) => {
+      const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => {
+        clearTimeout(force);
+        ok();
+      });
+      child.kill('SIGTERM');
+    });
+  }
+  child.stdin.destroy(); // the peers also stop when their stdin ends
+  launchers.delete(net);
+  const pids = (net.info?.peers ?? []).map((p) => p.pid).filter(Number.isInteger);
+  for (let i = 0; i < 50 && pids.some(pidAlive); i++) await new Promise((r) => setTimeout(r, 100));
+  for (const pid of pids.filter(pidAlive)) {
+    log(`peer ${pid} still running after the launcher stopped: SIGKILL`);
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {}
+  }
+}
+
+let exiting = false;
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, async () => {
+    if (exiting) return;
+    exiting = true;
+    log(`${sig}: stopping`);
+    await Promise.all([...launchers].map(stopNetwork));
+    process.exit(130);
+  });
+}
+
+// ------------------------------------------------------------ the page
+
+async function profileTop(cdp, profile, top = 15) {
+  const self = new Map();
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const dt = profile.timeDeltas;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const n = byId.get(profile.samples[i]);
+    const f = n.callFrame;
+    const url = f.url ? f.url.split('/').at(-1) : '';
+    const key = `${f.functionName || '(anonymous)'} ${url}${f.url ? `:${f.lineNumber + 1}` : ''}`;
+    self.set(key, (self.get(key) ?? 0) + (dt[i] ?? 0));
+  }
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  return [...self.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([k, us]) => ({ fn: k, ms: Math.round(us / 1000), pct: Number(((100 * us) / total).toFixed(1)) }));
+}
+
+async function syncInPage(browser, url, net, { profile = false, diagnose = false } = {}) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  try {
+    await page.goto(url);
+    await page.locator('#status[data-state="ready"]').waitFor({ timeout: 60_000 });
+    const peers = net.info.peers.map((p) => p.ws);
+    let cdp;
+    if (profile) {
+      cdp = await page.context().newCDPSession(page);
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+      await cdp.send('Profiler.start');
+    }
+    const r = await page.evaluate((o) => window.__syncBench(o), { root: net.info.root, peers, diagnose, options: JSON.parse(args['sync-options']) });
+    if (cdp) {
+      const { profile: p } = await cdp.send('Profiler.stop');
+      r.profile = await profileTop(cdp, p);
+    }
+    if (errors.length > 0) throw new Error(`page errors: ${errors.join('; ')}`);
+    return r;
+  } finally {
+    await page.close();
+  }
+}
+
+/** The demo page itself (WebSocket only): seconds and MB it reports. */
+async function syncInDemoPage(browser, net) {
+  const page = await browser.newPage();
+  try {
+    await page.goto(net.info.url);
+    await page.locator('#peer-list').waitFor();
+    await page.waitForFunction(() => document.querySelector('#peer-list').value.includes('ws://'), null, { timeout: 30_000 });
+    await page.locator('input[name=transport][value=ws]').check();
+    const t0 = Date.now();
+    await page.locator('#start').click();
+    await page.locator('#banner[data-state="verified"], #banner[data-state="failed"]').waitFor({ timeout: timeoutMs });
+    const wall = (Date.now() - t0) / 1000;
+    const state = await page.locator('#banner').getAttribute('data-state');
+    const time = await page.locator('#banner [data-field="time"]').textContent().catch(() => '?');
+    const bytes = await page.locator('#banner [data-field="bytes"]').textContent().catch(() => '?');
+    return { state, time, bytes, wall_seconds: wall };
+  } finally {
+    await page.close();
+  }
+}
+
+// ------------------------------------------------------------ main
+
+const outDir = mkdtempSync(join(tmpdir(), 'bpavl-bench-browser-'));
+let browser;
+let server;
+let status = 0;
+const runs = {};
+let demo;
+try {
+  if (!args['no-build']) buildLightClient();
+  checkWasmBuilt();
+  await buildPage('sync-bench', outDir);
+  server = await serve(outDir);
+  browser = await chromium.launch(launchOptions);
+  log(`Chromium ${browser.version()}`);
+
+  for (const [name, byz] of [
+    ['honest', 'none'],
+    ['byzantine', args.byzantine],
+  ]) {
+    log(`${name}: starting ${args.peers} peers (${args.entries} entries, chunk ${args.chunk}, byzantine ${byz})`);
+    const net = await startNetwork(byz);
+    try {
+      log(`${name}: ${net.info.chunks} chunks, root ${net.info.root}; syncing in Chromium`);
+      const r = await syncInPage(browser, server.url, net, { profile: args.profile && name === 'honest', diagnose: args.diagnose && name === 'honest' });
+      runs[name] = r;
+      log(`${name}: ${r.seconds.toFixed(3)} s, ${(r.verifiedBytes / 1e6).toFixed(1)} MB verified, ${r.mb_s.toFixed(1)} MB/s, rejected ${r.rejected}, banned ${r.banned.length}, root ${r.ok ? 'ok' : 'MISMATCH'}`);
+      if (r.profile) {
+        log('honest run, top functions by self time:');
+        for (const p of r.profile) log(`  ${String(p.ms).padStart(6)} ms ${String(p.pct).padStart(5)} %  ${p.fn}`);
+      }
+      if (!r.ok) status = 1;
+      if (r.verify_seconds) {
+        log(`honest: verifyChunk alone in the page, 3 passes: ${r.verify_seconds.map((x) => `${x.toFixed(3)} s (${(r.verifiedBytes / x / 1e6).toFixed(0)} MB/s)`).join(', ')}`);
+      }
+      if (args.diagnose && name === 'honest') {
+        const { syncState } = await import('@bpavl/light-client/sync');
+        const wasm = await import('@bpavl/wasm');
+        await wasm.init();
+        const root = Uint8Array.from(Buffer.from(net.info.root, 'hex'));
+        for (let i = 0; i < 2; i++) {
+          let bytes = 0;
+          const t0 = performance.now();
+          const res = await syncState({ root, peers: net.info.peers.map((p) => p.ws), onEvent: (e) => e.type === 'chunk-verified' && (bytes += e.bytes) });
+          const s = (performance.now() - t0) / 1000;
+          res.tree.free();
+          log(`honest: the same sync in Node ${process.version} (pass ${i + 1}): ${s.toFixed(3)} s, ${(bytes / s / 1e6).toFixed(1)} MB/s`);
+        }
+      }
+      if (args['demo-page'] && name === 'honest') {
+        log('honest: syncing in the demo page (WebSocket)');
+        demo = await syncInDemoPage(browser, net);
+        log(`demo page: ${demo.state}, ${demo.time}, ${demo.bytes} (wall ${demo.wall_seconds.toFixed(2)} s incl. the click)`);
+      }
+    } finally {
+      await stopNetwork(net);
+    }
+  }
+} catch (e) {
+  log(`failed: ${e instanceof Error ? e.stack : e}`);
+  status = 1;
+} finally {
+  await browser?.close();
+  await server?.close();
+  await Promise.all([...launchers].map(stopNetwork));
+  rmSync(outDir, { recursive: true, force: true });
+}
+
+const h = runs.honest;
+const b = runs.byzantine;
+if (h && b) {
+  const slow = h.mb_s / b.mb_s;
+  const mark = (ok) => (ok ? 'ok' : 'MISSED');
+  console.log(`bench:browser  ${args.entries} entries, chunk ${args.chunk}, ${args.peers} peers over WebSocket, Chromium ${browser.version()}`);
+  console.log(`honest       ${h.mb_s.toFixed(1).padStart(7)} MB/s  ${h.seconds.toFixed(3)} s  target ≥ ${TARGETS.honest_mb_s} MB/s ${mark(h.mb_s >= TARGETS.honest_mb_s)}`);
+  console.log(
+    `byzantine    ${b.mb_s.toFixed(1).padStart(7)} MB/s  ${b.seconds.toFixed(3)} s  ${slow.toFixed(2)}× slower, target within ${TARGETS.byzantine_slowdown}× ${mark(slow <= TARGETS.byzantine_slowdown)}` +
+      `  (rejected ${b.rejected}, banned ${b.banned.map((x) => x.code).join(', ') || 'none'})`,
+  );
+  console.log(`MB = 10^6 bytes of chunk envelope verified; roots checked in the page: ${h.ok && b.ok ? 'ok' : 'MISMATCH'}`);
+  console.log(
+    JSON.stringify({
+      browser_sync_mb_s_honest: Number(h.mb_s.toFixed(1)),
+      browser_sync_mb_s_byzantine: Number(b.mb_s.toFixed(1)),
+      seconds: { honest: Number(h.seconds.toFixed(3)), byzantine: Number(b.seconds.toFixed(3)) },
+      rejected: b.rejected,
+      banned: b.banned.length,
+      banned_codes: b.banned.map((x) => x.code),
+      root_ok: h.ok && b.ok,
+      envelope_bytes: h.verifiedBytes,
+      chunks: h.chunks,
+      refetches: { honest: h.refetches, byzantine: b.refetches },
+      entries: Number(args.entries),
+      chunk: Number(args.chunk),
+      peers: Number(args.peers),
+      ...(demo && { demo_page: demo }),
+    }),
+  );
+} else status = 1;
+process.exit(status);

@@ -1,0 +1,86 @@
+// The browser half of `npm run bench:browser` (scripts/bench-browser.mjs): no
+// UI, just `syncState` of @bpavl/light-client/sync over the ws:// peers the
+// bench passes in. The bench calls `window.__syncBench({ root, peers })`
+// (root as hex) and reads what it resolves to; #status becomes "ready" once
+// the module has loaded.
+import { connectWebSocket, syncState } from '@bpavl/light-client/sync';
+import * as wasm from '@bpavl/wasm';
+
+const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+const fromHex = (s) => Uint8Array.from(s.match(/../g), (x) => parseInt(x, 16));
+
+/**
+ * `diagnose`: keeps every chunk payload received (through a `connect` that
+ * wraps the WebSocket transport) and, after the sync, times `verifyChunk` of
+ * @bpavl/wasm over them in this page: the CPU the sync needs, against its
+ * wall time.
+ */
+function keeping(kept) {
+  return async (address, signal) => {
+    const conn = await connectWebSocket(address, signal);
+    const request = conn.request.bind(conn);
+    conn.request = async (req, opts) => {
+      const res = await request(req, opts);
+      if (res.status === 0 && res.payload) kept.push({ index: req.index, payload: res.payload });
+      return res;
+    };
+    return conn;
+  };
+}
+
+function timeVerify(trusted, kept) {
+  const t0 = performance.now();
+  for (const { index, payload } of kept) {
+    try {
+      wasm.verifyChunk(trusted, index, payload).free();
+    } catch {
+      // a Byzantine peer's chunk
+    }
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+window.__syncBench = async ({ root, peers, diagnose = false, options = {} }) => {
+  const kept = [];
+  const trusted = fromHex(root);
+  let verifiedBytes = 0;
+  let verifiedChunks = 0;
+  let rejected = 0;
+  const banned = [];
+  const onEvent = (e) => {
+    if (e.type === 'chunk-verified') {
+      verifiedBytes += e.bytes;
+      verifiedChunks += 1;
+    } else if (e.type === 'chunk-rejected') rejected += 1;
+    else if (e.type === 'peer-banned') banned.push({ peer: e.peer, code: e.code });
+  };
+  const t0 = performance.now();
+  const result = await syncState({ ...options, root: trusted, peers, onEvent, ...(diagnose && { connect: keeping(kept) }) });
+  const seconds = (performance.now() - t0) / 1000;
+  try {
+    const rebuilt = hex(result.tree.root);
+    return {
+      ok: rebuilt === root,
+      rebuiltRoot: rebuilt,
+      seconds,
+      engineSeconds: result.seconds,
+      verifiedBytes,
+      verifiedChunks,
+      receivedBytes: result.bytes,
+      chunks: result.chunks,
+      refetches: result.refetches,
+      rejected,
+      banned,
+      engineRejected: result.rejected,
+      engineBanned: result.banned.length,
+      mb_s: verifiedBytes / seconds / 1e6,
+      ...(diagnose && { verify_seconds: [timeVerify(trusted, kept), timeVerify(trusted, kept), timeVerify(trusted, kept)] }),
+    };
+  } finally {
+    result.tree.free();
+  }
+};
+
+const status = document.querySelector('#status');
+status.dataset.state = 'ready';
+status.textContent = 'ready';
