@@ -47,7 +47,6 @@
 //   refetched   bpavl: the engine's refetches; Baseline: chunk requests for an index requested before
 //   banned      bpavl: peers banned; Baseline: peers rejected after a failed single-peer download
 import { execFileSync } from 'node:child_process';
-import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -138,7 +137,7 @@ const wasm = await import('@bpavl/wasm');
 const baselineWasm = await import('@bpavl/baseline-wasm');
 const { syncState, connectWebSocket } = await import('@bpavl/light-client/sync');
 const { Kind, Status } = await import('@bpavl/light-client/wire');
-const { SeededRandom } = await import('@bpavl/peer');
+const { SeededRandom, workloadEntry } = await import('@bpavl/peer');
 const { baselineSync } = await import('./bench-sync/baseline-sync.mjs');
 await wasm.init();
 await baselineWasm.init();
@@ -147,27 +146,12 @@ const hex = (b) => Buffer.from(b).toString('hex');
 const equal = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 // 2. The trusted roots: the same state, built here.
-function entry(i) {
-  const index = new Uint8Array(8);
-  new DataView(index.buffer).setBigUint64(0, BigInt(i));
-  const key = new Uint8Array(hash('sha256', index, 'buffer'));
-  const value = new Uint8Array(512);
-  value.set(index, 0);
-  const block = new Uint8Array(33);
-  block.set(key, 0);
-  for (let j = 0; j < 16; j++) {
-    block[32] = j;
-    const b = hash('sha256', block, 'buffer');
-    value.set(b.subarray(0, Math.min(32, 504 - 32 * j)), 8 + 32 * j);
-  }
-  return [key, value];
-}
 let t = performance.now();
 const tree = new wasm.Tree(capacity);
 const btree = new baselineWasm.BaselineTree();
 let stateBytes = 0;
 for (let i = 0; i < n; i++) {
-  const [key, value] = entry(i);
+  const [key, value] = workloadEntry(0n, i);
   tree.insert(key, value);
   btree.insert(key, value);
   stateBytes += key.length + value.length;

@@ -22,7 +22,6 @@
 // Progress on stderr; the result lines, then one JSON line last, on stdout.
 import { chromium } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,26 +68,9 @@ const wasm = await import('@bpavl/wasm');
 await wasm.init();
 
 // 2. The workload, the tree, the proofs and the envelopes.
-const sha256 = (...parts) => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return new Uint8Array(h.digest());
-};
-const be64 = (i) => {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(i));
-  return b;
-};
-function entry(i) {
-  const key = sha256(be64(i));
-  const value = new Uint8Array(512);
-  value.set(be64(i));
-  for (let j = 0; j < 16; j++) {
-    const b = sha256(key, Uint8Array.of(j));
-    value.set(b.subarray(0, Math.min(32, 504 - 32 * j)), 8 + 32 * j);
-  }
-  return [key, value];
-}
+// The standard workload (crates/bench/src/workload.rs), as the serving peer generates it.
+const { workloadEntry } = await import('../packages/peer/src/workload.ts');
+const entry = (i) => workloadEntry(0n, i);
 
 let t0 = performance.now();
 const tree = new wasm.Tree(capacity);

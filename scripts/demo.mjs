@@ -19,25 +19,13 @@ import { extname, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { BYZANTINE_MODES as MODES } from '../packages/peer/src/byzantine.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BPAVL = join(ROOT, 'packages/peer/bin/bpavl.mjs');
 const DIST = join(ROOT, 'packages/demo-web/dist');
 const DEFAULT_PORT = 5180;
 const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
-const MODES = [
-  'corrupt-value',
-  'corrupt-key',
-  'corrupt-proof',
-  'wrong-index',
-  'wrong-root',
-  'random-bytes',
-  'truncate',
-  'oversize',
-  'slow',
-  'silent',
-  'disconnect',
-];
 
 const USAGE = `npm start [-- options]        (or: node scripts/demo.mjs [options])
 

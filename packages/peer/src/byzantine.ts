@@ -198,8 +198,8 @@ export class Byzantine {
     return lie;
   }
 
-  #lieBaseline(index: number, baseline: BaselineServed, payload: Uint8Array): Lie | undefined {
-    const tamper = (p: Uint8Array | undefined): Lie | undefined => (p === undefined ? undefined : { kind: 'payload', payload: p });
+  /** The lies that do not depend on what is answered; `null` for the modes that do. */
+  #genericLie(payload: Uint8Array): Lie | undefined | null {
     switch (this.mode) {
       case 'truncate':
       case 'oversize':
@@ -210,29 +210,31 @@ export class Byzantine {
         return { kind: 'slow', ms: this.#slowMs };
       case 'random-bytes':
         return tamper(this.#rng.bytes(payload.length));
+      default:
+        return null;
+    }
+  }
+
+  #lieBaseline(index: number, baseline: BaselineServed, payload: Uint8Array): Lie | undefined {
+    const generic = this.#genericLie(payload);
+    if (generic !== null) return generic;
+    switch (this.mode) {
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptBaselineLeaf(payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
       case 'wrong-index':
         return baseline.chunks.length < 2 ? undefined : tamper(baseline.chunks[(index + 1) % baseline.chunks.length]);
-      case 'corrupt-proof':
+      case 'corrupt-proof': // a Baseline chunk has no proof, and no other root to send
       case 'wrong-root':
+      default: // the generic modes, answered above
         return undefined;
     }
   }
 
   #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
-    const tamper = (p: Uint8Array | undefined): Lie | undefined => (p === undefined ? undefined : { kind: 'payload', payload: p });
+    const generic = this.#genericLie(payload);
+    if (generic !== null) return generic;
     switch (this.mode) {
-      case 'truncate':
-      case 'oversize':
-      case 'silent':
-      case 'disconnect':
-        return { kind: this.mode };
-      case 'slow':
-        return { kind: 'slow', ms: this.#slowMs };
-      case 'random-bytes':
-        return tamper(this.#rng.bytes(payload.length));
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptEntry(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
@@ -244,8 +246,15 @@ export class Byzantine {
       }
       case 'wrong-root':
         return tamper(answerFrom(this.#other!, req));
+      default: // the generic modes, answered above
+        return undefined;
     }
   }
+}
+
+/** A lie that replaces the payload, or no lie when there is nothing to send instead. */
+function tamper(p: Uint8Array | undefined): Lie | undefined {
+  return p === undefined ? undefined : { kind: 'payload', payload: p };
 }
 
 /** The other tree's OK payload for the same request (`wrong-root`), or undefined if it has none. */
