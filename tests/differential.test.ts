@@ -48,7 +48,7 @@ type Case =
   | { kind: 'envelope'; root: Uint8Array; index: number; bytes: Uint8Array };
 
 /** Which kind of case: counted separately in the summary. */
-type Category = 'valid' | 'mutated' | 'wrong-input' | 'cross-kind' | 'garbage';
+type Category = 'valid' | 'mutated' | 'wrong-input' | 'cross-kind' | 'garbage' | 'batched';
 
 const tsTyped = (e: unknown) => e instanceof ts.ProofError && PROOF_CODES.has(e.code);
 const wasmTyped = (e: unknown) =>
@@ -170,6 +170,7 @@ function check(c: Case, category: Category, label: string, expectation?: { ok: s
   const w = runWasm(c);
   const o = t === w ? (t.startsWith('ok') ? 'ok' : t.slice(4)) : 'DISAGREE';
   outcomes.set(o, (outcomes.get(o) ?? 0) + 1);
+  if (c.kind === 'existence' && t === w) batchQueue.push({ c, want: w, category, label });
   if (t.startsWith('THROW') || w.startsWith('THROW')) fail('untyped throw', category, label, c, t, w);
   else if (t !== w) fail('disagreement', category, label, c, t, w);
   else if (expectation === 'error') {
@@ -183,7 +184,35 @@ function check(c: Case, category: Category, label: string, expectation?: { ok: s
   return t;
 }
 
+/** Existence cases checked one at a time, to be checked again through `verifyExistenceBatch`. */
+let batchQueue: { c: Extract<Case, { kind: 'existence' }>; want: string; category: Category; label: string }[] = [];
+
+/**
+ * `wasm.verifyExistenceBatch` must give every queued case exactly the outcome
+ * `verifyExistence` gave it (its lanes hash four proofs side by side), in
+ * batches of mixed valid and invalid cases, one batch per root.
+ */
+function checkExistenceBatches(): void {
+  const byRoot = new Map<string, typeof batchQueue>();
+  for (const q of batchQueue) byRoot.set(toHex(q.c.root), [...(byRoot.get(toHex(q.c.root)) ?? []), q]);
+  batchQueue = [];
+  for (const queued of byRoot.values()) {
+    const results = wasm.verifyExistenceBatch(
+      queued[0].c.root,
+      queued.map(({ c }) => ({ key: c.key, value: c.value, proof: c.bytes })),
+    );
+    if (results.length !== queued.length) expect.fail(`verifyExistenceBatch returned ${results.length} results for ${queued.length} items`);
+    queued.forEach(({ c, want, category, label }, i) => {
+      const r = results[i];
+      const got = r instanceof Error ? (wasmTyped(r) ? `err ${(r as { code: string }).code}` : `THROW ${r.name}`) : `ok ${r.chunkIndex},${r.position},${r.chunks},${r.entries}`;
+      if (got !== want) fail('verifyExistenceBatch differs from verifyExistence', category, label, c, want, got);
+      bump('existence', 'batched');
+    });
+  }
+}
+
 function assertNoFailures(): void {
+  checkExistenceBatches();
   const f = failures;
   failures = [];
   if (f.length > 0) {

@@ -6,6 +6,7 @@ export {
   VerifiedChunk,
   Rebuilder,
   verifyExistence,
+  verifyExistenceBatch,
   verifyAbsence,
   verifyRange,
   verifyChunkProof,

@@ -10,6 +10,7 @@ export {
   VerifiedChunk,
   Rebuilder,
   verifyExistence,
+  verifyExistenceBatch,
   verifyAbsence,
   verifyRange,
   verifyChunkProof,

@@ -1269,8 +1269,7 @@ fn absence(t: &Trees) -> VectorFile {
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn naive_range(b: &Built, start: &[u8], end: Option<&[u8]>, limit: usize) -> (Entries, bool, Option<Vec<u8>>) {
-    let mut matching =
-        b.entries.iter().filter(|(k, _)| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e));
+    let mut matching = b.entries.iter().filter(|(k, _)| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e));
     let results: Vec<_> = matching.by_ref().take(limit).cloned().collect();
     let next = matching.next().map(|e| e.0.clone());
     (results, next.is_none(), next)

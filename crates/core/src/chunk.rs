@@ -4,7 +4,7 @@
 //! Keys live in one sorted byte buffer with end offsets, so a binary search
 //! touches two small arrays instead of chasing a pointer per key.
 
-use crate::hash::{chunk_hash, entry_hash, inchunk_tree, left_size, multiproof, Hash};
+use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, Hash};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
@@ -172,10 +172,10 @@ impl Chunk {
         if let Some(h) = self.hash {
             return h;
         }
-        for i in 0..self.len() {
-            if self.entry_hashes[i].is_none() {
-                self.entry_hashes[i] = Some(entry_hash(self.key(i), self.value(i)));
-            }
+        let stale: Vec<usize> = (0..self.len()).filter(|&i| self.entry_hashes[i].is_none()).collect();
+        let fresh = entry_hashes(stale.iter().map(|&i| (self.key(i), self.value(i))));
+        for (i, h) in stale.into_iter().zip(fresh) {
+            self.entry_hashes[i] = Some(h);
         }
         let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
         self.tree = inchunk_tree(&leaves);

@@ -4,7 +4,7 @@
 use crate::chunk::Chunk;
 use crate::codec::{put_bytes, put_varint, Reader};
 use crate::error::ProofError;
-use crate::hash::{chunk_hash, entry_hash, inchunk_tree, Hash};
+use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, Hash};
 use crate::limits::MAX_HEIGHT;
 use crate::path::ChunkPath;
 
@@ -140,7 +140,7 @@ impl VerifiedChunk {
 pub fn verify_chunk(root: &Hash, expected_index: u64, bytes: &[u8]) -> Result<VerifiedChunk, ProofError> {
     let v = decode_view(bytes)?;
     let m = v.keys.len();
-    let leaves: Vec<Hash> = v.keys.iter().zip(&v.values).map(|(k, val)| entry_hash(k, val)).collect();
+    let leaves = entry_hashes(v.keys.iter().zip(&v.values).map(|(k, val)| (*k, *val)));
     let tree = inchunk_tree(&leaves);
     let hash = chunk_hash(m, &tree[0]);
     let f = v.path.fold(v.capacity, m, hash);

@@ -17,34 +17,78 @@ const TAG_ROOT: u8 = 0x04;
 /// `H(0x00 ‖ u32be(len k) ‖ k ‖ u32be(len v) ‖ v)`.
 pub fn entry_hash(key: &[u8], value: &[u8]) -> Hash {
     let mut h = Sha256::new();
-    h.update([TAG_ENTRY]);
-    h.update((key.len() as u32).to_be_bytes());
-    h.update(key);
-    h.update((value.len() as u32).to_be_bytes());
-    h.update(value);
+    for part in EntryPreimage::new(key, value).parts() {
+        h.update(part);
+    }
     h.finalize().into()
+}
+
+/// An entry's preimage as the parts it is made of, without copying the entry.
+pub(crate) struct EntryPreimage<'a> {
+    head: [u8; 5],
+    key: &'a [u8],
+    value_len: [u8; 4],
+    value: &'a [u8],
+}
+
+impl<'a> EntryPreimage<'a> {
+    pub(crate) fn new(key: &'a [u8], value: &'a [u8]) -> Self {
+        let mut head = [TAG_ENTRY, 0, 0, 0, 0];
+        head[1..].copy_from_slice(&(key.len() as u32).to_be_bytes());
+        EntryPreimage { head, key, value_len: (value.len() as u32).to_be_bytes(), value }
+    }
+
+    pub(crate) fn parts(&self) -> [&[u8]; 4] {
+        [&self.head, self.key, &self.value_len, self.value]
+    }
+}
+
+/// `entry_hash` of every entry, in order.
+pub fn entry_hashes<'a>(entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<Hash> {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        let mut batch = crate::sha256x4::Batch::with_capacity(entries.len(), 9 + 32 + 512);
+        for (k, v) in entries {
+            batch.push(&EntryPreimage::new(k, v).parts());
+        }
+        batch.digests()
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    entries.map(|(k, v)| entry_hash(k, v)).collect()
 }
 
 /// `H(0x01 ‖ left ‖ right)`: an inner node of the in-chunk tree.
 pub fn inchunk_node(left: &Hash, right: &Hash) -> Hash {
+    Sha256::digest(inchunk_preimage(left, right)).into()
+}
+
+fn inchunk_preimage(left: &Hash, right: &Hash) -> [u8; 65] {
     let mut buf = [0u8; 65];
     buf[0] = TAG_INCHUNK;
     buf[1..33].copy_from_slice(left);
     buf[33..].copy_from_slice(right);
-    Sha256::digest(buf).into()
+    buf
 }
 
 /// `H(0x02 ‖ u32be(M) ‖ chunk_root)`: a chunk, the leaf of the AVL tree.
 pub fn chunk_hash(entries: usize, chunk_root: &Hash) -> Hash {
+    Sha256::digest(chunk_preimage(entries, chunk_root)).into()
+}
+
+fn chunk_preimage(entries: usize, chunk_root: &Hash) -> [u8; 37] {
     let mut buf = [0u8; 37];
     buf[0] = TAG_CHUNK;
     buf[1..5].copy_from_slice(&(entries as u32).to_be_bytes());
     buf[5..].copy_from_slice(chunk_root);
-    Sha256::digest(buf).into()
+    buf
 }
 
 /// `H(0x03 ‖ u8(height) ‖ u64be(chunks) ‖ u64be(entries) ‖ left ‖ right)`.
 pub fn inner_hash(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Hash) -> Hash {
+    Sha256::digest(inner_preimage(height, chunks, entries, left, right)).into()
+}
+
+fn inner_preimage(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Hash) -> [u8; 82] {
     let mut buf = [0u8; 82];
     buf[0] = TAG_INNER;
     buf[1] = height;
@@ -52,23 +96,103 @@ pub fn inner_hash(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Ha
     buf[10..18].copy_from_slice(&entries.to_be_bytes());
     buf[18..50].copy_from_slice(left);
     buf[50..].copy_from_slice(right);
-    Sha256::digest(buf).into()
+    buf
 }
 
 /// `H(0x04 ‖ u32be(C) ‖ u64be(chunks) ‖ u64be(entries) ‖ top)`: the tree root.
 pub fn root_hash(capacity: usize, chunks: u64, entries: u64, top: &Hash) -> Hash {
+    Sha256::digest(root_preimage(capacity, chunks, entries, top)).into()
+}
+
+fn root_preimage(capacity: usize, chunks: u64, entries: u64, top: &Hash) -> [u8; 53] {
     let mut buf = [0u8; 53];
     buf[0] = TAG_ROOT;
     buf[1..5].copy_from_slice(&(capacity as u32).to_be_bytes());
     buf[5..13].copy_from_slice(&chunks.to_be_bytes());
     buf[13..21].copy_from_slice(&entries.to_be_bytes());
     buf[21..].copy_from_slice(top);
-    Sha256::digest(buf).into()
+    buf
 }
 
 /// The root of the empty tree of capacity `capacity`.
 pub fn empty_root(capacity: usize) -> Hash {
     root_hash(capacity, 0, 0, &[0u8; 32])
+}
+
+/// One step of folding a proof upwards: the preimage of a node on the path,
+/// with a 32-byte hole where the hash of the node below it goes. A proof's
+/// fold is a chain of links, so it can be hashed at once (`Chain`) or queued
+/// beside other proofs' chains (`sha256x4`).
+#[derive(Clone, Copy)]
+pub(crate) struct Link {
+    preimage: [u8; 82],
+    len: u8,
+    hole: u8,
+}
+
+impl Link {
+    fn new(preimage: &[u8], hole: usize) -> Self {
+        let mut buf = [0u8; 82];
+        buf[..preimage.len()].copy_from_slice(preimage);
+        Link { preimage: buf, len: preimage.len() as u8, hole: hole as u8 }
+    }
+
+    /// An in-chunk node whose other child is `sibling`.
+    pub(crate) fn inchunk(sibling: &Hash, sibling_is_left: bool) -> Self {
+        if sibling_is_left {
+            Link::new(&inchunk_preimage(sibling, &[0; 32]), 33)
+        } else {
+            Link::new(&inchunk_preimage(&[0; 32], sibling), 1)
+        }
+    }
+
+    /// The chunk over the in-chunk root of a chunk of `entries` entries.
+    pub(crate) fn chunk(entries: usize) -> Self {
+        Link::new(&chunk_preimage(entries, &[0; 32]), 5)
+    }
+
+    /// An inner node whose other child is `sibling`.
+    pub(crate) fn inner(height: u8, chunks: u64, entries: u64, sibling: &Hash, sibling_is_left: bool) -> Self {
+        if sibling_is_left {
+            Link::new(&inner_preimage(height, chunks, entries, sibling, &[0; 32]), 50)
+        } else {
+            Link::new(&inner_preimage(height, chunks, entries, &[0; 32], sibling), 18)
+        }
+    }
+
+    /// The tree root over the top node.
+    pub(crate) fn root(capacity: usize, chunks: u64, entries: u64) -> Self {
+        Link::new(&root_preimage(capacity, chunks, entries, &[0; 32]), 21)
+    }
+
+    /// The preimage with `below` in the hole.
+    pub(crate) fn filled(&self, below: &Hash) -> ([u8; 82], usize) {
+        let mut buf = self.preimage;
+        buf[self.hole as usize..self.hole as usize + 32].copy_from_slice(below);
+        (buf, self.len as usize)
+    }
+}
+
+/// Where a fold puts its links.
+pub(crate) trait Links {
+    fn push(&mut self, link: Link);
+}
+
+/// Hashes each link as it comes: the running hash is the fold so far.
+pub(crate) struct Chain(pub(crate) Hash);
+
+impl Links for Chain {
+    fn push(&mut self, link: Link) {
+        let (buf, len) = link.filled(&self.0);
+        self.0 = Sha256::digest(&buf[..len]).into();
+    }
+}
+
+/// Collects the links, to be hashed later beside other chains.
+impl Links for Vec<Link> {
+    fn push(&mut self, link: Link) {
+        Vec::push(self, link);
+    }
 }
 
 /// The largest power of two strictly less than `n` (`n ≥ 2`): the size of the
@@ -78,26 +202,52 @@ pub(crate) fn left_size(n: usize) -> usize {
     1 << (usize::BITS - 1 - (n - 1).leading_zeros())
 }
 
+/// `inchunk_node` over each adjacent pair `(level[2i], level[2i+1])`.
+fn hash_pairs(level: &[Hash]) -> Vec<Hash> {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        let mut batch = crate::sha256x4::Batch::with_capacity(level.len() / 2, 65);
+        for pair in level.chunks_exact(2) {
+            batch.push(&[&inchunk_preimage(&pair[0], &pair[1])]);
+        }
+        batch.digests()
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    level.chunks_exact(2).map(|pair| inchunk_node(&pair[0], &pair[1])).collect()
+}
+
 /// The whole in-chunk tree over one or more entry hashes, as a flat array of
 /// `2M − 1` hashes in pre-order: a node over `n` leaves at index `p` has its
 /// left child at `p + 1` and its right child at `p + 2k` (`k` = left size).
 /// `tree[0]` is the chunk root, `mth(leaves)`.
+///
+/// It is computed level by level, so each level's hashes are independent (and
+/// batched where that is faster): level `l + 1` pairs up level `l` and carries
+/// an odd last node up unchanged. Node `i` of level `l` is then the MTH of
+/// leaves `[i·2^l, min((i+1)·2^l, M))`, which is exactly the set an RFC 6962
+/// subtree over `[a, a + n)` covers, at `l = ⌈log2 n⌉` and `i = a >> l`.
 pub fn inchunk_tree(leaves: &[Hash]) -> Vec<Hash> {
-    fn fill(leaves: &[Hash], out: &mut [Hash]) {
-        if leaves.len() == 1 {
-            out[0] = leaves[0];
-            return;
+    fn fill(levels: &[Vec<Hash>], a: usize, n: usize, out: &mut [Hash]) {
+        let level = (usize::BITS - (n - 1).leading_zeros()) as usize;
+        out[0] = levels[level][a >> level];
+        if n > 1 {
+            let k = left_size(n);
+            let (left, right) = out[1..].split_at_mut(2 * k - 1);
+            fill(levels, a, k, left);
+            fill(levels, a + k, n - k, right);
         }
-        let k = left_size(leaves.len());
-        let (node, rest) = out.split_first_mut().expect("2n - 1 slots");
-        let (left, right) = rest.split_at_mut(2 * k - 1);
-        fill(&leaves[..k], left);
-        fill(&leaves[k..], right);
-        *node = inchunk_node(&left[0], &right[0]);
     }
     assert!(!leaves.is_empty(), "a chunk holds at least one entry");
+    let mut levels = vec![leaves.to_vec()];
+    while let Some(level) = levels.last().filter(|l| l.len() > 1) {
+        let mut up = hash_pairs(level);
+        if level.len() % 2 == 1 {
+            up.push(level[level.len() - 1]);
+        }
+        levels.push(up);
+    }
     let mut out = vec![[0u8; 32]; 2 * leaves.len() - 1];
-    fill(leaves, &mut out);
+    fill(&levels, 0, leaves.len(), &mut out);
     out
 }
 
@@ -154,6 +304,40 @@ pub fn multiproof_root(m: usize, lo: usize, in_range: &[Hash], proof: &[Hash]) -
     walk(0, m, lo, in_range, &mut proof.iter())
 }
 
+/// The links from leaf `position` of a chunk of `m` entries up to the
+/// in-chunk root, given its multiproof (`multiproof(tree, m, position,
+/// position + 1)`, `multiproof_len` hashes): the hashes of `multiproof_root`
+/// for one leaf, as a chain.
+pub(crate) fn inchunk_links(m: usize, position: usize, proof: &[Hash], out: &mut impl Links) {
+    // Top-down, which side each sibling is on (bit d for depth d).
+    let (mut lefts, mut depth) = (0u64, 0usize);
+    let (mut a, mut n) = (0usize, m);
+    while n > 1 {
+        let k = left_size(n);
+        if position < a + k {
+            n = k;
+        } else {
+            lefts |= 1 << depth;
+            (a, n) = (a + k, n - k);
+        }
+        depth += 1;
+    }
+    debug_assert_eq!(depth, proof.len());
+    // The multiproof lists siblings left to right: those on the left
+    // top-down, then those on the right bottom-up.
+    let (left_siblings, right_siblings) = proof.split_at(lefts.count_ones() as usize);
+    let (mut next_left, mut next_right) = (left_siblings.len(), 0);
+    for d in (0..depth).rev() {
+        if lefts & (1 << d) != 0 {
+            next_left -= 1;
+            out.push(Link::inchunk(&left_siblings[next_left], true));
+        } else {
+            out.push(Link::inchunk(&right_siblings[next_right], false));
+            next_right += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +365,47 @@ mod tests {
                     assert_eq!(proof.len(), multiproof_len(m, lo, hi));
                     assert_eq!(multiproof_root(m, lo, &leaves[lo..hi], &proof), root);
                 }
+            }
+        }
+    }
+
+    /// The MTH of RFC 6962, written as its definition.
+    fn mth(leaves: &[Hash]) -> Hash {
+        if leaves.len() == 1 {
+            return leaves[0];
+        }
+        let k = left_size(leaves.len());
+        inchunk_node(&mth(&leaves[..k]), &mth(&leaves[k..]))
+    }
+
+    #[test]
+    fn inchunk_tree_is_the_pre_order_of_rfc6962_subtrees() {
+        fn check(tree: &[Hash], leaves: &[Hash]) {
+            assert_eq!(tree[0], mth(leaves));
+            if leaves.len() > 1 {
+                let k = left_size(leaves.len());
+                check(&tree[1..], &leaves[..k]);
+                check(&tree[2 * k..], &leaves[k..]);
+            }
+        }
+        for m in 1..=70usize {
+            let leaves: Vec<Hash> = (0..m).map(|i| entry_hash(&(i as u32).to_be_bytes(), b"v")).collect();
+            let tree = inchunk_tree(&leaves);
+            assert_eq!(tree.len(), 2 * m - 1);
+            check(&tree, &leaves);
+        }
+    }
+
+    #[test]
+    fn inchunk_links_fold_like_multiproof_root() {
+        for m in 1..=40usize {
+            let leaves: Vec<Hash> = (0..m).map(|i| entry_hash(&(i as u32).to_be_bytes(), b"w")).collect();
+            let tree = inchunk_tree(&leaves);
+            for (pos, leaf) in leaves.iter().enumerate() {
+                let proof = multiproof(&tree, m, pos, pos + 1);
+                let mut chain = Chain(*leaf);
+                inchunk_links(m, pos, &proof, &mut chain);
+                assert_eq!(chain.0, tree[0], "m = {m}, position {pos}");
             }
         }
     }

@@ -22,7 +22,10 @@ pub mod path;
 mod proof;
 mod prove;
 mod rebuild;
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+mod sha256x4;
 mod tree;
+mod verify_batch;
 
 mod invariants;
 
@@ -37,3 +40,4 @@ pub use proof::{
 };
 pub use rebuild::Rebuilder;
 pub use tree::{Commit, Entries, Snapshot, Tree};
+pub use verify_batch::{verify_existence_batch, ExistenceItem};

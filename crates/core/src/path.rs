@@ -4,7 +4,7 @@
 
 use crate::codec::{put_varint, Reader};
 use crate::error::ProofError;
-use crate::hash::{inner_hash, root_hash, Hash};
+use crate::hash::{Chain, Hash, Link, Links};
 use crate::limits::{min_fill, MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
 
 /// One ancestor of a chunk: its height and the sibling subtree beside the path.
@@ -102,21 +102,42 @@ impl ChunkPath {
 
     /// Folds `chunk_hash` (of a chunk with `m` entries) up to the root.
     pub fn fold(&self, capacity: usize, m: usize, chunk_hash: Hash) -> Folded {
-        let (mut h, mut chunks, mut entries) = (chunk_hash, 1u64, m as u64);
+        let mut chain = Chain(chunk_hash);
+        self.links(capacity, m, &mut chain).with_root(chain.0)
+    }
+
+    /// The fold as links, from the chunk hash up to the root (included).
+    pub(crate) fn links(&self, capacity: usize, m: usize, out: &mut impl Links) -> Unrooted {
+        let (mut chunks, mut entries) = (1u64, m as u64);
         let (mut index, mut key_height) = (0u64, 0u8);
         for s in &self.steps {
             chunks += s.sibling_chunks;
             entries += s.sibling_entries;
-            h = if s.sibling_is_left {
+            if s.sibling_is_left {
                 index += s.sibling_chunks;
                 if key_height == 0 {
                     key_height = s.parent_height;
                 }
-                inner_hash(s.parent_height, chunks, entries, &s.sibling_hash, &h)
-            } else {
-                inner_hash(s.parent_height, chunks, entries, &h, &s.sibling_hash)
-            };
+            }
+            out.push(Link::inner(s.parent_height, chunks, entries, &s.sibling_hash, s.sibling_is_left));
         }
-        Folded { root: root_hash(capacity, chunks, entries, &h), index, chunks, entries, key_height }
+        out.push(Link::root(capacity, chunks, entries));
+        Unrooted { index, chunks, entries, key_height }
+    }
+}
+
+/// What a fold authenticates besides the root, once the root is computed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unrooted {
+    index: u64,
+    chunks: u64,
+    entries: u64,
+    key_height: u8,
+}
+
+impl Unrooted {
+    pub(crate) fn with_root(self, root: Hash) -> Folded {
+        let Unrooted { index, chunks, entries, key_height } = self;
+        Folded { root, index, chunks, entries, key_height }
     }
 }

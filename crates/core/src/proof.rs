@@ -3,9 +3,11 @@
 
 use crate::codec::{check_key, check_value, put_bytes, put_varint, Reader};
 use crate::error::ProofError;
-use crate::hash::{chunk_hash, empty_root, entry_hash, multiproof_len, multiproof_root, Hash};
+use crate::hash::{
+    chunk_hash, empty_root, entry_hash, inchunk_links, multiproof_len, multiproof_root, Chain, Hash, Link, Links,
+};
 use crate::limits::{MAX_KEY_LEN, MAX_RANGE_LIMIT};
-use crate::path::{ChunkPath, Folded};
+use crate::path::{ChunkPath, Folded, Unrooted};
 
 /// Format byte of an existence proof.
 pub const FORMAT_EXISTENCE: u8 = 0x01;
@@ -60,9 +62,16 @@ impl EntryWitness {
     }
 
     fn fold(&self, capacity: usize, entry: Hash) -> Folded {
+        let mut chain = Chain(entry);
+        self.links(capacity, &mut chain).with_root(chain.0)
+    }
+
+    /// The fold as links, from the entry hash up to the root.
+    pub(crate) fn links(&self, capacity: usize, out: &mut impl Links) -> Unrooted {
         let m = self.chunk_entries;
-        let root = multiproof_root(m, self.position, &[entry], &self.inchunk);
-        self.path.fold(capacity, m, chunk_hash(m, &root))
+        inchunk_links(m, self.position, &self.inchunk, out);
+        out.push(Link::chunk(m));
+        self.path.links(capacity, m, out)
     }
 
     fn fold_entry(&self, root: &Hash, capacity: usize, key: &[u8], value: &[u8]) -> Result<EntryPosition, ProofError> {
@@ -70,11 +79,14 @@ impl EntryWitness {
         if f.root != *root {
             return Err(ProofError::RootMismatch);
         }
-        Ok(EntryPosition { chunk_index: f.index, position: self.position, chunks: f.chunks, entries: f.entries })
+        Ok(EntryPosition::at(&f, self.position))
     }
 }
 
 impl EntryPosition {
+    pub(crate) fn at(f: &Folded, position: usize) -> Self {
+        EntryPosition { chunk_index: f.index, position, chunks: f.chunks, entries: f.entries }
+    }
     fn is_first(&self) -> bool {
         self.chunk_index == 0 && self.position == 0
     }

@@ -62,3 +62,34 @@ export function chunkPosition(index, chunks, entries, keyHeight) {
 export function rangeResult(entries, complete, resumeKey) {
   return { entries, complete, resumeKey };
 }
+
+/**
+ * Checks `items` is `{ key, value, proof }[]` of Uint8Arrays (a TypeError
+ * naming the first bad one otherwise) and writes `[total bytes, items]` into `size`.
+ */
+export function existenceItemsSize(items, size) {
+  if (!Array.isArray(items)) throw new TypeError('items must be an array of { key, value, proof }');
+  let bytes = 0;
+  for (let i = 0; i < items.length; i++) {
+    for (const field of ['key', 'value', 'proof']) {
+      const len = bytesLength(items[i]?.[field]);
+      if (len < 0) throw new TypeError(`items[${i}].${field} must be a Uint8Array`);
+      bytes += len;
+    }
+  }
+  size[0] = bytes;
+  size[1] = items.length;
+}
+
+/** Lays out what `existenceItemsSize` checked: the bytes end to end in `flat`, each one's end in `ends`. */
+export function copyExistenceItems(items, flat, ends) {
+  let at = 0;
+  let e = 0;
+  for (const item of items) {
+    for (const part of [item.key, item.value, item.proof]) {
+      flat.set(part, at);
+      at += part.length;
+      ends[e++] = at;
+    }
+  }
+}

@@ -35,6 +35,10 @@ extern "C" {
     #[wasm_bindgen(js_name = copyBytes)]
     fn copy_bytes(v: &JsValue, dst: &mut [u8]);
     fn pairs(flat: &[u8], ends: &[u32]) -> JsValue;
+    #[wasm_bindgen(js_name = existenceItemsSize, catch)]
+    fn existence_items_size(items: &JsValue, size: &mut [f64]) -> Result<(), JsValue>;
+    #[wasm_bindgen(js_name = copyExistenceItems)]
+    fn copy_existence_items(items: &JsValue, flat: &mut [u8], ends: &mut [u32]);
     fn numbers(view: &[f64]) -> JsValue;
     #[wasm_bindgen(js_name = commitResult)]
     pub(crate) fn commit_result(version: f64, root: &[u8]) -> JsValue;
@@ -87,6 +91,16 @@ pub(crate) fn bytes(v: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
     let mut out = vec![0; len as usize];
     copy_bytes(v, &mut out);
     Ok(out)
+}
+
+/// The keys, values and proofs of `{ key, value, proof }[]` laid end to end,
+/// and where each ends (three offsets an item). A TypeError for anything else.
+pub(crate) fn existence_items(items: &JsValue) -> Result<(Vec<u8>, Vec<u32>), JsValue> {
+    let mut size = [0.0; 2]; // [bytes, items]
+    existence_items_size(items, &mut size)?;
+    let (mut flat, mut ends) = (vec![0; size[0] as usize], vec![0; 3 * size[1] as usize]);
+    copy_existence_items(items, &mut flat, &mut ends);
+    Ok((flat, ends))
 }
 
 /// `None` for `undefined` or `null` (`v` is `None`), else the bytes of Uint8Array `v`.

@@ -285,6 +285,42 @@ pub fn verify_existence(root: &Bytes, key: &Bytes, value: &Bytes, proof: &Bytes)
     Ok(convert::entry_position(p.chunk_index as f64, p.position as f64, p.chunks as f64, p.entries as f64))
 }
 
+/// `verifyExistence` for many items at once: one result per item, in order,
+/// either its `EntryPosition` or the `ProofError` that `verifyExistence`
+/// would throw for it (returned, not thrown). With WebAssembly SIMD, four
+/// proofs hash side by side, about twice the rate of one call per proof.
+/// Throws only for a bad `root` or an item that is not three Uint8Arrays.
+///
+/// ```js
+/// const results = verifyExistenceBatch(root, [{ key, value, proof }, …]);
+/// const failed = results.filter((r) => r instanceof Error);
+/// ```
+#[wasm_bindgen(js_name = verifyExistenceBatch, unchecked_return_type = "(EntryPosition | BpavlError)[]")]
+pub fn verify_existence_batch(
+    root: &Bytes,
+    #[wasm_bindgen(unchecked_param_type = "{ key: Uint8Array; value: Uint8Array; proof: Uint8Array }[]")]
+    items: &JsValue,
+) -> Result<Vec<JsValue>, JsValue> {
+    let root = convert::root(root)?;
+    let (flat, ends) = convert::existence_items(items)?;
+    let mut at = 0;
+    let mut next = |end: u32| {
+        let part = &flat[at..end as usize];
+        at = end as usize;
+        part
+    };
+    let items: Vec<core::ExistenceItem> = ends.chunks_exact(3).map(|e| (next(e[0]), next(e[1]), next(e[2]))).collect();
+    Ok(core::verify_existence_batch(&root, &items)
+        .into_iter()
+        .map(|r| match r {
+            Ok(p) => {
+                convert::entry_position(p.chunk_index as f64, p.position as f64, p.chunks as f64, p.entries as f64)
+            }
+            Err(e) => throw(e),
+        })
+        .collect())
+}
+
 /// Checks that `key` is absent from the tree with root `root`, given an
 /// absence proof. Returns nothing; throws a ProofError.
 #[wasm_bindgen(js_name = verifyAbsence)]

@@ -10,6 +10,7 @@ import {
   verifyChunk,
   verifyChunkProof,
   verifyExistence,
+  verifyExistenceBatch,
   verifyRange,
 } from '../index.js';
 import { hex, loadVectors, thrown, toHex } from './helpers.js';
@@ -43,6 +44,39 @@ describe('existence.json', () => {
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof)))).toBe(code);
+  });
+  it('verifyExistenceBatch: every case, valid and invalid mixed, one batch per root', () => {
+    const cases: Case[] = [...v.valid, ...v.invalid];
+    const roots = [...new Set(cases.map((c) => c.root as string))];
+    let checked = 0;
+    for (const root of roots) {
+      const mine = cases.filter((c) => c.root === root);
+      const results = verifyExistenceBatch(
+        hex(root),
+        mine.map((c) => ({ key: hex(c.key), value: hex(c.value), proof: hex(c.proof) })),
+      );
+      expect(results).toHaveLength(mine.length);
+      mine.forEach((c, i) => {
+        const r = results[i];
+        if (c.code === undefined) {
+          expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunks: c.chunks, entries: c.entries });
+        } else {
+          expect(r).toBeInstanceOf(Error);
+          expect((r as Error).name).toBe('ProofError');
+          expect((r as { code: string }).code).toBe(c.code);
+        }
+        checked++;
+      });
+    }
+    expect(checked).toBe(v.valid.length + v.invalid.length);
+  });
+  it('verifyExistenceBatch: a TypeError for items that are not Uint8Arrays, a RangeError for a bad root', () => {
+    const c = v.valid[0];
+    const item = { key: hex(c.key), value: hex(c.value), proof: hex(c.proof) };
+    expect(verifyExistenceBatch(hex(c.root), [])).toEqual([]);
+    expect(thrown(() => verifyExistenceBatch(hex(c.root), [item, { ...item, proof: [1, 2] }]))).toBeInstanceOf(TypeError);
+    expect(thrown(() => verifyExistenceBatch(hex(c.root), item as never))).toBeInstanceOf(TypeError);
+    expect(thrown(() => verifyExistenceBatch(hex(c.root).subarray(1), [item]))).toBeInstanceOf(RangeError);
   });
 });
 

@@ -119,10 +119,11 @@ function rate(ops, pass) {
 const yieldNow = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 /**
- * The four measurements, with `lc` = `@bpavl/light-client/verify` and `wasm`
+ * The measurements, with `lc` = `@bpavl/light-client/verify` and `wasm`
  * = `@bpavl/wasm` (initialized), on a decoded payload. Existence: decode +
- * verify of each proof (one call), result compared with the expected chunk
- * index and position. Chunks: every envelope verified, its index and entry
+ * verify of each proof (TS and `wasm_verify_single`: one call a proof;
+ * `wasm_verify`: all of them in one `verifyExistenceBatch` call), every result
+ * compared with the expected chunk index and position. Chunks: every envelope verified, its index and entry
  * count checked, MB = 10^6 bytes of envelope.
  */
 export async function measure(lc, wasm, d) {
@@ -142,8 +143,14 @@ export async function measure(lc, wasm, d) {
     for (let i = 0; i < m; i++) checkEntry(lc.verifyExistence(root, keys[i], values[i], proofs[i]), i);
   });
   await yieldNow();
-  loops.wasm_verify = rate(m, () => {
+  loops.wasm_verify_single = rate(m, () => {
     for (let i = 0; i < m; i++) checkEntry(wasm.verifyExistence(root, keys[i], values[i], proofs[i]), i);
+  });
+  await yieldNow();
+  const items = proofs.map((proof, i) => ({ key: keys[i], value: values[i], proof }));
+  loops.wasm_verify = rate(m, () => {
+    const results = wasm.verifyExistenceBatch(root, items);
+    for (let i = 0; i < m; i++) checkEntry(results[i], i);
   });
   await yieldNow();
   loops.ts_chunk = rate(envelopes.length, () => {
@@ -174,6 +181,7 @@ export async function measure(lc, wasm, d) {
   return {
     ts_verify_per_s: Math.round(loops.ts_verify.perS),
     wasm_verify_per_s: Math.round(loops.wasm_verify.perS),
+    wasm_verify_single_per_s: Math.round(loops.wasm_verify_single.perS),
     ts_chunk_mb_s: Number(mbS(loops.ts_chunk.perS).toFixed(1)),
     wasm_chunk_mb_s: Number(mbS(loops.wasm_chunk.perS).toFixed(1)),
     loops: Object.fromEntries(Object.entries(loops).map(([k, v]) => [k, { passes: v.passes, seconds: Number(v.seconds.toFixed(3)) }])),
