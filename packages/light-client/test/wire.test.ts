@@ -8,6 +8,7 @@ import {
   encodeProofPayload,
   encodeRequest,
   encodeResponse,
+  encodeResponseFrame,
   encodeRootsPayload,
   FrameDecoder,
   Kind,
@@ -35,6 +36,20 @@ function rng(seed: number): () => number {
 }
 
 describe('frames', () => {
+  it('encodeResponseFrame is encodeFrame(encodeResponse(…)), byte for byte', () => {
+    const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+    for (const id of [0, 1, 127, 128, 16_383, 16_384, 2 ** 31, Number.MAX_SAFE_INTEGER]) {
+      for (const size of [0, 1, 100, 124, 125, 16_370, 70_000]) {
+        const payload = Uint8Array.from({ length: size }, (_, i) => (i * 31) & 0xff);
+        for (const status of [Status.Ok, Status.Busy]) {
+          const head = { id, kind: Kind.Chunk, status };
+          expect(hex(encodeResponseFrame(head, payload))).toBe(hex(encodeFrame(encodeResponse(head, payload))));
+        }
+      }
+    }
+    expect(hex(encodeResponseFrame({ id: 9, kind: Kind.Roots, status: Status.UnknownRoot }))).toBe('0401040901');
+  });
+
   it('reassemble across any split', () => {
     const rand = rng(1);
     const bodies = [0, 1, 127, 128, 300, 70_000].map((n) => Uint8Array.from({ length: n }, (_, i) => i & 0xff));

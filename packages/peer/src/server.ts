@@ -27,6 +27,7 @@ import {
   encodeFrame,
   encodeProofPayload,
   encodeResponse,
+  encodeResponseFrame,
   encodeRootsPayload,
   FrameDecoder,
   Kind,
@@ -288,6 +289,14 @@ function responseBody(req: AnyRequest, status: Status, payload?: Uint8Array): Ui
     : encodeResponse({ id: req.id, kind: req.kind, status }, payload);
 }
 
+/**
+ * A whole response frame of either protocol, in one allocation and one copy
+ * of the payload (the header is the same for both; kind is echoed as sent).
+ */
+function responseFrame(req: AnyRequest, status: Status, payload?: Uint8Array): Uint8Array {
+  return encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload);
+}
+
 /** One served connection. */
 class Session {
   readonly #server: SyncServer;
@@ -406,7 +415,7 @@ class Session {
   #sendStatus(id: number, kind: number, status: Status): void {
     this.#server.count(status);
     // The header is the same for both protocols; kind is echoed as sent.
-    this.#send(encodeFrame(encodeResponse({ id, kind: kind as Kind, status })));
+    this.#send(encodeResponseFrame({ id, kind: kind as Kind, status }));
   }
 
   #send(frame: Uint8Array): void {
@@ -506,7 +515,7 @@ class Session {
     this.#inFlight--;
     if (this.#closed) return;
     this.#server.count(status);
-    this.#send(encodeFrame(responseBody(req, status, payload)));
+    this.#send(responseFrame(req, status, payload));
     this.#checkBackpressure();
     this.#maybeEnd();
   }
