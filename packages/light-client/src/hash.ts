@@ -1,6 +1,6 @@
 /**
  * The node hashes of `spec/hashing.md` ("Node hashes"): one domain tag per
- * node kind, SHA-256 from `@noble/hashes`.
+ * node kind, SHA-256 from `@noble/hashes` (through `sha256.ts`).
  *
  * Speed: a single reusable SHA-256 instance is reset by cloning a pristine
  * one into it (`_cloneInto`, part of noble's public `Hash` interface), and each
@@ -11,7 +11,7 @@
  * @module
  */
 
-import { sha256 } from '@noble/hashes/sha2.js';
+import { Sha256 } from './sha256.js';
 import { HASH_LEN, MAX_CAPACITY, MAX_KEY_LEN, MAX_VALUE_LEN, MIN_CAPACITY } from './constants.js';
 
 const TAG_ENTRY = 0x00;
@@ -20,8 +20,6 @@ const TAG_CHUNK = 0x02;
 const TAG_INNER = 0x03;
 const TAG_ROOT = 0x04;
 const TWO_32 = 0x1_0000_0000;
-
-type Sha256 = ReturnType<typeof sha256.create>;
 
 // Lazily created so that importing this module has no side effects.
 let pristine: Sha256 | undefined;
@@ -33,8 +31,8 @@ let digestBuf: Uint8Array | undefined;
 /** SHA-256 of `data`, written to `out[off .. off + 32]`. Internal. */
 export function sha256Into(data: Uint8Array, out: Uint8Array, off: number): void {
   if (pristine === undefined) {
-    pristine = sha256.create();
-    work = sha256.create();
+    pristine = new Sha256();
+    work = new Sha256();
     digestBuf = new Uint8Array(HASH_LEN);
   }
   const h = pristine._cloneInto(work);
