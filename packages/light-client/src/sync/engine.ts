@@ -20,6 +20,18 @@ import { PeerState } from './peer.js';
 import { type BannedPeer, SyncError, type SyncEvent, type SyncOptions, type SyncResult } from './types.js';
 
 /**
+ * Endgame hedging: once nothing is left to hand out, an outstanding request
+ * is asked of a second peer only when it is this many times older than the
+ * session's smoothed response time. Earlier, a hedge is nearly always a
+ * duplicate download (and a duplicate verification) of a chunk that was
+ * about to arrive; later, a staller holds the sync's tail hostage.
+ */
+const HEDGE_LATENCY_FACTOR = 2;
+
+/** Never hedge a request younger than this (ms), however fast the peers answer. */
+const HEDGE_MIN_MS = 10;
+
+/**
  * Syncs the whole state under `root` from `peers` and resolves with the
  * rebuilt tree. Rejects with `SyncError` (`NO_HONEST_PEERS`) when every peer
  * is banned or unreachable, and with the signal's reason on abort.
@@ -57,9 +69,20 @@ class SyncSession {
   private readonly rebuilder: Rebuilder;
   /** Indices to fetch that nobody is fetching, next first. */
   private readonly queue: number[] = [0];
-  /** Who is fetching each index. */
-  private readonly fetchers = new Map<number, Set<PeerState>>();
+  /** Who is fetching each index, and since when (ms, performance.now()). */
+  private readonly fetchers = new Map<number, Map<PeerState, number>>();
   private readonly received = new Set<number>();
+  /**
+   * The envelope accepted for an index while another request for it is
+   * still out (a hedge), so that an identical late copy is recognised
+   * without verifying it again. At most one per outstanding request.
+   */
+  private readonly held = new Map<number, Uint8Array>();
+  /** Smoothed response time of every OK response, any peer (ms). */
+  private latencyMs: number | undefined;
+  /** The earliest time a not-yet-due hedge becomes due (set by `nextIndex`). */
+  private hedgeDueAt = Infinity;
+  private wakeAt = Infinity;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly banned: BannedPeer[] = [];
   private total: number | undefined;
@@ -191,53 +214,86 @@ class SyncSession {
   }
 
   /** The next index for `p`: from the queue, or, in the endgame, a hedge. */
-  private nextIndex(p: PeerState): { index: number; hedge: boolean } | undefined {
+  private nextIndex(p: PeerState, now: number): { index: number; hedge: boolean } | undefined {
     while (this.queue.length > 0) {
       const index = this.queue.shift()!;
       if (!this.received.has(index) && !this.fetchers.has(index)) return { index, hedge: false };
     }
-    // Endgame: ask a second peer for what is still outstanding, oldest first,
-    // so that a staller cannot hold the sync hostage. Before the first chunk
-    // tells the total, any number of peers may race for chunk 0.
-    const maxFetchers = this.total === undefined ? Infinity : 2;
-    for (const [index, who] of this.fetchers) {
-      if (who.size < maxFetchers && !who.has(p)) return { index, hedge: true };
+    // Before the first chunk tells the total, any number of peers may race
+    // for chunk 0, so that stallers listed first cannot hold the start.
+    if (this.total === undefined) {
+      for (const [index, who] of this.fetchers) if (!who.has(p)) return { index, hedge: true };
+      return undefined;
     }
-    return undefined;
+    // Endgame: ask a second peer for a request that is overdue, oldest
+    // first, so that a staller cannot hold the sync hostage; one that is
+    // not overdue yet sets when to look again.
+    const after = Math.max(HEDGE_MIN_MS, HEDGE_LATENCY_FACTOR * (this.latencyMs ?? 0));
+    let pick: number | undefined;
+    let pickSince = Infinity;
+    for (const [index, who] of this.fetchers) {
+      if (who.size >= 2 || who.has(p)) continue;
+      let since = Infinity;
+      for (const t of who.values()) since = Math.min(since, t);
+      if (now - since >= after) {
+        if (since < pickSince) {
+          pick = index;
+          pickSince = since;
+        }
+      } else {
+        this.hedgeDueAt = Math.min(this.hedgeDueAt, since + after);
+      }
+    }
+    return pick === undefined ? undefined : { index: pick, hedge: true };
   }
 
   private pump(): void {
     if (this.finished) return;
     const now = performance.now();
     let soonest = Infinity;
+    this.hedgeDueAt = Infinity;
     // Healthy peers first, so that stallers do not take the scarce work.
     const order = this.peers.filter((p) => p.usable).sort((a, b) => a.failures - b.failures);
     for (const p of order) {
       if (p.notBefore > now) soonest = Math.min(soonest, p.notBefore);
+      if (!p.wantsWork(now)) continue;
       while (p.canRequest(now)) {
-        const next = this.nextIndex(p);
+        const next = this.nextIndex(p, now);
         if (!next) break;
-        this.fetch(p, p.conn!, next.index, next.hedge);
+        this.fetch(p, p.conn!, next.index, next.hedge, now);
       }
     }
-    if (soonest !== Infinity && this.wake === undefined) {
-      this.wake = setTimeout(() => {
-        this.wake = undefined;
-        this.pump();
-      }, soonest - now);
-    }
+    this.wakeUpAt(Math.min(soonest, this.hedgeDueAt), now);
   }
 
-  private fetch(p: PeerState, conn: PeerConnection, index: number, hedge: boolean): void {
+  /** Runs `pump` again at `at` (ms, performance.now()), unless it is due earlier anyway. */
+  private wakeUpAt(at: number, now: number): void {
+    if (at === Infinity || at >= this.wakeAt) return;
+    if (this.wake !== undefined) clearTimeout(this.wake);
+    this.wakeAt = at;
+    // +1: timers have millisecond resolution, and an early wake finds nothing due.
+    this.wake = setTimeout(() => {
+      this.wake = undefined;
+      this.wakeAt = Infinity;
+      this.pump();
+    }, Math.max(0, at - now) + 1);
+  }
+
+  private fetch(p: PeerState, conn: PeerConnection, index: number, hedge: boolean, now: number): void {
     p.inflight.add(index);
-    const who = this.fetchers.get(index) ?? new Set<PeerState>();
-    who.add(p);
+    const who = this.fetchers.get(index) ?? new Map<PeerState, number>();
+    who.set(p, now);
     this.fetchers.set(index, who);
     this.emit({ type: 'request', index, peer: p.address, hedge });
-    const t0 = performance.now();
     conn.request({ kind: Kind.Chunk, root: this.root, index }, { timeoutMs: this.timeoutMs }).then(
-      (res) => this.settle(p, index) && this.onResponse(p, index, res, performance.now() - t0),
-      (err) => this.settle(p, index) && this.onError(p, conn, index, err),
+      (res) => {
+        if (this.settle(p, index)) this.onResponse(p, index, res, performance.now() - now);
+        this.release(index);
+      },
+      (err) => {
+        if (this.settle(p, index)) this.onError(p, conn, index, err);
+        this.release(index);
+      },
     );
   }
 
@@ -248,6 +304,11 @@ class SyncSession {
     who?.delete(p);
     if (who?.size === 0) this.fetchers.delete(index);
     return !this.finished;
+  }
+
+  /** Drops the envelope held for `index` once no request for it is out. */
+  private release(index: number): void {
+    if (!this.fetchers.has(index)) this.held.delete(index);
   }
 
   private onResponse(p: PeerState, index: number, res: Response, ms: number): void {
@@ -277,6 +338,14 @@ class SyncSession {
 
   private onChunk(p: PeerState, index: number, envelope: Uint8Array, ms: number): void {
     this.bytes += envelope.length;
+    const accepted = this.held.get(index);
+    if (accepted !== undefined && sameBytes(accepted, envelope)) {
+      // A hedged duplicate, byte for byte the envelope that verified for this
+      // index: verifyChunk is a function of (root, index, bytes), so it
+      // verifies too. Anything else is verified below, and a liar banned.
+      this.onServed(p, ms, envelope.length);
+      return;
+    }
     let chunk;
     try {
       chunk = verifyChunk(this.root, index, envelope);
@@ -292,19 +361,26 @@ class SyncSession {
       this.total = chunk.chunkCount;
       for (let i = 1; i < this.total; i++) if (!this.received.has(i) && !this.fetchers.has(i)) this.queue.push(i);
     }
-    p.onSuccess(ms, envelope.length);
-    if (p.status === 'active' && p.failures === 0) this.emit({ type: 'peer', peer: p.address, status: 'active' });
+    this.onServed(p, ms, envelope.length);
     if (this.received.has(index)) {
       chunk.free(); // a hedged duplicate
       return;
     }
     this.rebuilder.addVerified(chunk);
     this.received.add(index);
+    if (this.fetchers.has(index)) this.held.set(index, envelope); // a hedge is still out
     this.verifiedBytes += envelope.length;
     this.emit({ type: 'chunk-verified', index, peer: p.address, ms, bytes: envelope.length });
     if (this.finished) return; // a listener aborted
     this.progress();
     if (!this.finished && this.received.size === this.total) this.complete();
+  }
+
+  /** A valid chunk from `p`, new or not. */
+  private onServed(p: PeerState, ms: number, bytes: number): void {
+    this.latencyMs = this.latencyMs === undefined ? ms : 0.8 * this.latencyMs + 0.2 * ms;
+    p.onSuccess(ms, bytes);
+    if (p.status === 'active' && p.failures === 0) this.emit({ type: 'peer', peer: p.address, status: 'active' });
   }
 
   private onError(p: PeerState, conn: PeerConnection, index: number, err: unknown): void {
@@ -342,6 +418,7 @@ class SyncSession {
     this.finished = true;
     this.opts.signal?.removeEventListener('abort', this.onAbort);
     if (this.wake !== undefined) clearTimeout(this.wake);
+    this.held.clear();
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     for (const p of this.peers) p.conn?.close();
@@ -402,4 +479,24 @@ class SyncSession {
     tree.commit();
     this.resolve(this.result(tree));
   }
+}
+
+/** Byte equality, a word at a time where both views are aligned. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  const n = a.length;
+  if (n !== b.length) return false;
+  let i = 0;
+  if (a.byteOffset % 4 === b.byteOffset % 4) {
+    while (i < n && (a.byteOffset + i) % 4 !== 0) {
+      if (a[i] !== b[i]) return false;
+      i++;
+    }
+    const words = (n - i) >> 2;
+    const wa = new Int32Array(a.buffer, a.byteOffset + i, words);
+    const wb = new Int32Array(b.buffer, b.byteOffset + i, words);
+    for (let w = 0; w < words; w++) if (wa[w] !== wb[w]) return false;
+    i += words * 4;
+  }
+  for (; i < n; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -44,6 +44,17 @@ export class PeerState {
     );
   }
 
+  /**
+   * Whether to hand the peer work now: it may request, and it has room for a
+   * batch of a quarter of its window (at least one), so that requests leave
+   * several to a message rather than one per response.
+   */
+  wantsWork(now: number): boolean {
+    if (!this.canRequest(now)) return false;
+    const w = Math.floor(this.window);
+    return w - this.inflight.size >= Math.max(1, w >> 2);
+  }
+
   /** Whether the peer may still help (it is not banned or dropped). */
   get usable(): boolean {
     return this.status !== 'banned' && this.status !== 'failed';
