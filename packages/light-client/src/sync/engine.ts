@@ -101,8 +101,8 @@ class SyncSession {
     this.connect = opts.connect ?? connectAuto;
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.maxFailures = opts.maxFailures ?? 4;
-    const initial = opts.initialWindow ?? 2;
-    const max = opts.maxWindow ?? 16;
+    const initial = opts.initialWindow ?? 4;
+    const max = opts.maxWindow ?? 32;
     this.peers = [...new Set(opts.peers)].map((a) => new PeerState(a, initial, max));
     this.rebuilder = new Rebuilder(this.root);
   }

@@ -1,7 +1,8 @@
 /**
  * One peer's standing in a sync: its connection, an in-flight window that
- * grows with successes and halves on timeouts (AIMD, like TCP), a latency
- * estimate, and backoff.
+ * grows with successes and halves on timeouts (like TCP: one more request
+ * per success up to a threshold, "slow start", then one more per window of
+ * successes, AIMD), a latency estimate, and backoff.
  * @module
  */
 
@@ -17,6 +18,8 @@ export class PeerState {
   /** Fractional so that it grows by about one per window of successes. */
   window: number;
   readonly maxWindow: number;
+  /** Below it the window grows by one per success; above, by one per window. Halved on failures. */
+  threshold: number;
   /** Smoothed response time in ms. */
   latencyMs: number | undefined;
   /** Consecutive timeouts or lost connections. */
@@ -29,8 +32,9 @@ export class PeerState {
 
   constructor(address: string, initialWindow: number, maxWindow: number) {
     this.address = address;
-    this.window = initialWindow;
+    this.window = Math.min(initialWindow, maxWindow);
     this.maxWindow = maxWindow;
+    this.threshold = maxWindow;
   }
 
   /** Whether the peer may be asked for more now. */
@@ -62,7 +66,8 @@ export class PeerState {
 
   onSuccess(ms: number, bytes: number): void {
     this.latencyMs = this.latencyMs === undefined ? ms : 0.8 * this.latencyMs + 0.2 * ms;
-    this.window = Math.min(this.maxWindow, this.window + 1 / Math.floor(this.window));
+    const step = this.window < this.threshold ? 1 : 1 / Math.floor(this.window);
+    this.window = Math.min(this.maxWindow, this.window + step);
     this.failures = 0;
     this.served += 1;
     this.bytes += bytes;
@@ -73,6 +78,7 @@ export class PeerState {
   onFailure(now: number): void {
     this.failures += 1;
     this.window = Math.max(1, this.window / 2);
+    this.threshold = this.window;
     this.notBefore = now + Math.min(2000, 100 * 2 ** this.failures);
     if (this.status === 'active') this.status = 'slow';
   }
@@ -80,6 +86,7 @@ export class PeerState {
   /** `BUSY`: back off without counting a failure. */
   onBusy(now: number): void {
     this.window = Math.max(1, this.window - 1);
+    this.threshold = this.window;
     this.notBefore = now + 100;
   }
 }
