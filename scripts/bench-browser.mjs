@@ -10,8 +10,22 @@
 //
 //   npm run bench:browser [-- --entries 100000 --chunk 256 --peers 8 --no-build --profile --demo-page]
 //
+// The timed syncs run in a headless Chromium that no DevTools client is
+// attached to: Chromium is started with the page's URL (the root, the peers
+// and the options in its query), and the page POSTs its result back. Under
+// Playwright, the CDP session's Network domain reports every WebSocket
+// frame received, payload included (base64), to the driver: the renderer,
+// the browser process and the driver then spend more CPU on that than the
+// sync itself needs (about half the throughput of the same page on these
+// 2 cores). As in bench:sync, one untimed sync runs first in the same page
+// (JIT, WASM tier-up), so the figure is the second sync (the first one's
+// seconds are in the JSON as `cold_seconds`).
+//
+//   --no-warmup  time the first sync of a fresh page;
+//   --playwright time the syncs in a Playwright page instead (as before);
 //   --profile    also records a CPU profile (CDP) of the honest run and prints
-//                the top functions by self time on stderr;
+//                the top functions by self time on stderr (a Playwright page:
+//                the profile includes the DevTools overhead);
 //   --demo-page  also syncs (WebSocket only) in the demo page itself
 //                (packages/demo-web, served by the launcher) for comparison;
 //   --diagnose   also times, in the page, @bpavl/wasm's verifyChunk over the
@@ -25,7 +39,7 @@
 // seconds of the whole syncState call, MB = 10^6 bytes.
 // Progress on stderr; the result lines, then one JSON line last, on stdout.
 import { chromium } from '@playwright/test';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +47,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildLightClient, buildPage, checkWasmBuilt } from '../tests/browser/build.mjs';
-import { launchOptions } from '../tests/browser/chromium.mjs';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, launchOptions } from '../tests/browser/chromium.mjs';
 import { serve } from '../tests/browser/serve.mjs';
 
 const { values: args } = parseArgs({
@@ -48,6 +62,8 @@ const { values: args } = parseArgs({
     diagnose: { type: 'boolean', default: false },
     'sync-options': { type: 'string', default: '{}' },
     'timeout-s': { type: 'string', default: '600' },
+    'no-warmup': { type: 'boolean', default: false },
+    playwright: { type: 'boolean', default: false },
   },
 });
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -146,7 +162,51 @@ async function profileTop(cdp, profile, top = 15) {
     .map(([k, us]) => ({ fn: k, ms: Math.round(us / 1000), pct: Number(((100 * us) / total).toFixed(1)) }));
 }
 
-async function syncInPage(browser, url, net, { profile = false, diagnose = false } = {}) {
+/** What the page POSTs to /result, for the run waiting on it. */
+let onPageResult;
+
+/**
+ * The sync in a headless Chromium without a DevTools client (the timed
+ * runs; see the header): started with the page's URL and killed, by its
+ * PID, once the page has POSTed its result.
+ */
+async function syncInPlainChromium(url, net, { warmup }) {
+  const run = { root: net.info.root, peers: net.info.peers.map((p) => p.ws), options: JSON.parse(args['sync-options']), warmup };
+  const userDataDir = mkdtempSync(join(tmpdir(), 'bpavl-bench-chromium-'));
+  const child = spawn(CHROMIUM_PATH, [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, `${url}?run=${encodeURIComponent(JSON.stringify(run))}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4096)));
+  const exited = new Promise((ok) => child.once('exit', ok));
+  try {
+    const body = await new Promise((ok, fail) => {
+      const timer = setTimeout(() => fail(new Error(`no result from Chromium in ${timeoutMs / 1000} s`)), timeoutMs);
+      onPageResult = (b) => {
+        clearTimeout(timer);
+        ok(b);
+      };
+      exited.then((code) => {
+        clearTimeout(timer);
+        fail(new Error(`Chromium exited (${code}) before the page reported: ${stderr.trim().split('\n').slice(-5).join('\n')}`));
+      });
+    });
+    const r = JSON.parse(body);
+    if (r.error) throw new Error(`page error: ${r.error}`);
+    return r;
+  } finally {
+    onPageResult = undefined;
+    if (child.exitCode === null && child.signalCode === null) {
+      const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+      child.kill('SIGTERM');
+      await exited;
+      clearTimeout(force);
+    }
+    rmSync(userDataDir, { recursive: true, force: true });
+  }
+}
+
+async function syncInPage(browser, url, net, { profile = false, diagnose = false, warmup = false } = {}) {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
@@ -161,7 +221,7 @@ async function syncInPage(browser, url, net, { profile = false, diagnose = false
       await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
       await cdp.send('Profiler.start');
     }
-    const r = await page.evaluate((o) => window.__syncBench(o), { root: net.info.root, peers, diagnose, options: JSON.parse(args['sync-options']) });
+    const r = await page.evaluate((o) => window.__syncBench(o), { root: net.info.root, peers, diagnose, warmup, options: JSON.parse(args['sync-options']) });
     if (cdp) {
       const { profile: p } = await cdp.send('Profiler.stop');
       r.profile = await profileTop(cdp, p);
@@ -197,7 +257,10 @@ async function syncInDemoPage(browser, net) {
 // ------------------------------------------------------------ main
 
 const outDir = mkdtempSync(join(tmpdir(), 'bpavl-bench-browser-'));
+/** The Playwright browser, launched only when a Playwright page is needed. */
 let browser;
+const playwrightBrowser = async () => (browser ??= await chromium.launch(launchOptions));
+let chromiumVersion = '?';
 let server;
 let status = 0;
 const runs = {};
@@ -206,9 +269,10 @@ try {
   if (!args['no-build']) buildLightClient();
   checkWasmBuilt();
   await buildPage('sync-bench', outDir);
-  server = await serve(outDir);
-  browser = await chromium.launch(launchOptions);
-  log(`Chromium ${browser.version()}`);
+  server = await serve(outDir, { onPost: (path, body) => path === '/result' && onPageResult?.(body) });
+  chromiumVersion = execFileSync(CHROMIUM_PATH, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().replace(/^Chromium\s+/, '').split(' ')[0];
+  log(`Chromium ${chromiumVersion}`);
+  const warmup = !args['no-warmup'];
 
   for (const [name, byz] of [
     ['honest', 'none'],
@@ -217,17 +281,27 @@ try {
     log(`${name}: starting ${args.peers} peers (${args.entries} entries, chunk ${args.chunk}, byzantine ${byz})`);
     const net = await startNetwork(byz);
     try {
-      log(`${name}: ${net.info.chunks} chunks, root ${net.info.root}; syncing in Chromium`);
-      const r = await syncInPage(browser, server.url, net, { profile: args.profile && name === 'honest', diagnose: args.diagnose && name === 'honest' });
+      const how = args.playwright ? 'a Playwright page' : 'Chromium without DevTools';
+      log(`${name}: ${net.info.chunks} chunks, root ${net.info.root}; syncing in ${how}${warmup ? ' (after an untimed warm-up sync)' : ''}`);
+      const r = args.playwright ? await syncInPage(await playwrightBrowser(), server.url, net, { warmup }) : await syncInPlainChromium(server.url, net, { warmup });
       runs[name] = r;
-      log(`${name}: ${r.seconds.toFixed(3)} s, ${(r.verifiedBytes / 1e6).toFixed(1)} MB verified, ${r.mb_s.toFixed(1)} MB/s, rejected ${r.rejected}, banned ${r.banned.length}, root ${r.ok ? 'ok' : 'MISMATCH'}`);
+      log(
+        `${name}: ${r.seconds.toFixed(3)} s, ${(r.verifiedBytes / 1e6).toFixed(1)} MB verified, ${r.mb_s.toFixed(1)} MB/s, rejected ${r.rejected}, banned ${r.banned.length}, root ${r.ok ? 'ok' : 'MISMATCH'}` +
+          (r.warmupSeconds !== undefined ? ` (warm-up sync: ${r.warmupSeconds.toFixed(3)} s)` : ''),
+      );
+      if ((args.profile || args.diagnose) && name === 'honest') {
+        log(`${name}: again in a Playwright page, for --profile / --diagnose (timed with the DevTools overhead)`);
+        const d = await syncInPage(await playwrightBrowser(), server.url, net, { profile: args.profile, diagnose: args.diagnose, warmup });
+        log(`${name}: in the Playwright page: ${d.seconds.toFixed(3)} s, ${d.mb_s.toFixed(1)} MB/s`);
+        Object.assign(r, { profile: d.profile, verify_seconds: d.verify_seconds, verifiedBytesDiagnosed: d.verifiedBytes });
+      }
       if (r.profile) {
         log('honest run, top functions by self time:');
         for (const p of r.profile) log(`  ${String(p.ms).padStart(6)} ms ${String(p.pct).padStart(5)} %  ${p.fn}`);
       }
       if (!r.ok) status = 1;
       if (r.verify_seconds) {
-        log(`honest: verifyChunk alone in the page, 3 passes: ${r.verify_seconds.map((x) => `${x.toFixed(3)} s (${(r.verifiedBytes / x / 1e6).toFixed(0)} MB/s)`).join(', ')}`);
+        log(`honest: verifyChunk alone in the page, 3 passes: ${r.verify_seconds.map((x) => `${x.toFixed(3)} s (${(r.verifiedBytesDiagnosed / x / 1e6).toFixed(0)} MB/s)`).join(', ')}`);
       }
       if (args.diagnose && name === 'honest') {
         const { syncState } = await import('@bpavl/light-client/sync');
@@ -245,7 +319,7 @@ try {
       }
       if (args['demo-page'] && name === 'honest') {
         log('honest: syncing in the demo page (WebSocket)');
-        demo = await syncInDemoPage(browser, net);
+        demo = await syncInDemoPage(await playwrightBrowser(), net);
         log(`demo page: ${demo.state}, ${demo.time}, ${demo.bytes} (wall ${demo.wall_seconds.toFixed(2)} s incl. the click)`);
       }
     } finally {
@@ -262,12 +336,19 @@ try {
   rmSync(outDir, { recursive: true, force: true });
 }
 
+function warmupUsed(r) {
+  return r.warmupSeconds !== undefined;
+}
+
 const h = runs.honest;
 const b = runs.byzantine;
 if (h && b) {
   const slow = h.mb_s / b.mb_s;
   const mark = (ok) => (ok ? 'ok' : 'MISSED');
-  console.log(`bench:browser  ${args.entries} entries, chunk ${args.chunk}, ${args.peers} peers over WebSocket, Chromium ${browser.version()}`);
+  console.log(
+    `bench:browser  ${args.entries} entries, chunk ${args.chunk}, ${args.peers} peers over WebSocket, Chromium ${chromiumVersion}, ` +
+      `${args.playwright ? 'Playwright page' : 'no DevTools client'}, ${warmupUsed(h) ? 'after a warm-up sync' : 'first sync of the page'}`,
+  );
   console.log(`honest       ${h.mb_s.toFixed(1).padStart(7)} MB/s  ${h.seconds.toFixed(3)} s  target ≥ ${TARGETS.honest_mb_s} MB/s ${mark(h.mb_s >= TARGETS.honest_mb_s)}`);
   console.log(
     `byzantine    ${b.mb_s.toFixed(1).padStart(7)} MB/s  ${b.seconds.toFixed(3)} s  ${slow.toFixed(2)}× slower, target within ${TARGETS.byzantine_slowdown}× ${mark(slow <= TARGETS.byzantine_slowdown)}` +
@@ -279,6 +360,8 @@ if (h && b) {
       browser_sync_mb_s_honest: Number(h.mb_s.toFixed(1)),
       browser_sync_mb_s_byzantine: Number(b.mb_s.toFixed(1)),
       seconds: { honest: Number(h.seconds.toFixed(3)), byzantine: Number(b.seconds.toFixed(3)) },
+      ...(warmupUsed(h) && { cold_seconds: { honest: Number(h.warmupSeconds.toFixed(3)), byzantine: Number(b.warmupSeconds.toFixed(3)) } }),
+      devtools: args.playwright,
       rejected: b.rejected,
       banned: b.banned.length,
       banned_codes: b.banned.map((x) => x.code),

@@ -1,6 +1,7 @@
 // A tiny static file server for built pages: 127.0.0.1 only, a free port,
 // GET/HEAD only, `.wasm` as application/wasm, nothing cached. `routes` adds
-// in-memory responses (e.g. the benchmark's binary payload).
+// in-memory responses (e.g. the benchmark's binary payload); `onPost`, if
+// given, takes POSTed bodies (≤ 1 MiB, as text; bench:browser's results).
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -23,10 +24,10 @@ const TYPES = {
  * Resolves to `{ url, close }` once listening; `url` ends with `/`.
  *
  * @param {string} dir
- * @param {{ routes?: Record<string, { type: string, body: Uint8Array | string }> }} [options]
+ * @param {{ routes?: Record<string, { type: string, body: Uint8Array | string }>, onPost?: (pathname: string, body: string) => void }} [options]
  * @returns {Promise<{ url: string, close: () => Promise<void> }>}
  */
-export async function serve(dir, { routes = {} } = {}) {
+export async function serve(dir, { routes = {}, onPost } = {}) {
   const root = resolve(dir);
   const server = createServer(async (req, res) => {
     const send = (status, type, body) => {
@@ -34,6 +35,17 @@ export async function serve(dir, { routes = {} } = {}) {
       res.end(req.method === 'HEAD' ? undefined : body);
     };
     try {
+      if (req.method === 'POST' && onPost) {
+        let body = '';
+        req.setEncoding('utf8');
+        for await (const part of req) {
+          body += part;
+          if (body.length > 1 << 20) return send(413, 'text/plain', 'too large\n');
+        }
+        send(204, 'text/plain', '');
+        onPost(new URL(req.url ?? '/', 'http://127.0.0.1').pathname, body);
+        return;
+      }
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
       const { pathname } = new URL(req.url ?? '/', 'http://127.0.0.1');
       const route = routes[pathname];

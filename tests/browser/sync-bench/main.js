@@ -1,8 +1,13 @@
 // The browser half of `npm run bench:browser` (scripts/bench-browser.mjs): no
 // UI, just `syncState` of @bpavl/light-client/sync over the ws:// peers the
-// bench passes in. The bench calls `window.__syncBench({ root, peers })`
-// (root as hex) and reads what it resolves to; #status becomes "ready" once
-// the module has loaded.
+// bench passes in. Two ways in:
+// - timed runs: the page is opened with `?run=<JSON { root, peers, options,
+//   warmup }>` in a Chromium that no DevTools client is attached to, and
+//   POSTs what `__syncBench` resolves to (or `{ error }`) to `/result`;
+// - with Playwright (--profile, --diagnose, --playwright): the bench calls
+//   `window.__syncBench({ root, peers, … })` once #status is "ready".
+// `root` is hex. With `warmup`, one untimed sync runs first (its seconds
+// are reported as `warmupSeconds`), as bench:sync does.
 import { connectWebSocket, syncState } from '@bpavl/light-client/sync';
 import * as wasm from '@bpavl/wasm';
 
@@ -40,9 +45,16 @@ function timeVerify(trusted, kept) {
   return (performance.now() - t0) / 1000;
 }
 
-window.__syncBench = async ({ root, peers, diagnose = false, options = {} }) => {
+window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmup = false }) => {
   const kept = [];
   const trusted = fromHex(root);
+  let warmupSeconds;
+  if (warmup) {
+    const w0 = performance.now();
+    const warm = await syncState({ ...options, root: trusted, peers });
+    warmupSeconds = (performance.now() - w0) / 1000;
+    warm.tree.free();
+  }
   let verifiedBytes = 0;
   let verifiedChunks = 0;
   let rejected = 0;
@@ -74,6 +86,7 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {} }) => 
       engineRejected: result.rejected,
       engineBanned: result.banned.length,
       mb_s: verifiedBytes / seconds / 1e6,
+      ...(warmupSeconds !== undefined && { warmupSeconds }),
       ...(diagnose && { verify_seconds: [timeVerify(trusted, kept), timeVerify(trusted, kept), timeVerify(trusted, kept)] }),
     };
   } finally {
@@ -84,3 +97,14 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {} }) => 
 const status = document.querySelector('#status');
 status.dataset.state = 'ready';
 status.textContent = 'ready';
+
+// Without a DevTools client (the bench's default): the options come in the
+// URL's `?run=` (JSON), the result goes back as a POST to `/result`.
+const run = new URLSearchParams(location.search).get('run');
+if (run !== null) {
+  const post = (body) => fetch('/result', { method: 'POST', body: JSON.stringify(body) });
+  window.__syncBench(JSON.parse(run)).then(
+    (r) => post(r),
+    (e) => post({ error: String(e?.stack ?? e) }),
+  );
+}
