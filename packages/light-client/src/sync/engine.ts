@@ -7,7 +7,6 @@
  */
 
 import { init, Rebuilder, Tree, verifyChunk } from '@bpavl/wasm';
-import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
 import { connectAuto } from '../transport/auto.js';
@@ -52,10 +51,22 @@ export async function syncState(opts: SyncOptions): Promise<SyncResult> {
   return new SyncSession(opts).run();
 }
 
+/** Every empty tree's root (hex) and its capacity: 4,095 hashes, computed once. */
+let emptyRoots: Map<string, number> | undefined;
+
 /** The capacity whose empty tree has root `root`, if any. */
 function emptyTreeCapacity(root: Uint8Array): number | undefined {
-  for (let c = MIN_CAPACITY; c <= MAX_CAPACITY; c++) if (equalBytes(emptyRoot(c), root)) return c;
-  return undefined;
+  if (emptyRoots === undefined) {
+    emptyRoots = new Map();
+    for (let c = MIN_CAPACITY; c <= MAX_CAPACITY; c++) emptyRoots.set(toHex(emptyRoot(c)), c);
+  }
+  return emptyRoots.get(toHex(root));
+}
+
+function toHex(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += (b < 16 ? '0' : '') + b.toString(16);
+  return s;
 }
 
 class SyncSession {
