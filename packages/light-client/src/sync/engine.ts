@@ -93,6 +93,13 @@ class SyncSession {
   private latencyMs: number | undefined;
   /** The earliest time a not-yet-due hedge becomes due (set by `nextIndex`). */
   private hedgeDueAt = Infinity;
+  /**
+   * No hedge is due, for any peer, before this time while the hedging delay
+   * stays at least `noHedgeDelay`: lets `nextIndex` skip the scan of every
+   * outstanding request on each call. Reset when a hedged pair loses one.
+   */
+  private noHedgeBefore = 0;
+  private noHedgeDelay = Infinity;
   private wakeAt = Infinity;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly banned: BannedPeer[] = [];
@@ -240,12 +247,19 @@ class SyncSession {
     // first, so that a staller cannot hold the sync hostage; one that is
     // not overdue yet sets when to look again.
     const after = Math.max(HEDGE_MIN_MS, HEDGE_LATENCY_FACTOR * (this.latencyMs ?? 0));
+    if (now < this.noHedgeBefore && after >= this.noHedgeDelay) {
+      this.hedgeDueAt = Math.min(this.hedgeDueAt, this.noHedgeBefore);
+      return undefined;
+    }
     let pick: number | undefined;
     let pickSince = Infinity;
+    let firstDue = Infinity;
     for (const [index, who] of this.fetchers) {
-      if (who.size >= 2 || who.has(p)) continue;
+      if (who.size >= 2) continue;
       let since = Infinity;
       for (const t of who.values()) since = Math.min(since, t);
+      firstDue = Math.min(firstDue, since + after);
+      if (who.has(p)) continue;
       if (now - since >= after) {
         if (since < pickSince) {
           pick = index;
@@ -254,6 +268,10 @@ class SyncSession {
       } else {
         this.hedgeDueAt = Math.min(this.hedgeDueAt, since + after);
       }
+    }
+    if (pick === undefined) {
+      this.noHedgeBefore = firstDue;
+      this.noHedgeDelay = after;
     }
     return pick === undefined ? undefined : { index: pick, hedge: true };
   }
@@ -314,6 +332,7 @@ class SyncSession {
     const who = this.fetchers.get(index);
     who?.delete(p);
     if (who?.size === 0) this.fetchers.delete(index);
+    else if (who !== undefined) this.noHedgeBefore = 0; // a hedged pair lost one: it may be due now
     return !this.finished;
   }
 
