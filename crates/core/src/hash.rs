@@ -47,11 +47,10 @@ impl<'a> EntryPreimage<'a> {
 pub fn entry_hashes<'a>(entries: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])>) -> Vec<Hash> {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
-        let mut batch = crate::sha256x4::Batch::with_capacity(entries.len(), 9 + 32 + 512);
-        for (k, v) in entries {
-            batch.push(&EntryPreimage::new(k, v).parts());
-        }
-        batch.digests()
+        let entries: Vec<(&[u8], &[u8])> = entries.collect();
+        crate::sha256x4::digests(entries.len(), |i, out| {
+            EntryPreimage::new(entries[i].0, entries[i].1).parts().iter().for_each(|part| out.extend_from_slice(part))
+        })
     }
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     entries.map(|(k, v)| entry_hash(k, v)).collect()
@@ -205,13 +204,9 @@ pub(crate) fn left_size(n: usize) -> usize {
 /// `inchunk_node` over each adjacent pair `(level[2i], level[2i+1])`.
 fn hash_pairs(level: &[Hash]) -> Vec<Hash> {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    {
-        let mut batch = crate::sha256x4::Batch::with_capacity(level.len() / 2, 65);
-        for pair in level.chunks_exact(2) {
-            batch.push(&[&inchunk_preimage(&pair[0], &pair[1])]);
-        }
-        batch.digests()
-    }
+    return crate::sha256x4::digests(level.len() / 2, |i, out| {
+        out.extend_from_slice(&inchunk_preimage(&level[2 * i], &level[2 * i + 1]))
+    });
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     level.chunks_exact(2).map(|pair| inchunk_node(&pair[0], &pair[1])).collect()
 }

@@ -92,46 +92,22 @@ fn pad(message: &mut Vec<u8>) {
     message.extend_from_slice(&bits.to_be_bytes());
 }
 
-/// Independent messages: one-step jobs.
-#[derive(Default)]
-pub(crate) struct Batch {
-    bytes: Vec<u8>,
-    /// Where each message ends in `bytes`.
-    ends: Vec<usize>,
-}
-
-impl Batch {
-    pub(crate) fn with_capacity(messages: usize, bytes_each: usize) -> Self {
-        Batch { bytes: Vec::with_capacity(messages * bytes_each), ends: Vec::with_capacity(messages) }
-    }
-
-    /// Adds the message that is the concatenation of `parts`.
-    pub(crate) fn push(&mut self, parts: &[&[u8]]) {
-        for p in parts {
-            self.bytes.extend_from_slice(p);
+/// The digests of `count` independent messages, message `i` written into
+/// its (empty) buffer by `write(i, buffer)`: one-step jobs.
+pub(crate) fn digests(count: usize, write: impl Fn(usize, &mut Vec<u8>)) -> Vec<Hash> {
+    struct Each<F>(usize, F);
+    impl<F: Fn(usize, &mut Vec<u8>)> Jobs for Each<F> {
+        fn count(&self) -> usize {
+            self.0
         }
-        self.ends.push(self.bytes.len());
-    }
-
-    /// The digest of every message, in order.
-    pub(crate) fn digests(&self) -> Vec<Hash> {
-        run(self)
-    }
-}
-
-impl Jobs for Batch {
-    fn count(&self) -> usize {
-        self.ends.len()
-    }
-
-    fn message(&self, job: usize, step: usize, _prev: &Hash, out: &mut Vec<u8>) -> bool {
-        if step > 0 {
-            return false;
+        fn message(&self, job: usize, step: usize, _prev: &Hash, out: &mut Vec<u8>) -> bool {
+            if step == 0 {
+                (self.1)(job, out);
+            }
+            step == 0
         }
-        let start = if job == 0 { 0 } else { self.ends[job - 1] };
-        out.extend_from_slice(&self.bytes[start..self.ends[job]]);
-        true
     }
+    run(&Each(count, write))
 }
 
 const IV: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
@@ -322,7 +298,7 @@ mod lanes {
 
 #[cfg(test)]
 mod tests {
-    use super::Batch;
+    use super::digests;
     use sha2::{Digest, Sha256};
 
     fn message(len: usize, seed: usize) -> Vec<u8> {
@@ -336,14 +312,9 @@ mod tests {
         let mut lens: Vec<usize> = (0..=300).collect();
         lens.sort_by_key(|&l| (l * 7919) % 301);
         let messages: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, &l)| message(l, i)).collect();
-        let mut batch = Batch::default();
-        for m in &messages {
-            let (head, tail) = m.split_at(m.len() / 3);
-            batch.push(&[head, tail]);
-        }
-        let digests = batch.digests();
-        assert_eq!(digests.len(), messages.len());
-        for (m, d) in messages.iter().zip(&digests) {
+        let got = digests(messages.len(), |i, out| out.extend_from_slice(&messages[i]));
+        assert_eq!(got.len(), messages.len());
+        for (m, d) in messages.iter().zip(&got) {
             assert_eq!(d[..], Sha256::digest(m)[..], "length {}", m.len());
         }
     }
@@ -352,13 +323,8 @@ mod tests {
     fn fewer_messages_than_lanes() {
         for count in 0..=5 {
             let messages: Vec<Vec<u8>> = (0..count).map(|i| message(100 + 40 * i, i)).collect();
-            let mut batch = Batch::with_capacity(count, 100);
-            for m in &messages {
-                batch.push(&[m]);
-            }
-            let digests = batch.digests();
             let want: Vec<[u8; 32]> = messages.iter().map(|m| Sha256::digest(m).into()).collect();
-            assert_eq!(digests, want);
+            assert_eq!(digests(count, |i, out| out.extend_from_slice(&messages[i])), want);
         }
     }
 }
