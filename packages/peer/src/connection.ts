@@ -26,8 +26,13 @@ export interface ByteConnection {
   readonly label: string;
   /** Installs the event handlers; called once, before any event is delivered. */
   attach(events: ConnectionEvents): void;
-  /** Queues bytes for sending. Never throws; bytes sent on a closed connection are dropped. */
-  send(bytes: Uint8Array): void;
+  /**
+   * Queues bytes for sending. Never throws; bytes sent on a closed connection
+   * are dropped. `written`, if the transport supports it, is called once
+   * `bytes` are no longer needed (handed to the OS, or dropped on an error):
+   * only then may they be reused. A transport may never call it.
+   */
+  send(bytes: Uint8Array, written?: () => void): void;
   /** Bytes handed to `send` that the transport has not flushed yet. */
   readonly bufferedAmount: number;
   /** Stop delivering `bytes` (the transport pushes back on the remote if it can). */

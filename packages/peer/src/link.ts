@@ -57,7 +57,7 @@ export function shapeConnection(conn: ByteConnection, link: LinkOptions): ByteCo
   let tokens = burst;
   let last = performance.now();
   /** Output not yet handed to `conn`, in order, with when each may go. */
-  const queue: { bytes: Uint8Array; at: number }[] = [];
+  const queue: { bytes: Uint8Array; written: (() => void) | undefined; at: number }[] = [];
   let head = 0;
   let timer: NodeJS.Timeout | undefined;
   let closing = false;
@@ -83,7 +83,7 @@ export function shapeConnection(conn: ByteConnection, link: LinkOptions): ByteCo
     const now = performance.now();
     let sent = false;
     while (head < queue.length && queue[head]!.at <= now) {
-      conn.send(queue[head]!.bytes);
+      conn.send(queue[head]!.bytes, queue[head]!.written);
       queue[head++] = undefined as never;
       sent = true;
     }
@@ -123,7 +123,7 @@ export function shapeConnection(conn: ByteConnection, link: LinkOptions): ByteCo
         },
       });
     },
-    send(bytes) {
+    send(bytes, written) {
       if (done || closing) return;
       const now = performance.now();
       let serializedAt = now;
@@ -133,10 +133,10 @@ export function shapeConnection(conn: ByteConnection, link: LinkOptions): ByteCo
         if (tokens < 0) serializedAt = now + (-tokens * 1000) / rate;
       }
       if (rttMs === 0 && serializedAt === now && head >= queue.length) {
-        conn.send(bytes);
+        conn.send(bytes, written);
         return;
       }
-      queue.push({ bytes, at: serializedAt + rttMs });
+      queue.push({ bytes, written, at: serializedAt + rttMs });
       arm();
     },
     get bufferedAmount() {

@@ -49,6 +49,7 @@ import {
 } from './baseline.ts';
 import type { Byzantine, Lie } from './byzantine.ts';
 import type { ByteConnection } from './connection.ts';
+import { FramePool, type FrameSpace } from './frame-pool.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
@@ -144,6 +145,8 @@ export class SyncServer {
   readonly link: LinkOptions | undefined;
   readonly #log: (message: string) => void;
   readonly #sessions = new Set<Session>();
+  /** @internal Output buffers of response frames, shared by every connection (`./frame-pool.ts`). */
+  readonly frames = new FramePool();
   #closed = false;
 
   constructor(source: TreeSource, opts: SyncServerOptions = {}) {
@@ -293,8 +296,8 @@ function responseBody(req: AnyRequest, status: Status, payload?: Uint8Array): Ui
  * A whole response frame of either protocol, in one allocation and one copy
  * of the payload (the header is the same for both; kind is echoed as sent).
  */
-function responseFrame(req: AnyRequest, status: Status, payload?: Uint8Array): Uint8Array {
-  return encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload);
+function responseFrame(req: AnyRequest, status: Status, payload?: Uint8Array, alloc?: (size: number) => Uint8Array): Uint8Array {
+  return encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, alloc);
 }
 
 /** One served connection. */
@@ -515,7 +518,10 @@ class Session {
     this.#inFlight--;
     if (this.#closed) return;
     this.#server.count(status);
-    this.#send(responseFrame(req, status, payload));
+    if (this.#closed || this.#muted) return;
+    let space: FrameSpace | undefined;
+    const frame = responseFrame(req, status, payload, (size) => (space = this.#server.frames.take(size)).bytes);
+    this.#conn.send(frame, space?.release);
     this.#checkBackpressure();
     this.#maybeEnd();
   }

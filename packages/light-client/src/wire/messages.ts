@@ -175,7 +175,8 @@ export function encodeResponse(
  * {@link encodeResponse} makes it: the same bytes as
  * `encodeFrame(encodeResponse(head, payload))`, in one allocation and one
  * copy of the payload (a serving peer's hot path: chunk envelopes are
- * ~100 KB each).
+ * ~100 KB each). `alloc(size)` may supply the memory (a reused buffer): it
+ * returns at least `size` bytes, and the frame is its first `size`.
  *
  * @example
  * ```ts
@@ -185,11 +186,15 @@ export function encodeResponse(
 export function encodeResponseFrame(
   head: { id: number; kind: Kind; status: Status },
   payload: Uint8Array = new Uint8Array(0),
+  alloc: (size: number) => Uint8Array = (size) => new Uint8Array(size),
 ): Uint8Array {
   if (!Number.isSafeInteger(head.id) || head.id < 0) throw new RangeError('response id: expected a safe non-negative integer');
   const body = head.status === Status.Ok ? payload : undefined;
   const bodyLength = 3 + varintLength(head.id) + (body?.length ?? 0);
-  const out = new Uint8Array(varintLength(bodyLength) + bodyLength);
+  const size = varintLength(bodyLength) + bodyLength;
+  const space = alloc(size);
+  if (space.length < size) throw new RangeError('encodeResponseFrame: alloc returned too few bytes');
+  const out = space.length === size ? space : space.subarray(0, size);
   let at = putVarint(out, 0, bodyLength);
   out[at++] = WIRE_VERSION;
   out[at++] = head.kind;

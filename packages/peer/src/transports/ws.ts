@@ -48,11 +48,13 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
       ws.on('error', () => ws.terminate());
       if (ws.readyState !== WebSocket.OPEN) queueMicrotask(onClosed);
     },
-    send(bytes) {
+    send(bytes, written) {
       if (closed || ws.readyState !== WebSocket.OPEN) return;
       pending += bytes.length;
+      // ws calls back once the socket has taken the bytes, or with an error.
       ws.send(bytes, { binary: true }, () => {
         pending -= bytes.length;
+        written?.();
         events?.drain();
       });
     },
