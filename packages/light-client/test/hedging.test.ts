@@ -36,6 +36,8 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 /** How an in-memory peer answers chunk `index`: after `delayMs`, with `envelope(index)`. */
 interface Behaviour {
   delayMs: (index: number) => number;
+  /** The connection opens after this long. */
+  connectMs?: number;
   envelope?: (index: number, honest: Uint8Array) => Uint8Array;
 }
 
@@ -43,6 +45,7 @@ interface Behaviour {
 function memoryPeers(tree: wasm.Tree, behaviours: Record<string, Behaviour>): Connect {
   return async (address) => {
     const b = behaviours[address]!;
+    if (b.connectMs) await new Promise((r) => setTimeout(r, b.connectMs));
     let closed = false;
     let nextId = 0;
     const conn: PeerConnection = {
@@ -106,6 +109,38 @@ describe('endgame hedging', () => {
     for (const i of held) expect(events.some((e) => e.type === 'request' && e.peer === 'fast' && e.index === i && e.hedge)).toBe(true);
     expect(events.every((e) => e.type !== 'chunk-verified' || e.peer === 'fast' || e.index === 0)).toBe(true);
     expect(res.banned).toEqual([]);
+    res.tree.free();
+  });
+
+  it('asks a peer whose connection opened late at once, so that a liar shows itself', async () => {
+    const { tree, root } = buildTree(300, 16);
+    const corrupt = (_: number, honest: Uint8Array) => {
+      const bad = honest.slice();
+      bad[bad.length >> 1]! ^= 1;
+      return bad;
+    };
+    // `early` answers chunk 0 in 100 ms, then takes every other chunk at once
+    // (window 32) and answers them 150 ms later, before they are overdue
+    // (2 × 100 ms). `late`, a liar, connects at 200 ms: nothing is left to
+    // hand out and nothing is overdue, yet it is asked once, and banned.
+    const events: SyncEvent[] = [];
+    const res = await syncState({
+      root,
+      peers: ['early', 'late'],
+      connect: memoryPeers(tree, {
+        early: { delayMs: (i) => (i === 0 ? 100 : 150) },
+        late: { delayMs: () => 1, connectMs: 200, envelope: corrupt },
+      }),
+      initialWindow: 32,
+      maxWindow: 32,
+      onEvent: (e) => events.push(e),
+    });
+    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(tree.chunkCount).toBeLessThanOrEqual(32);
+    const asked = events.filter((e) => e.type === 'request' && e.peer === 'late');
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ hedge: true });
+    expect(res.banned.map((b) => b.peer)).toEqual(['late']);
     res.tree.free();
   });
 

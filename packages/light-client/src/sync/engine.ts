@@ -245,8 +245,10 @@ class SyncSession {
     }
     // Endgame: ask a second peer for a request that is overdue, oldest
     // first, so that a staller cannot hold the sync hostage; one that is
-    // not overdue yet sets when to look again.
-    const after = Math.max(HEDGE_MIN_MS, HEDGE_LATENCY_FACTOR * (this.latencyMs ?? 0));
+    // not overdue yet sets when to look again. A peer never asked anything
+    // yet (its connection opened late) gets the oldest one at once: every
+    // reachable peer is tried, and a liar shows itself, for one duplicate.
+    const after = p.requests === 0 ? 0 : Math.max(HEDGE_MIN_MS, HEDGE_LATENCY_FACTOR * (this.latencyMs ?? 0));
     if (now < this.noHedgeBefore && after >= this.noHedgeDelay) {
       this.hedgeDueAt = Math.min(this.hedgeDueAt, this.noHedgeBefore);
       return undefined;
@@ -310,6 +312,7 @@ class SyncSession {
 
   private fetch(p: PeerState, conn: PeerConnection, index: number, hedge: boolean, now: number): void {
     p.inflight.add(index);
+    p.requests += 1;
     const who = this.fetchers.get(index) ?? new Map<PeerState, number>();
     who.set(p, now);
     this.fetchers.set(index, who);

@@ -27,6 +27,8 @@ export class PeerState {
   /** No new request before this time (ms, performance.now()). */
   notBefore = 0;
   connecting = false;
+  /** Requests sent to this peer so far. */
+  requests = 0;
   served = 0;
   bytes = 0;
 
