@@ -118,57 +118,60 @@ pub fn empty_root(capacity: usize) -> Hash {
     root_hash(capacity, 0, 0, &[0u8; 32])
 }
 
-/// One step of folding a proof upwards: the preimage of a node on the path,
-/// with a 32-byte hole where the hash of the node below it goes. A proof's
-/// fold is a chain of links, so it can be hashed at once (`Chain`) or queued
-/// beside other proofs' chains (`sha256x4`).
+/// One step of folding a proof upwards: a node on the path, all of it known
+/// but the hash of the node below it. A proof's fold is a chain of links, so
+/// it can be hashed at once (`Chain`) or queued beside other proofs' chains
+/// (`sha256x4`).
 #[derive(Clone, Copy)]
-pub(crate) struct Link {
-    preimage: [u8; 82],
-    len: u8,
-    hole: u8,
+pub(crate) enum Link {
+    /// An in-chunk node whose other child is `sibling`.
+    InChunk { sibling: Hash, sibling_is_left: bool },
+    /// The chunk over the in-chunk root of a chunk of `entries` entries.
+    Chunk { entries: usize },
+    /// An inner node whose other child is `sibling`.
+    Inner { height: u8, chunks: u64, entries: u64, sibling: Hash, sibling_is_left: bool },
+    /// The tree root over the top node.
+    Root { capacity: usize, chunks: u64, entries: u64 },
 }
 
 impl Link {
-    fn new(preimage: &[u8], hole: usize) -> Self {
-        let mut buf = [0u8; 82];
-        buf[..preimage.len()].copy_from_slice(preimage);
-        Link { preimage: buf, len: preimage.len() as u8, hole: hole as u8 }
-    }
-
-    /// An in-chunk node whose other child is `sibling`.
-    pub(crate) fn inchunk(sibling: &Hash, sibling_is_left: bool) -> Self {
-        if sibling_is_left {
-            Link::new(&inchunk_preimage(sibling, &[0; 32]), 33)
-        } else {
-            Link::new(&inchunk_preimage(&[0; 32], sibling), 1)
+    /// This node's hash, given the hash of the node below.
+    pub(crate) fn hash(&self, below: &Hash) -> Hash {
+        match self {
+            Link::InChunk { sibling, sibling_is_left: true } => inchunk_node(sibling, below),
+            Link::InChunk { sibling, sibling_is_left: false } => inchunk_node(below, sibling),
+            Link::Chunk { entries } => chunk_hash(*entries, below),
+            Link::Inner { height, chunks, entries, sibling, sibling_is_left: true } => {
+                inner_hash(*height, *chunks, *entries, sibling, below)
+            }
+            Link::Inner { height, chunks, entries, sibling, sibling_is_left: false } => {
+                inner_hash(*height, *chunks, *entries, below, sibling)
+            }
+            Link::Root { capacity, chunks, entries } => root_hash(*capacity, *chunks, *entries, below),
         }
     }
 
-    /// The chunk over the in-chunk root of a chunk of `entries` entries.
-    pub(crate) fn chunk(entries: usize) -> Self {
-        Link::new(&chunk_preimage(entries, &[0; 32]), 5)
-    }
-
-    /// An inner node whose other child is `sibling`.
-    pub(crate) fn inner(height: u8, chunks: u64, entries: u64, sibling: &Hash, sibling_is_left: bool) -> Self {
-        if sibling_is_left {
-            Link::new(&inner_preimage(height, chunks, entries, sibling, &[0; 32]), 50)
-        } else {
-            Link::new(&inner_preimage(height, chunks, entries, &[0; 32], sibling), 18)
+    /// Appends this node's preimage, given the hash of the node below.
+    #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
+    pub(crate) fn preimage(&self, below: &Hash, out: &mut Vec<u8>) {
+        match self {
+            Link::InChunk { sibling, sibling_is_left: true } => {
+                out.extend_from_slice(&inchunk_preimage(sibling, below))
+            }
+            Link::InChunk { sibling, sibling_is_left: false } => {
+                out.extend_from_slice(&inchunk_preimage(below, sibling))
+            }
+            Link::Chunk { entries } => out.extend_from_slice(&chunk_preimage(*entries, below)),
+            Link::Inner { height, chunks, entries, sibling, sibling_is_left: true } => {
+                out.extend_from_slice(&inner_preimage(*height, *chunks, *entries, sibling, below))
+            }
+            Link::Inner { height, chunks, entries, sibling, sibling_is_left: false } => {
+                out.extend_from_slice(&inner_preimage(*height, *chunks, *entries, below, sibling))
+            }
+            Link::Root { capacity, chunks, entries } => {
+                out.extend_from_slice(&root_preimage(*capacity, *chunks, *entries, below))
+            }
         }
-    }
-
-    /// The tree root over the top node.
-    pub(crate) fn root(capacity: usize, chunks: u64, entries: u64) -> Self {
-        Link::new(&root_preimage(capacity, chunks, entries, &[0; 32]), 21)
-    }
-
-    /// The preimage with `below` in the hole.
-    pub(crate) fn filled(&self, below: &Hash) -> ([u8; 82], usize) {
-        let mut buf = self.preimage;
-        buf[self.hole as usize..self.hole as usize + 32].copy_from_slice(below);
-        (buf, self.len as usize)
     }
 }
 
@@ -182,8 +185,7 @@ pub(crate) struct Chain(pub(crate) Hash);
 
 impl Links for Chain {
     fn push(&mut self, link: Link) {
-        let (buf, len) = link.filled(&self.0);
-        self.0 = Sha256::digest(&buf[..len]).into();
+        self.0 = link.hash(&self.0);
     }
 }
 
@@ -325,9 +327,9 @@ pub(crate) fn inchunk_links(m: usize, position: usize, proof: &[Hash], out: &mut
     for d in (0..depth).rev() {
         if lefts & (1 << d) != 0 {
             next_left -= 1;
-            out.push(Link::inchunk(&left_siblings[next_left], true));
+            out.push(Link::InChunk { sibling: left_siblings[next_left], sibling_is_left: true });
         } else {
-            out.push(Link::inchunk(&right_siblings[next_right], false));
+            out.push(Link::InChunk { sibling: right_siblings[next_right], sibling_is_left: false });
             next_right += 1;
         }
     }

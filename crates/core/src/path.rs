@@ -119,9 +119,15 @@ impl ChunkPath {
                     key_height = s.parent_height;
                 }
             }
-            out.push(Link::inner(s.parent_height, chunks, entries, &s.sibling_hash, s.sibling_is_left));
+            out.push(Link::Inner {
+                height: s.parent_height,
+                chunks,
+                entries,
+                sibling: s.sibling_hash,
+                sibling_is_left: s.sibling_is_left,
+            });
         }
-        out.push(Link::root(capacity, chunks, entries));
+        out.push(Link::Root { capacity, chunks, entries });
         Unrooted { index, chunks, entries, key_height }
     }
 }

@@ -70,7 +70,7 @@ impl EntryWitness {
     pub(crate) fn links(&self, capacity: usize, out: &mut impl Links) -> Unrooted {
         let m = self.chunk_entries;
         inchunk_links(m, self.position, &self.inchunk, out);
-        out.push(Link::chunk(m));
+        out.push(Link::Chunk { entries: m });
         self.path.links(capacity, m, out)
     }
 

@@ -123,6 +123,17 @@ const K: [u32; 64] = [
     0xc67178f2,
 ];
 
+/// The round constants, each in all four lanes.
+const K4: [lanes::U32x4; 64] = {
+    let mut k4 = [lanes::splat_const(0); 64];
+    let mut i = 0;
+    while i < 64 {
+        k4[i] = lanes::splat_const(K[i]);
+        i += 1;
+    }
+    k4
+};
+
 /// Sixteen rounds over the schedule words, the working variables renamed
 /// round by round instead of moved.
 macro_rules! rounds16 {
@@ -151,7 +162,7 @@ fn compress4(state: &mut [lanes::U32x4; 8], blocks: [&[u8; 64]; 4]) {
         ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $k:expr, $w:ident) => {
             let sum1 = xor(xor(rotr($e, 6), rotr($e, 11)), rotr($e, 25));
             let choose = select($f, $g, $e);
-            let t1 = add(add($h, sum1), add(choose, add(splat($k), $w)));
+            let t1 = add(add($h, sum1), add(choose, add($k, $w)));
             let sum0 = xor(xor(rotr($a, 2), rotr($a, 13)), rotr($a, 22));
             let majority = select($c, $a, xor($a, $b));
             $d = add($d, t1);
@@ -166,7 +177,7 @@ fn compress4(state: &mut [lanes::U32x4; 8], blocks: [&[u8; 64]; 4]) {
             $w = add(add($w, s1), add($m7, s0));
         };
     }
-    for (n, k) in K.chunks_exact(16).enumerate() {
+    for (n, k) in K4.chunks_exact(16).enumerate() {
         if n > 0 {
             schedule!(w0, w14, w9, w1);
             schedule!(w1, w15, w10, w2);
@@ -207,6 +218,9 @@ mod lanes {
     #[inline(always)]
     pub fn splat(x: u32) -> U32x4 {
         u32x4_splat(x)
+    }
+    pub const fn splat_const(x: u32) -> U32x4 {
+        u32x4(x, x, x, x)
     }
     #[inline(always)]
     pub fn add(a: U32x4, b: U32x4) -> U32x4 {
@@ -264,6 +278,9 @@ mod lanes {
     pub type U32x4 = [u32; 4];
 
     pub fn splat(x: u32) -> U32x4 {
+        [x; 4]
+    }
+    pub const fn splat_const(x: u32) -> U32x4 {
         [x; 4]
     }
     pub fn add(a: U32x4, b: U32x4) -> U32x4 {

@@ -30,7 +30,7 @@ mod lanes {
     use crate::sha256x4::{run, Jobs};
 
     /// Proofs decoded and queued at once: bounds the links held in memory.
-    const GROUP: usize = 256;
+    const GROUP: usize = 1024;
 
     /// A decoded proof waiting for its chain to be hashed.
     struct Pending<'a> {
@@ -54,8 +54,7 @@ mod lanes {
                 return true;
             }
             let Some(link) = p.links.get(step - 1) else { return false };
-            let (preimage, len) = link.filled(prev);
-            out.extend_from_slice(&preimage[..len]);
+            link.preimage(prev, out);
             true
         }
     }
