@@ -71,11 +71,15 @@ export function existenceItemsSize(items, size) {
   if (!Array.isArray(items)) throw new TypeError('items must be an array of { key, value, proof }');
   let bytes = 0;
   for (let i = 0; i < items.length; i++) {
-    for (const field of ['key', 'value', 'proof']) {
-      const len = bytesLength(items[i]?.[field]);
-      if (len < 0) throw new TypeError(`items[${i}].${field} must be a Uint8Array`);
-      bytes += len;
+    const item = items[i];
+    const k = bytesLength(item?.key);
+    const v = bytesLength(item?.value);
+    const p = bytesLength(item?.proof);
+    if (k < 0 || v < 0 || p < 0) {
+      const field = k < 0 ? 'key' : v < 0 ? 'value' : 'proof';
+      throw new TypeError(`items[${i}].${field} must be a Uint8Array`);
     }
+    bytes += k + v + p;
   }
   size[0] = bytes;
   size[1] = items.length;
@@ -84,12 +88,13 @@ export function existenceItemsSize(items, size) {
 /** Lays out what `existenceItemsSize` checked: the bytes end to end in `flat`, each one's end in `ends`. */
 export function copyExistenceItems(items, flat, ends) {
   let at = 0;
-  let e = 0;
-  for (const item of items) {
-    for (const part of [item.key, item.value, item.proof]) {
-      flat.set(part, at);
-      at += part.length;
-      ends[e++] = at;
-    }
+  for (let i = 0, e = 0; i < items.length; i++) {
+    const { key, value, proof } = items[i];
+    flat.set(key, at);
+    ends[e++] = at += key.length;
+    flat.set(value, at);
+    ends[e++] = at += value.length;
+    flat.set(proof, at);
+    ends[e++] = at += proof.length;
   }
 }
