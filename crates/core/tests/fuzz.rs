@@ -42,6 +42,12 @@ use bpavl_core::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+use common::{build_tree, random_key, random_value};
+
+/// The longest random value in this test's trees.
+const MAX_VALUE_LEN: usize = 24;
+
 // ---------------------------------------------------------------------------
 // Allocation tracking: the largest single allocation on this thread while
 // `TRACKING` is set. Const-initialised thread-locals never allocate.
@@ -329,43 +335,6 @@ fn rebuild_add(s: &Sample, input: &[u8]) -> Result<(), &'static str> {
 // ---------------------------------------------------------------------------
 // Trees and samples.
 
-fn random_key(rng: &mut SmallRng) -> Vec<u8> {
-    // First byte ≥ 1 so that [0x00] is below every key; ≤ 12 bytes so that
-    // [0xff; 13] is above every key.
-    let len = rng.gen_range(1..=12);
-    let mut k: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
-    k[0] = k[0].max(1);
-    k
-}
-
-fn random_value(rng: &mut SmallRng) -> Vec<u8> {
-    let len = if rng.gen_bool(0.1) { 0 } else { rng.gen_range(1..=24) };
-    (0..len).map(|_| rng.gen()).collect()
-}
-
-/// A committed tree with `n` inserts of which a fraction `remove` are then removed.
-fn build_tree(rng: &mut SmallRng, capacity: usize, n: usize, remove: f64) -> (Tree, Vec<Vec<u8>>) {
-    let mut tree = Tree::new(capacity).unwrap();
-    let mut keys = BTreeSet::new();
-    while keys.len() < n {
-        let k = random_key(rng);
-        tree.insert(&k, &random_value(rng)).unwrap();
-        keys.insert(k);
-    }
-    if remove > 0.0 {
-        tree.commit();
-        let all: Vec<_> = keys.iter().cloned().collect();
-        for k in all {
-            if rng.gen_bool(remove) {
-                assert!(tree.remove(&k));
-                keys.remove(&k);
-            }
-        }
-    }
-    tree.commit();
-    (tree, keys.into_iter().collect())
-}
-
 /// Valid encodings of every kind from `tree` (at most `per_kind` of each
 /// entry-based kind), each checked to verify.
 fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>], per_kind: usize, range_limit: usize) -> Vec<Sample> {
@@ -460,7 +429,7 @@ fn corpus_trees(seed: u64) -> Vec<(Tree, Vec<Vec<u8>>, Vec<Sample>)> {
         (256, 700, 0.1),
         (4096, 40, 0.0),
     ] {
-        let (tree, keys) = build_tree(&mut rng, capacity, n, remove);
+        let (tree, keys) = build_tree(&mut rng, capacity, n, remove, MAX_VALUE_LEN);
         let samples = samples_for(&mut rng, &tree, &keys, 3, 12);
         out.push((tree, keys, samples));
     }
@@ -1207,7 +1176,7 @@ fn random_ctx(rng: &mut SmallRng, s: &Sample, tree: &Tree, keys: &[Vec<u8>]) -> 
             0 => (Ctx::Existence { key: vec![], value: value.clone() }, Some("KEY_EMPTY")),
             1 => (Ctx::Existence { key: vec![1; 1025], value: value.clone() }, Some("KEY_TOO_LONG")),
             2 => (Ctx::Existence { key: key.clone(), value: vec![0; 65537] }, Some("VALUE_TOO_LONG")),
-            3 => (Ctx::Existence { key: key.clone(), value: random_value(rng) }, None),
+            3 => (Ctx::Existence { key: key.clone(), value: random_value(rng, MAX_VALUE_LEN) }, None),
             4 => {
                 let mut v = value.clone();
                 v.push(0);

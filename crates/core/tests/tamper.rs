@@ -29,6 +29,12 @@ use bpavl_core::{
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+mod common;
+use common::build_tree;
+
+/// The longest random value in this test's trees.
+const MAX_VALUE_LEN: usize = 16;
+
 // ---------------------------------------------------------------------------
 // Codes from spec/errors.md.
 
@@ -126,39 +132,6 @@ fn verify_as(s: &Sample, b: &[u8]) -> Result<(), &'static str> {
 fn rebuild_add(s: &Sample, b: &[u8]) -> Result<(), &'static str> {
     let Ctx::Envelope { index } = s.ctx else { unreachable!() };
     Rebuilder::new(s.root).add(index, b).map(drop).map_err(|e| e.code())
-}
-
-fn random_key(rng: &mut SmallRng) -> Vec<u8> {
-    // First byte ≥ 1 ([0x00] is below every key), ≤ 12 bytes ([0xff; 13] is above).
-    let mut k: Vec<u8> = (0..rng.gen_range(1..=12)).map(|_| rng.gen()).collect();
-    k[0] = k[0].max(1);
-    k
-}
-
-fn random_value(rng: &mut SmallRng) -> Vec<u8> {
-    let len = if rng.gen_bool(0.1) { 0 } else { rng.gen_range(1..=16) };
-    (0..len).map(|_| rng.gen()).collect()
-}
-
-fn build_tree(rng: &mut SmallRng, capacity: usize, n: usize, remove: f64) -> (Tree, Vec<Vec<u8>>) {
-    let mut tree = Tree::new(capacity).unwrap();
-    let mut keys = BTreeSet::new();
-    while keys.len() < n {
-        let k = random_key(rng);
-        tree.insert(&k, &random_value(rng)).unwrap();
-        keys.insert(k);
-    }
-    if remove > 0.0 {
-        tree.commit();
-        for k in keys.clone() {
-            if rng.gen_bool(remove) {
-                assert!(tree.remove(&k));
-                keys.remove(&k);
-            }
-        }
-    }
-    tree.commit();
-    (tree, keys.into_iter().collect())
 }
 
 /// `(description, start, end, limit)`.
@@ -425,7 +398,7 @@ fn run(capacity: usize, sizes: &[(usize, f64)]) {
     let mut stats = Stats { samples: 0, bytes: 0, checks: 0, failures: Vec::new(), failed: 0 };
     let mut kinds = BTreeSet::new();
     for &(n, remove) in [(0, 0.0)].iter().chain(sizes) {
-        let (tree, keys) = build_tree(&mut rng, capacity, n, remove);
+        let (tree, keys) = build_tree(&mut rng, capacity, n, remove, MAX_VALUE_LEN);
         let label =
             format!("C={capacity} n={n} removed={remove} → {} entries, {} chunks", keys.len(), tree.chunk_count());
         for s in samples_for(&mut rng, &tree, &keys) {
