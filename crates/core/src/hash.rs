@@ -190,6 +190,7 @@ impl Links for Chain {
 }
 
 /// Collects the links, to be hashed later beside other chains.
+#[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 impl Links for Vec<Link> {
     fn push(&mut self, link: Link) {
         Vec::push(self, link);
