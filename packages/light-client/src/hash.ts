@@ -95,18 +95,10 @@ export function entryHash(key: Uint8Array, value: Uint8Array): Uint8Array {
 }
 
 /**
- * In-chunk inner node `H(0x01 ‖ left ‖ right)` where `left` and `right` are
- * the 64 contiguous bytes `src[srcOff .. srcOff + 64]`; written to
- * `out[off .. off + 32]` (which may overlap `src`). Internal.
+ * In-chunk inner node `H(0x01 ‖ left ‖ right)` of the 32-byte hashes at
+ * `left[lOff ..]` and `right[rOff ..]`, written to `out[off .. off + 32]`
+ * (which may overlap either input). Internal.
  */
-export function inchunkPairInto(src: Uint8Array, srcOff: number, out: Uint8Array, off: number): void {
-  const buf = scratch();
-  buf[0] = TAG_INCHUNK;
-  for (let i = 0; i < 64; i++) buf[1 + i] = src[srcOff + i]!;
-  sha256Into(buf.subarray(0, 65), out, off);
-}
-
-/** In-chunk inner node `H(0x01 ‖ left ‖ right)` of two separate 32-byte hashes. Internal. */
 export function inchunkNode(
   left: Uint8Array,
   lOff: number,

@@ -6,7 +6,7 @@
  */
 
 import { HASH_LEN } from './constants.js';
-import { inchunkNode, inchunkPairInto } from './hash.js';
+import { inchunkNode } from './hash.js';
 
 /**
  * The largest power of two strictly less than `n` (`n ≥ 2`): the number of
@@ -62,7 +62,7 @@ export function chunkRootInPlace(level: Uint8Array, m: number): void {
   let n = m;
   while (n > 1) {
     const half = n >>> 1;
-    for (let i = 0; i < half; i++) inchunkPairInto(level, 2 * i * HASH_LEN, level, i * HASH_LEN);
+    for (let i = 0; i < half; i++) inchunkNode(level, 2 * i * HASH_LEN, level, (2 * i + 1) * HASH_LEN, level, i * HASH_LEN);
     if (n & 1) level.copyWithin(half * HASH_LEN, (n - 1) * HASH_LEN, n * HASH_LEN);
     n = half + (n & 1);
   }
@@ -98,7 +98,7 @@ export function multiproofRoot(m: number, lo: number, leaves: Uint8Array, proof:
       const slot = depth * 64;
       walk(a, k, depth + 1, stack, slot);
       walk(a + k, n - k, depth + 1, stack, slot + HASH_LEN);
-      inchunkPairInto(stack, slot, dst, dstOff);
+      inchunkNode(stack, slot, stack, slot + HASH_LEN, dst, dstOff);
     }
   };
   walk(0, m, 0, out, 0);
