@@ -7,6 +7,7 @@
  */
 
 import { init, Rebuilder, Tree, verifyChunk } from '@bpavl/wasm';
+import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
 import { connectAuto } from '../transport/auto.js';
@@ -51,22 +52,14 @@ export async function syncState(opts: SyncOptions): Promise<SyncResult> {
   return new SyncSession(opts).run();
 }
 
-/** Every empty tree's root (hex) and its capacity: 4,095 hashes, computed once. */
-let emptyRoots: Map<string, number> | undefined;
+/** The root of the empty tree of each capacity from MIN_CAPACITY: 4,095 hashes, computed once. */
+let emptyRoots: Uint8Array[] | undefined;
 
 /** The capacity whose empty tree has root `root`, if any. */
 function emptyTreeCapacity(root: Uint8Array): number | undefined {
-  if (emptyRoots === undefined) {
-    emptyRoots = new Map();
-    for (let c = MIN_CAPACITY; c <= MAX_CAPACITY; c++) emptyRoots.set(toHex(emptyRoot(c)), c);
-  }
-  return emptyRoots.get(toHex(root));
-}
-
-function toHex(bytes: Uint8Array): string {
-  let s = '';
-  for (const b of bytes) s += (b < 16 ? '0' : '') + b.toString(16);
-  return s;
+  emptyRoots ??= Array.from({ length: MAX_CAPACITY - MIN_CAPACITY + 1 }, (_, i) => emptyRoot(MIN_CAPACITY + i));
+  const i = emptyRoots.findIndex((r) => equalBytes(r, root));
+  return i < 0 ? undefined : MIN_CAPACITY + i;
 }
 
 class SyncSession {
@@ -372,7 +365,7 @@ class SyncSession {
   private onChunk(p: PeerState, index: number, envelope: Uint8Array, ms: number): void {
     this.bytes += envelope.length;
     const accepted = this.held.get(index);
-    if (accepted !== undefined && sameBytes(accepted, envelope)) {
+    if (accepted !== undefined && equalBytes(accepted, envelope)) {
       // A hedged duplicate, byte for byte the envelope that verified for this
       // index: verifyChunk is a function of (root, index, bytes), so it
       // verifies too. Anything else is verified below, and a liar banned.
@@ -512,24 +505,4 @@ class SyncSession {
     tree.commit();
     this.resolve(this.result(tree));
   }
-}
-
-/** Byte equality, a word at a time where both views are aligned. */
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  const n = a.length;
-  if (n !== b.length) return false;
-  let i = 0;
-  if (a.byteOffset % 4 === b.byteOffset % 4) {
-    while (i < n && (a.byteOffset + i) % 4 !== 0) {
-      if (a[i] !== b[i]) return false;
-      i++;
-    }
-    const words = (n - i) >> 2;
-    const wa = new Int32Array(a.buffer, a.byteOffset + i, words);
-    const wb = new Int32Array(b.buffer, b.byteOffset + i, words);
-    for (let w = 0; w < words; w++) if (wa[w] !== wb[w]) return false;
-    i += words * 4;
-  }
-  for (; i < n; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
