@@ -1,8 +1,9 @@
 /**
  * The golden-vector suite of `spec/vectors/` (see its README for the JSON
  * shapes), written once and run against every implementation (noble's
- * PLATFORMS idea): `runVectorSuite('ts', tsImpl)` in vectors.test.ts and
- * `runVectorSuite('wasm', wasmImpl)` in wasm.test.ts.
+ * PLATFORMS idea): `runVectorSuite('ts', tsVerifier(lc))` in vectors.test.ts
+ * and `runVectorSuite('wasm', wasmVerifier(wasm, lc))` in wasm.test.ts (the
+ * adapters: `vectors.adapters.ts`, shared with the browser suite).
  *
  * The cases themselves live in `vectors.cases.ts` (no vitest, no Node
  * built-ins), which the browser suite (`tests/browser/`) runs too; this file

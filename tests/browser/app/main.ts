@@ -1,17 +1,13 @@
 // The golden-vector suite (spec/vectors) in a browser page, loading the
 // packages as an app would: package imports, `await init()`, no Vite plugins.
 // Runs every case of packages/light-client/test/vectors.cases.ts against the
-// pure-TS verifier and against @bpavl/wasm (the same adapters as the vitest
-// suites: packages/light-client/test/vectors.test.ts and wasm.test.ts), then
+// pure-TS verifier and against @bpavl/wasm (the adapters of the vitest
+// suites: packages/light-client/test/vectors.adapters.ts), then
 // publishes `window.__results` and sets #status to "done" (or "error").
 import * as lc from '@bpavl/light-client/verify';
 import * as wasm from '@bpavl/wasm';
-import {
-  assertDeepEqual,
-  vectorCases,
-  type VectorSet,
-  type VerifierImpl,
-} from '../../../packages/light-client/test/vectors.cases.js';
+import { assertDeepEqual, vectorCases, type VectorSet } from '../../../packages/light-client/test/vectors.cases.js';
+import { tsVerifier, wasmVerifier } from '../../../packages/light-client/test/vectors.adapters.js';
 import absence from '../../../spec/vectors/absence.json';
 import chunk_envelope from '../../../spec/vectors/chunk_envelope.json';
 import chunk_proof from '../../../spec/vectors/chunk_proof.json';
@@ -44,28 +40,8 @@ declare global {
 
 const vectors: VectorSet = { existence, absence, range, chunk_proof, chunk_envelope };
 
-const tsImpl: VerifierImpl = {
-  verifyExistence: lc.verifyExistence,
-  verifyAbsence(root, key, proof) {
-    const { left, right } = lc.verifyAbsence(root, key, proof);
-    return { leftKey: left?.key ?? null, rightKey: right?.key ?? null };
-  },
-  verifyRange: lc.verifyRange,
-  verifyChunkProof: lc.verifyChunkProof,
-  verifyChunk: lc.verifyChunk,
-};
-
-const wasmImpl: VerifierImpl = {
-  verifyExistence: wasm.verifyExistence,
-  verifyAbsence(root, key, proof) {
-    wasm.verifyAbsence(root, key, proof);
-    return undefined; // the WASM verifier does not report the neighbours
-  },
-  verifyRange: wasm.verifyRange,
-  verifyChunkProof: wasm.verifyChunkProof,
-  // Chunk envelopes through the light client's WASM fast path, as wasm.test.ts.
-  verifyChunk: (root, index, envelope) => lc.verifyChunk(root, index, envelope, { wasm }),
-};
+const tsImpl = tsVerifier(lc);
+const wasmImpl = wasmVerifier(wasm, lc);
 
 const status = document.querySelector<HTMLElement>('#status')!;
 const summary = document.querySelector<HTMLElement>('#summary')!;
