@@ -2,7 +2,6 @@
 // wire extension (kinds 5 and 6, src/baseline.ts) and its Byzantine lies,
 // link emulation (src/link.ts), cached chunk envelopes, and their CLI flags.
 
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { encodeFrame, FrameDecoder, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
@@ -24,7 +23,7 @@ import type { ByteConnection, ConnectionEvents } from '../src/connection.ts';
 import { shapeConnection } from '../src/link.ts';
 import { SyncServer, type SyncServerOptions } from '../src/server.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
-import { MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
+import { MemoryConnection, sleep, smallTree, spawnCli, wasmReady } from './support.ts';
 
 let snap: Snapshot;
 
@@ -259,27 +258,8 @@ describe('cached chunk envelopes', () => {
   });
 });
 
-const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
 const baselineBuilt = existsSync(fileURLToPath(new URL('../../baseline-wasm/pkg/bpavl_baseline_wasm_bg.wasm', import.meta.url)));
 
-function cli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000) {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const t = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`bpavl ${args.join(' ')} did not finish in ${ms} ms`));
-    }, ms);
-    child.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  return { child, done, stdout: () => stdout };
-}
 
 describe('bpavl serve: benchmark flags', () => {
   it('usage errors exit 2', async () => {
@@ -291,14 +271,14 @@ describe('bpavl serve: benchmark flags', () => {
       [['serve', '--delay-ms=-1'], /--delay-ms must be a non-negative integer/],
     ];
     for (const [args, message] of cases) {
-      const r = await cli(args).done;
+      const r = await spawnCli(args).done;
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toMatch(message);
     }
   }, 60_000);
 
   it('--exit-on-stdin-end stops when stdin closes; the link and cache flags are reported', async () => {
-    const p = cli(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--exit-on-stdin-end'], 'pipe');
+    const p = spawnCli(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--exit-on-stdin-end'], 'pipe');
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);
@@ -316,7 +296,7 @@ describe('bpavl serve: benchmark flags', () => {
       Importer: new () => { addChunk(chunk: Uint8Array): void; finish(): Uint8Array };
     };
     await init();
-    const p = cli(['serve', '--json', '--entries', '2000', '--libp2p-port', 'off', '--baseline', '--baseline-chunk-bytes', '50000', '--exit-on-stdin-end'], 'pipe');
+    const p = spawnCli(['serve', '--json', '--entries', '2000', '--libp2p-port', 'off', '--baseline', '--baseline-chunk-bytes', '50000', '--exit-on-stdin-end'], 'pipe');
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);

@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
 import { Tree } from '@bpavl/wasm';
@@ -14,9 +13,8 @@ import type { Libp2p } from 'libp2p';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTreeFileHeader, readTreeFile, writeTreeFile } from '../src/treefile.ts';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
-import { libp2pClient, libp2pDialer, wasmReady, wsClient } from './support.ts';
+import { BIN, libp2pClient, libp2pDialer, spawnCli, wasmReady, wsClient } from './support.ts';
 
-const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
 let dir: string;
 const children: ChildProcess[] = [];
 
@@ -34,22 +32,9 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 /** Runs the CLI to completion (bounded). */
 function run(args: string[], ms = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const t = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`bpavl ${args.join(' ')} did not finish in ${ms} ms`));
-    }, ms);
-    child.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  const cli = spawnCli(args, 'ignore', ms);
+  children.push(cli.child);
+  return cli.done;
 }
 
 /** Starts `bpavl serve … --json` and resolves with its JSON line and the process. */

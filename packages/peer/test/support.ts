@@ -1,8 +1,11 @@
 // Test clients for the serving peer: a raw WebSocket client and a raw libp2p
 // client (a second libp2p node dialling the peer's multiaddr), both speaking
 // spec/wire.md through @bpavl/light-client/wire, plus an in-memory
-// ByteConnection for unit tests of SyncServer. Every wait is bounded.
+// ByteConnection for unit tests of SyncServer, and the `bpavl` CLI as a child
+// process. Every wait is bounded.
 
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import {
@@ -283,4 +286,31 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
   return a.length - b.length;
+}
+
+/** The `bpavl` CLI's entry. */
+export const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
+
+/**
+ * Runs `bpavl …args` as a child process. `done` resolves with its exit code
+ * and output when it exits, or rejects (after SIGKILL) when it takes longer
+ * than `ms`; `stdout()` is the output so far.
+ */
+export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000) {
+  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`bpavl ${args.join(' ')} did not finish in ${ms} ms`));
+    }, ms);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+  return { child, done, stdout: () => stdout };
 }
