@@ -181,42 +181,33 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
     expect(existsSync(join(app, 'node_modules', '@bpavl', 'wasm', 'pkg', 'bpavl_wasm_bg.wasm'))).toBe(true);
   });
 
-  const expected = () => ({
-    existence: {
-      ts: { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunks: V.existenceValid.chunks, entries: V.existenceValid.entries },
-      wasm: { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunks: V.existenceValid.chunks, entries: V.existenceValid.entries },
-    },
-    rootMismatch: {
-      ts: { name: 'ProofError', code: 'ROOT_MISMATCH', tsClass: true },
-      wasm: { name: 'ProofError', code: 'ROOT_MISMATCH', tsClass: false },
-    },
-    decoding: {
-      ts: { name: 'ProofError', code: V.existenceDecoding.code, tsClass: true },
-      wasm: { name: 'ProofError', code: V.existenceDecoding.code, tsClass: false },
-    },
-    chunk: {
-      pure: {
-        index: V.envelopeValid.index,
-        chunkCount: V.envelopeValid.chunks,
-        totalEntries: V.envelopeValid.entries,
-        capacity: V.envelopeValid.capacity,
-        keyHeight: V.envelopeValid.key_height,
-        entries: V.envelopeValid.chunk_entries,
+  const expected = () => {
+    const position = { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunks: V.existenceValid.chunks, entries: V.existenceValid.entries };
+    const chunk = {
+      index: V.envelopeValid.index,
+      chunkCount: V.envelopeValid.chunks,
+      totalEntries: V.envelopeValid.entries,
+      capacity: V.envelopeValid.capacity,
+      keyHeight: V.envelopeValid.key_height,
+      entries: V.envelopeValid.chunk_entries,
+    };
+    return {
+      existence: { ts: position, wasm: position },
+      rootMismatch: {
+        ts: { name: 'ProofError', code: 'ROOT_MISMATCH', tsClass: true },
+        wasm: { name: 'ProofError', code: 'ROOT_MISMATCH', tsClass: false },
       },
-      fast: {
-        index: V.envelopeValid.index,
-        chunkCount: V.envelopeValid.chunks,
-        totalEntries: V.envelopeValid.entries,
-        capacity: V.envelopeValid.capacity,
-        keyHeight: V.envelopeValid.key_height,
-        entries: V.envelopeValid.chunk_entries,
+      decoding: {
+        ts: { name: 'ProofError', code: V.existenceDecoding.code, tsClass: true },
+        wasm: { name: 'ProofError', code: V.existenceDecoding.code, tsClass: false },
       },
-    },
-    chunkInvalid: {
-      pure: { name: 'ProofError', code: 'CHUNK_INDEX_MISMATCH', tsClass: true },
-      fast: { name: 'ProofError', code: 'CHUNK_INDEX_MISMATCH', tsClass: true },
-    },
-  });
+      chunk: { pure: chunk, fast: chunk },
+      chunkInvalid: {
+        pure: { name: 'ProofError', code: 'CHUNK_INDEX_MISMATCH', tsClass: true },
+        fast: { name: 'ProofError', code: 'CHUNK_INDEX_MISMATCH', tsClass: true },
+      },
+    };
+  };
 
   it('(a) a Node ESM script verifies the golden vectors with both packages', () => {
     writeFileSync(
