@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: bootstrap, the Rust gate (rustfmt, clippy), Rust tests,
-# test-vector freshness, then the TypeScript suites that exist so far. Stops
-# at the first failure.
+# test-vector freshness, the builds, the TypeScript gate (tsc), then the
+# TypeScript suites. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -42,6 +42,12 @@ if [[ -d packages/light-client ]]; then
   stage="light-client build"
   npm run build -w @bpavl/light-client
 fi
+
+# After the builds: the projects import @bpavl/wasm's pkg/ and the light
+# client's dist/ types.
+stage="tsc"
+bash scripts/typecheck.sh
+ran+=", tsc"
 
 if [[ -f vitest.config.ts ]]; then
   stage=vitest
