@@ -16,8 +16,8 @@
 // Playwright, the CDP session's Network domain reports every WebSocket
 // frame received, payload included (base64), to the driver: the renderer,
 // the browser process and the driver then spend more CPU on that than the
-// sync itself needs (about half the throughput of the same page on these
-// 2 cores). As in bench:sync, one untimed sync runs first in the same page
+// sync itself needs (docs/HACKING.md has the cost). As in bench:sync, one
+// untimed sync runs first in the same page
 // (JIT, WASM tier-up), so the figure is the second sync (the first one's
 // seconds are in the JSON as `cold_seconds`).
 //
