@@ -12,13 +12,13 @@
 //    first 504 bytes of SHA-256(key_i ‖ u8(0)) ‖ … ‖ SHA-256(key_i ‖ u8(15)),
 //    inserted in order, chunk capacity 256), takes existence proofs for
 //    i < 10,000 and every chunk envelope;
-// 3. Node: the loops of tests/browser/bench/verify-bench.mjs (existence:
+// 3. Node: the loops of bench/pages/verify/verify-bench.mjs (existence:
 //    decode + verify per second, TS one call per proof, WASM through
 //    verifyExistenceBatch, the way to verify many proofs (four hash chains
 //    side by side in SIMD lanes), and one verifyExistence call per proof as
 //    `wasm_verify_single_per_s`; chunks: MB of envelope verified per second;
 //    every result checked; median pass, each loop ≥ 0.3 s);
-// 4. Chromium: the same loops in tests/browser/bench (built with Vite, served
+// 4. Chromium: the same loops in bench/pages/verify (built with Vite, served
 //    from 127.0.0.1 with the proofs and envelopes as one binary payload);
 // 5. sizes: packages/light-client/scripts/size.mjs and packages/bpavl-wasm/scripts/size.mjs.
 //
@@ -33,7 +33,7 @@ import { parseArgs } from 'node:util';
 import { buildLightClient, buildPage, checkWasmBuilt } from '../tests/browser/build.mjs';
 import { launchOptions } from '../tests/browser/chromium.mjs';
 import { serve } from '../tests/browser/serve.mjs';
-import { decodePayload, encodePayload, measure, MIN_SECONDS } from '../tests/browser/bench/verify-bench.mjs';
+import { decodePayload, encodePayload, measure, MIN_SECONDS } from './pages/verify/verify-bench.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -111,7 +111,7 @@ let server;
 let chromiumVersion;
 let web;
 try {
-  await buildPage('bench', outDir);
+  await buildPage(new URL('./pages/verify/', import.meta.url), outDir);
   server = await serve(outDir, { routes: { '/payload.bin': { type: 'application/octet-stream', body: payloadBytes } } });
   browser = await chromium.launch(launchOptions);
   chromiumVersion = browser.version();

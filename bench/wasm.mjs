@@ -1,14 +1,14 @@
 // WebAssembly throughput on the standard workload (packages/peer/src/workload.ts,
 // the TypeScript twin of crates/bench/src/workload.rs), inserted in order.
 //
-//   node scripts/bench.mjs [--n 100000] [--capacity 256]   (after npm run build)
+//   npm run bench:wasm [-- --n 100000 --capacity 256]   (after npm run build -w @bpavl/wasm)
 //
 // Progress on stderr, one JSON line on stdout. Every measured call is checked
 // (a verifier throws on failure). MB = 10^6 bytes of chunk envelopes.
 // Rates are of the median timed pass.
 import { parseArgs } from 'node:util';
-import { workloadEntry } from '../../peer/src/workload.ts';
-import { init, Rebuilder, Tree, verifyChunk, verifyExistence } from '../index.js';
+import { init, Rebuilder, Tree, verifyChunk, verifyExistence } from '@bpavl/wasm';
+import { workloadEntry } from '../packages/peer/src/workload.ts';
 
 const { values: args } = parseArgs({
   options: { n: { type: 'string', default: '100000' }, capacity: { type: 'string', default: '256' } },

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run bench:browser`: state sync in headless Chromium. The page
-// (tests/browser/sync-bench: no UI, just `syncState` of
+// (bench/pages/sync: no UI, just `syncState` of
 // @bpavl/light-client/sync over WebSocket) syncs the demo state from 8 local
 // peers started by scripts/demo.mjs, first all honest, then with 2 Byzantine
 // ones (corrupt-value, wrong-index), and checks in the page that the rebuilt
@@ -268,7 +268,7 @@ let demo;
 try {
   if (!args['no-build']) buildLightClient();
   checkWasmBuilt();
-  await buildPage('sync-bench', outDir);
+  await buildPage(new URL('./pages/sync/', import.meta.url), outDir);
   server = await serve(outDir, { onPost: (path, body) => path === '/result' && onPageResult?.(body) });
   chromiumVersion = execFileSync(CHROMIUM_PATH, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().replace(/^Chromium\s+/, '').split(' ')[0];
   log(`Chromium ${chromiumVersion}`);
