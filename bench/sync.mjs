@@ -13,9 +13,8 @@
 // 1. builds @bpavl/wasm, @bpavl/baseline-wasm and @bpavl/peer (with
 //    @bpavl/light-client) unless --no-build;
 // 2. builds the same state locally, in both trees, for the trusted roots
-//    (the bench knows the workload: key_i = SHA-256(u64be(i)), value_i =
-//    u64be(i) ‖ first 504 bytes of SHA-256(key_i ‖ u8(0)) ‖ … ‖ SHA-256(key_i ‖ u8(15)),
-//    chunk capacity 256; Baseline chunks of 100 KiB);
+//    (the standard workload of packages/peer/src/workload.ts, chunk capacity
+//    256; Baseline chunks of 100 KiB);
 // 3. per profile, starts 9 honest peers and up to 4 Byzantine ones
 //    (`--byzantine corrupt-value:0.3`: 30 % of the chunks they serve, bpavl's
 //    and the Baseline's, carry a flipped value bit) on free ports of
