@@ -83,6 +83,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   run_install "rust target wasm32-unknown-unknown" rustup target add wasm32-unknown-unknown
 fi
 
+# 2b. rustfmt and clippy, for the gate in `npm test`.
+for component in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$component"; then
+    run_install "rust component $component" rustup component add "$component"
+  fi
+done
+
 # 3. wasm-bindgen CLI, which must match the wasm-bindgen crate in Cargo.lock exactly.
 #    Cargo.lock puts `version = ...` on the line right after `name = ...`.
 if [[ -f Cargo.lock ]]; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm test`: bootstrap, Rust tests, test-vector freshness, then the TypeScript
-# suites that exist so far. Stops at the first failure.
+# `npm test`: bootstrap, the Rust gate (rustfmt, clippy), Rust tests,
+# test-vector freshness, the builds, the TypeScript gate (tsc), then the
+# TypeScript suites. Stops at the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -9,6 +10,12 @@ tmp="$(mktemp -d)"
 trap 'rc=$?; rm -rf "$tmp"; (( rc == 0 )) || echo "test.sh: FAILED during $stage (exit $rc)" >&2' EXIT
 
 source scripts/bootstrap.sh
+
+# The gate: formatting and lints first, as they fail fastest.
+stage="cargo fmt"
+cargo fmt --check
+stage="cargo clippy"
+cargo clippy --workspace --all-targets -- -D warnings
 
 # Release: the property tests are too slow in debug.
 stage="cargo test"
@@ -22,7 +29,7 @@ if ! diff -r spec/vectors "$tmp" | head -n 50; then
   exit 1
 fi
 
-ran="cargo test, vectors"
+ran="rustfmt, clippy, cargo test, vectors"
 if [[ -d packages/bpavl-wasm ]]; then
   stage="wasm build"
   npm run build -w @bpavl/wasm
@@ -35,6 +42,12 @@ if [[ -d packages/light-client ]]; then
   stage="light-client build"
   npm run build -w @bpavl/light-client
 fi
+
+# After the builds: the projects import @bpavl/wasm's pkg/ and the light
+# client's dist/ types.
+stage="tsc"
+bash scripts/typecheck.sh
+ran+=", tsc"
 
 if [[ -f vitest.config.ts ]]; then
   stage=vitest

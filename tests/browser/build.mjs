@@ -1,5 +1,5 @@
-// Builds the pages under tests/browser with Vite, as an app would be built:
-// no config file, no plugins. Also the prerequisites: the light client's
+// Builds pages with Vite, as an app would be built: no config file, no
+// plugins (tests/browser/app, and the benchmark pages under bench/pages). Also the prerequisites: the light client's
 // dist/ (its package exports point there) and the WASM build (pkg/).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -25,13 +25,13 @@ export function buildLightClient() {
 }
 
 /**
- * `vite build` of the page in `tests/browser/<page>/` into `outDir`.
- * @param {string} page  `app` (the vector suite) or `bench`
+ * `vite build` of the page in `pageDir` (its index.html) into `outDir`.
+ * @param {URL} pageDir  e.g. `new URL('./app/', import.meta.url)`
  * @param {string} outDir
  */
-export async function buildPage(page, outDir) {
+export async function buildPage(pageDir, outDir) {
   await build({
-    root: fileURLToPath(new URL(`./${page}/`, import.meta.url)),
+    root: fileURLToPath(pageDir),
     configFile: false,
     envFile: false,
     logLevel: 'warn',

@@ -28,7 +28,7 @@ let server: Awaited<ReturnType<typeof serve>>;
 test.beforeAll(async () => {
   test.setTimeout(120_000);
   outDir = mkdtempSync(join(tmpdir(), 'bpavl-browser-app-'));
-  await buildPage('app', outDir);
+  await buildPage(new URL('./app/', import.meta.url), outDir);
   server = await serve(outDir);
 });
 

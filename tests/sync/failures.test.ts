@@ -119,7 +119,7 @@ describe('peers that die or stall', () => {
   // stallers listed first take both slots, round after round, until each has
   // failed `maxFailures` times, and an honest peer further down the list is
   // not asked at all meanwhile: about (stallers / 2) × maxFailures × timeout
-  // (8 stallers, 500 ms: ~7 s here; ~160 s with the default 10 s timeout).
+  // (8 stallers, 500 ms: about 8 s; 160 s with the default 10 s timeout).
   it('is not held back by stallers listed before the honest peer', async () => {
     const stallers = await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((k) => serve(k % 2 ? 'ws' : 'libp2p', { mode: 'silent' }, BigInt(k))));
     const h = await serve('ws');

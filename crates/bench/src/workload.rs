@@ -188,17 +188,22 @@ mod tests {
         assert_eq!(hex::encode(w.sha256()), sha256_hex(b""));
     }
 
+    // packages/peer/test/workload.test.ts pins the same 10k digest for the TS
+    // generator (packages/peer/src/workload.ts): both make one workload.
     #[test]
     fn workload_sha256_10k() {
         let w = Workload::generate(10_000);
-        assert_prefix_suffix(&hex::encode(w.sha256()), "d6b575d7", "77df6b");
+        assert_eq!(hex::encode(w.sha256()), WORKLOAD_SHA256_10K);
     }
 
     #[test]
     fn workload_sha256_100k() {
         let w = Workload::generate(100_000);
-        assert_prefix_suffix(&hex::encode(w.sha256()), "a7e7b2cf", "51f795");
+        assert_eq!(hex::encode(w.sha256()), WORKLOAD_SHA256_100K);
     }
+
+    const WORKLOAD_SHA256_10K: &str = "d6b575d7b8eba603e94780e8242d3285d44e68cb4a4838368cad86b13077df6b";
+    const WORKLOAD_SHA256_100K: &str = "a7e7b2cfbceaec5ccf7aec1277ad9ab188203d58d3573af162be22e67b51f795";
 
     #[test]
     fn query_sets() {

@@ -1,9 +1,10 @@
 //! Many SHA-256 digests at once, four messages side by side in the lanes of
 //! one 128-bit vector.
 //!
-//! A single SHA-256 is one long dependency chain, so in WebAssembly it runs
-//! at ≈ 250 MB/s whatever the code looks like; the four lanes of simd128 run
-//! four independent chains for about twice the cost of one. Verifying a chunk
+//! A single SHA-256 is one long dependency chain, so in WebAssembly its speed
+//! is bound by that chain whatever the code looks like; the four lanes of
+//! simd128 run four independent chains for little more than the cost of one
+//! (figures: packages/bpavl-wasm/README.md, "Speed"). Verifying a chunk
 //! is mostly independent hashes (its entries, then each level of its in-chunk
 //! tree), so wasm32 builds with simd128 hash those here. Native builds keep
 //! `sha2`, which uses the CPU's SHA instructions; they compile this module

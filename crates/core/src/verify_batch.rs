@@ -1,8 +1,9 @@
 //! Many existence proofs verified in one call, with the same result for each
 //! as `verify_existence`. A proof's fold is one chain of dependent hashes, so
 //! a single verification cannot go faster than serial SHA-256; in WebAssembly
-//! with SIMD, four proofs' chains run side by side instead (`sha256x4`), about
-//! twice the rate. Elsewhere it is `verify_existence` in a loop.
+//! with SIMD, four proofs' chains run side by side instead (`sha256x4`;
+//! figures: packages/bpavl-wasm/README.md, "Speed"). Elsewhere it is
+//! `verify_existence` in a loop.
 
 use crate::error::ProofError;
 use crate::hash::Hash;

@@ -6,8 +6,9 @@
 //! needs, so building a 100,000-entry tree or rebuilding one from chunks
 //! takes thousands of `memory.grow` calls. V8 counts WebAssembly memory as
 //! external memory, and frequent growth triggers full garbage collections of
-//! the JS heap: with a large heap, inserts and `Rebuilder.add` ran 5–30×
-//! slower than with the memory already there. Here each growth step is at
+//! the JS heap: with a large heap, inserts and `Rebuilder.add` ran many times
+//! slower than with the memory already there (figures:
+//! packages/bpavl-wasm/README.md). Here each growth step is at
 //! least half the current memory (and at least 1 MiB), so the number of steps
 //! is logarithmic in the final size. dlmalloc uses all of each step before
 //! asking again; fresh pages are zero and untouched, so the headroom costs

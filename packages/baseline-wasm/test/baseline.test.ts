@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { workloadEntry } from '../../peer/src/workload.ts';
 
 const built = existsSync(fileURLToPath(new URL('../pkg/bpavl_baseline_wasm_bg.wasm', import.meta.url)));
 
@@ -14,17 +15,6 @@ const sha = (...parts: Uint8Array[]) => {
   for (const p of parts) h.update(p);
   return new Uint8Array(h.digest());
 };
-
-/** Entry i of the standard workload (crates/bench/src/workload.rs). */
-function entry(i: number): [Uint8Array, Uint8Array] {
-  const index = new Uint8Array(8);
-  new DataView(index.buffer).setBigUint64(0, BigInt(i));
-  const key = sha(index);
-  const value = new Uint8Array(512);
-  value.set(index);
-  for (let j = 0; j < 16; j++) value.set(sha(key, Uint8Array.of(j)).subarray(0, Math.min(32, 504 - 32 * j)), 8 + 32 * j);
-  return [key, value];
-}
 
 type Module = typeof import('../index.js');
 let BaselineTree: Module['BaselineTree'];
@@ -42,10 +32,10 @@ describe.skipIf(!built)('@bpavl/baseline-wasm', () => {
   it('round-trips a tree through chunks; only the final root tells a corruption', () => {
     const tree = new BaselineTree();
     for (let i = 0; i < 3000; i++) {
-      const [k, v] = entry(i);
+      const [k, v] = workloadEntry(0n, i);
       expect(tree.insert(k, v)).toBe(true);
     }
-    const [k0, v0] = entry(0);
+    const [k0, v0] = workloadEntry(0n, 0);
     expect(tree.insert(k0, v0)).toBe(false); // replaced
     expect(tree.len).toBe(3000);
     expect(tree.get(k0)).toEqual(v0);

@@ -1,7 +1,8 @@
 /**
  * `@bpavl/light-client`: verify bpavl proofs and chunks against a trusted
- * root (`spec/`). For now this re-exports `@bpavl/light-client/verify`; state
- * sync and transports will be added beside it, each behind its own subpath.
+ * root (`spec/`). The root entry re-exports `@bpavl/light-client/verify`; the
+ * wire protocol and state sync (with its transports) have their own subpaths,
+ * `@bpavl/light-client/wire` and `@bpavl/light-client/sync`.
  *
  * @example
  * ```ts

@@ -1,8 +1,6 @@
-// The `bpavl` CLI as a user runs it (node bin/bpavl.mjs …), the workload it
-// builds, and its tree files.
+// The `bpavl` CLI as a user runs it (node bin/bpavl.mjs …) and its tree files.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +10,7 @@ import { Tree } from '@bpavl/wasm';
 import type { Libp2p } from 'libp2p';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTreeFileHeader, readTreeFile, writeTreeFile } from '../src/treefile.ts';
-import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
+import { buildWorkloadTree } from '../src/workload.ts';
 import { BIN, libp2pClient, libp2pDialer, spawnCli, wasmReady, wsClient } from './support.ts';
 
 let dir: string;
@@ -68,32 +66,6 @@ function exited(child: ChildProcess, ms: number): Promise<number | null> {
     });
   });
 }
-
-describe('workload', () => {
-  it('seed 0 is the standard workload (the check values of crates/bench/src/workload.rs)', () => {
-    const [k0, v0] = workloadEntry(0n, 0);
-    expect(hex(k0)).toMatch(/^af5570f5.*e83dfc$/);
-    expect(v0.length).toBe(512);
-    expect(createHash('sha256').update(v0).digest('hex')).toMatch(/^94c8c3c3.*364fdda6$/);
-    const h = createHash('sha256');
-    for (let i = 0; i < 10_000; i++) {
-      const [k, v] = workloadEntry(0n, i);
-      h.update(k).update(v);
-    }
-    expect(h.digest('hex')).toMatch(/^d6b575d7.*77df6b$/);
-  });
-
-  it('another seed changes the keys; values follow the same rule', () => {
-    const [k, v] = workloadEntry(5n, 3);
-    const seed = Buffer.alloc(8);
-    seed.writeBigUInt64BE(5n);
-    const idx = Buffer.alloc(8);
-    idx.writeBigUInt64BE(3n);
-    expect(hex(k)).toBe(createHash('sha256').update(seed).update(idx).digest('hex'));
-    expect(hex(v.subarray(0, 8))).toBe(hex(idx));
-    expect(hex(v.subarray(8, 40))).toBe(createHash('sha256').update(k).update(Uint8Array.of(0)).digest('hex'));
-  });
-});
 
 describe('tree files', () => {
   it('round-trip, and every corruption is refused with a code', async () => {

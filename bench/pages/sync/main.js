@@ -1,4 +1,4 @@
-// The browser half of `npm run bench:browser` (scripts/bench-browser.mjs): no
+// The browser half of `npm run bench:browser` (bench/browser.mjs): no
 // UI, just `syncState` of @bpavl/light-client/sync over the ws:// peers the
 // bench passes in. Two ways in:
 // - timed runs: the page is opened with `?run=<JSON { root, peers, options,

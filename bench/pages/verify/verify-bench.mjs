@@ -1,4 +1,4 @@
-// The measured loops of `npm run bench:verify` (scripts/bench-verify.mjs),
+// The measured loops of `npm run bench:verify` (bench/verify.mjs),
 // shared verbatim by Node and by the Chromium page in this folder, plus the
 // binary payload both of them read: the trusted root, the existence proofs
 // (with their keys, values and expected positions) and every chunk envelope.

@@ -13,9 +13,8 @@
 // 1. builds @bpavl/wasm, @bpavl/baseline-wasm and @bpavl/peer (with
 //    @bpavl/light-client) unless --no-build;
 // 2. builds the same state locally, in both trees, for the trusted roots
-//    (the bench knows the workload: key_i = SHA-256(u64be(i)), value_i =
-//    u64be(i) ‖ first 504 bytes of SHA-256(key_i ‖ u8(0)) ‖ … ‖ SHA-256(key_i ‖ u8(15)),
-//    chunk capacity 256; Baseline chunks of 100 KiB);
+//    (the standard workload of packages/peer/src/workload.ts, chunk capacity
+//    256; Baseline chunks of 100 KiB);
 // 3. per profile, starts 9 honest peers and up to 4 Byzantine ones
 //    (`--byzantine corrupt-value:0.3`: 30 % of the chunks they serve, bpavl's
 //    and the Baseline's, carry a flipped value bit) on free ports of
@@ -34,7 +33,7 @@
 //
 // Strategies:
 //   bpavl     syncState({ root, peers: 9 ws:// URLs }) with the engine's defaults;
-//   baseline  scripts/bench-sync/baseline-sync.mjs: CometBFT-style, 4 chunk
+//   baseline  bench/sync/baseline-sync.mjs: CometBFT-style, 4 chunk
 //             fetchers (`chunk_fetchers`) asking random peers, chunks imported
 //             in order, the root compared at the end; on a mismatch, the whole
 //             state again from one peer at a time (random, not yet tried) until
@@ -50,7 +49,7 @@ import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { installCleanupHandlers, startPeers, stopPeers } from './bench-sync/peers.mjs';
+import { installCleanupHandlers, startPeers, stopPeers } from './sync/peers.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -78,7 +77,7 @@ const { values: args } = parseArgs({
 });
 if (args.help) {
   process.stdout.write(
-    'usage: node scripts/bench-sync.mjs [--n 100000] [--chunk 256] [--profiles loopback,wan] [--byzantine 0,1,4]\n' +
+    'usage: node bench/sync.mjs [--n 100000] [--chunk 256] [--profiles loopback,wan] [--byzantine 0,1,4]\n' +
       '         [--strategies bpavl,baseline] [--seed 1] [--baseline-fetchers 4] [--no-build] [--verbose]\n' +
       '(see the header of this file for what it does and prints)\n',
   );
@@ -138,7 +137,7 @@ const baselineWasm = await import('@bpavl/baseline-wasm');
 const { syncState, connectWebSocket } = await import('@bpavl/light-client/sync');
 const { Kind, Status } = await import('@bpavl/light-client/wire');
 const { SeededRandom, workloadEntry } = await import('@bpavl/peer');
-const { baselineSync } = await import('./bench-sync/baseline-sync.mjs');
+const { baselineSync } = await import('./sync/baseline-sync.mjs');
 await wasm.init();
 await baselineWasm.init();
 

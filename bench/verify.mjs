@@ -1,24 +1,23 @@
 #!/usr/bin/env node
 // `npm run bench:verify`: verification speed of the pure-TS verifier
 // (@bpavl/light-client/verify) and of @bpavl/wasm, in Node and in headless
-// Chromium, on the standard workload (crates/bench/src/workload.rs), plus the
+// Chromium, on the standard workload (packages/peer/src/workload.ts), plus the
 // gzipped sizes of what a browser downloads. A benchmark, not a test: it
 // prints the targets next to the figures and exits 0 when they are missed.
 //
 //   npm run bench:verify [-- --n 100000 --capacity 256 --no-build]
 //
 // 1. builds @bpavl/wasm and @bpavl/light-client (skip with --no-build);
-// 2. builds the tree in WASM (key_i = SHA-256(u64be(i)), value_i = u64be(i) ‖
-//    first 504 bytes of SHA-256(key_i ‖ u8(0)) ‖ … ‖ SHA-256(key_i ‖ u8(15)),
-//    inserted in order, chunk capacity 256), takes existence proofs for
-//    i < 10,000 and every chunk envelope;
-// 3. Node: the loops of tests/browser/bench/verify-bench.mjs (existence:
+// 2. builds the tree in WASM (the standard workload of
+//    packages/peer/src/workload.ts, inserted in order, chunk capacity 256),
+//    takes existence proofs for i < 10,000 and every chunk envelope;
+// 3. Node: the loops of bench/pages/verify/verify-bench.mjs (existence:
 //    decode + verify per second, TS one call per proof, WASM through
 //    verifyExistenceBatch, the way to verify many proofs (four hash chains
 //    side by side in SIMD lanes), and one verifyExistence call per proof as
 //    `wasm_verify_single_per_s`; chunks: MB of envelope verified per second;
 //    every result checked; median pass, each loop ≥ 0.3 s);
-// 4. Chromium: the same loops in tests/browser/bench (built with Vite, served
+// 4. Chromium: the same loops in bench/pages/verify (built with Vite, served
 //    from 127.0.0.1 with the proofs and envelopes as one binary payload);
 // 5. sizes: packages/light-client/scripts/size.mjs and packages/bpavl-wasm/scripts/size.mjs.
 //
@@ -33,7 +32,7 @@ import { parseArgs } from 'node:util';
 import { buildLightClient, buildPage, checkWasmBuilt } from '../tests/browser/build.mjs';
 import { launchOptions } from '../tests/browser/chromium.mjs';
 import { serve } from '../tests/browser/serve.mjs';
-import { decodePayload, encodePayload, measure, MIN_SECONDS } from '../tests/browser/bench/verify-bench.mjs';
+import { decodePayload, encodePayload, measure, MIN_SECONDS } from './pages/verify/verify-bench.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -73,7 +72,6 @@ const wasm = await import('@bpavl/wasm');
 await wasm.init();
 
 // 2. The workload, the tree, the proofs and the envelopes.
-// The standard workload (crates/bench/src/workload.rs), as the serving peer generates it.
 const { workloadEntry } = await import('../packages/peer/src/workload.ts');
 const entry = (i) => workloadEntry(0n, i);
 
@@ -111,7 +109,7 @@ let server;
 let chromiumVersion;
 let web;
 try {
-  await buildPage('bench', outDir);
+  await buildPage(new URL('./pages/verify/', import.meta.url), outDir);
   server = await serve(outDir, { routes: { '/payload.bin': { type: 'application/octet-stream', body: payloadBytes } } });
   browser = await chromium.launch(launchOptions);
   chromiumVersion = browser.version();

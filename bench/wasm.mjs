@@ -1,43 +1,20 @@
-// WebAssembly throughput on the standard workload (crates/bench/src/workload.rs):
-// key_i = SHA-256(u64be(i)), value_i = u64be(i) ‖ first 504 bytes of
-// (SHA-256(key_i ‖ u8(0)) ‖ … ‖ SHA-256(key_i ‖ u8(15))), inserted in order.
+// WebAssembly throughput on the standard workload (packages/peer/src/workload.ts,
+// the TypeScript twin of crates/bench/src/workload.rs), inserted in order.
 //
-//   node scripts/bench.mjs [--n 100000] [--capacity 256]   (after npm run build)
+//   npm run bench:wasm [-- --n 100000 --capacity 256]   (after npm run build -w @bpavl/wasm)
 //
 // Progress on stderr, one JSON line on stdout. Every measured call is checked
 // (a verifier throws on failure). MB = 10^6 bytes of chunk envelopes.
 // Rates are of the median timed pass.
-import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { init, Rebuilder, Tree, verifyChunk, verifyExistence } from '../index.js';
+import { init, Rebuilder, Tree, verifyChunk, verifyExistence } from '@bpavl/wasm';
+import { workloadEntry } from '../packages/peer/src/workload.ts';
 
 const { values: args } = parseArgs({
   options: { n: { type: 'string', default: '100000' }, capacity: { type: 'string', default: '256' } },
 });
 const n = Number(args.n);
 const capacity = Number(args.capacity);
-
-const sha256 = (...parts) => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return new Uint8Array(h.digest());
-};
-const be64 = (i) => {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(i));
-  return b;
-};
-
-function entry(i) {
-  const key = sha256(be64(i));
-  const value = new Uint8Array(512);
-  value.set(be64(i));
-  for (let j = 0; j < 16; j++) {
-    const b = sha256(key, Uint8Array.of(j));
-    value.set(b.subarray(0, Math.min(32, 504 - 32 * j)), 8 + 32 * j);
-  }
-  return [key, value];
-}
 
 /**
  * Runs `pass` (doing `ops` operations) at least 5 times and for at least
@@ -58,7 +35,7 @@ function rate(ops, pass, minSecs = 2) {
 
 await init();
 console.error(`bench: n = ${n}, capacity = ${capacity}, node ${process.version}`);
-const entries = Array.from({ length: n }, (_, i) => entry(i));
+const entries = Array.from({ length: n }, (_, i) => workloadEntry(0n, i));
 
 let t0 = performance.now();
 const tree = new Tree(capacity);

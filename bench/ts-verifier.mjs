@@ -1,11 +1,21 @@
 #!/usr/bin/env node
-// Quick speed numbers for the TS verifier (built dist/, Node ≥ 23.6 for the
-// .ts test helper import). Not a test; the project bench measures for real.
+// `npm run bench:ts-verifier`: quick speed numbers for the pure-TS verifier
+// (@bpavl/light-client/verify) on synthetic proofs and envelopes and on the
+// golden vectors, with no WASM and no workload to build. Not a test;
+// bench:verify measures both verifiers on the standard workload.
 //
-//   npm run build -w packages/light-client && node packages/light-client/scripts/bench.mjs
+//   npm run bench:ts-verifier [-- --no-build]
+//
+// Builds the light client's dist/ first (skip with --no-build). The result
+// lines, then one JSON line last, on stdout.
 import { readFileSync } from 'node:fs';
-import { verifyChunk, verifyExistence } from '../dist/verify.js';
-import { chunkHash, entryHash, mth, multiproof, rootHash, sha, singleChunk, syntheticEntries, u64, varint } from '../test/reference.ts';
+import { parseArgs } from 'node:util';
+import { buildLightClient } from '../tests/browser/build.mjs';
+import { chunkHash, entryHash, mth, multiproof, rootHash, sha, singleChunk, syntheticEntries, u64, varint } from '../packages/light-client/test/reference.ts';
+
+const { values: args } = parseArgs({ options: { 'no-build': { type: 'boolean', default: false } } });
+if (!args['no-build']) buildLightClient();
+const { verifyChunk, verifyExistence } = await import('@bpavl/light-client/verify');
 
 const hex = (s) => Uint8Array.from(s.match(/../g) ?? [], (b) => parseInt(b, 16));
 
@@ -47,18 +57,29 @@ function syntheticExistence() {
 
 const ex = syntheticExistence();
 verifyExistence(ex.root, ex.key, ex.value, ex.proof);
-console.log(`existence, 100k-like proof (${ex.proof.length} B): ${Math.round(rate(() => verifyExistence(ex.root, ex.key, ex.value, ex.proof)))} verifications/s`);
+const exRate = rate(() => verifyExistence(ex.root, ex.key, ex.value, ex.proof));
+console.log(`existence, 100k-like proof (${ex.proof.length} B): ${Math.round(exRate)} verifications/s`);
 
-const vectors = JSON.parse(readFileSync(new URL('../../../spec/vectors/existence.json', import.meta.url), 'utf8')).valid.map((c) => [hex(c.root), hex(c.key), hex(c.value), hex(c.proof)]);
-console.log(`existence, the ${vectors.length} vector proofs in turn: ${Math.round(rate(() => { for (const v of vectors) verifyExistence(...v); }) * vectors.length)} verifications/s`);
+const vectors = JSON.parse(readFileSync(new URL('../spec/vectors/existence.json', import.meta.url), 'utf8')).valid.map((c) => [hex(c.root), hex(c.key), hex(c.value), hex(c.proof)]);
+const vectorsRate = rate(() => { for (const v of vectors) verifyExistence(...v); }) * vectors.length;
+console.log(`existence, the ${vectors.length} vector proofs in turn: ${Math.round(vectorsRate)} verifications/s`);
 
 const big = singleChunk(256, syntheticEntries(256, 32, 512));
 verifyChunk(big.root, 0, big.envelope);
 const bigRate = rate(() => verifyChunk(big.root, 0, big.envelope));
 console.log(`chunk, synthetic 256 × (32 B key, 512 B value) envelope (${big.envelope.length} B): ${((bigRate * big.envelope.length) / 1e6).toFixed(1)} MB/s (${Math.round(bigRate)} chunks/s)`);
 
-const wide = JSON.parse(readFileSync(new URL('../../../spec/vectors/chunk_envelope.json', import.meta.url), 'utf8')).valid
+const wide = JSON.parse(readFileSync(new URL('../spec/vectors/chunk_envelope.json', import.meta.url), 'utf8')).valid
   .filter((c) => c.tree === 'c256_wide').map((c) => [hex(c.root), c.index, hex(c.envelope)]);
 const wideBytes = wide.reduce((a, [, , e]) => a + e.length, 0);
 const wideRate = rate(() => { for (const w of wide) verifyChunk(...w); });
 console.log(`chunk, the ${wide.length} c256_wide vector envelopes (${wideBytes} B, ~150 entries each): ${((wideRate * wideBytes) / 1e6).toFixed(1)} MB/s (${Math.round(wideRate * wide.length)} chunks/s)`);
+
+console.log(
+  JSON.stringify({
+    ts_verify_synthetic_per_s: Math.round(exRate),
+    ts_verify_vectors_per_s: Math.round(vectorsRate),
+    ts_chunk_synthetic_mb_s: Number(((bigRate * big.envelope.length) / 1e6).toFixed(1)),
+    ts_chunk_vectors_mb_s: Number(((wideRate * wideBytes) / 1e6).toFixed(1)),
+  }),
+);

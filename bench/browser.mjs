@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run bench:browser`: state sync in headless Chromium. The page
-// (tests/browser/sync-bench: no UI, just `syncState` of
+// (bench/pages/sync: no UI, just `syncState` of
 // @bpavl/light-client/sync over WebSocket) syncs the demo state from 8 local
 // peers started by scripts/demo.mjs, first all honest, then with 2 Byzantine
 // ones (corrupt-value, wrong-index), and checks in the page that the rebuilt
@@ -16,8 +16,8 @@
 // Playwright, the CDP session's Network domain reports every WebSocket
 // frame received, payload included (base64), to the driver: the renderer,
 // the browser process and the driver then spend more CPU on that than the
-// sync itself needs (about half the throughput of the same page on these
-// 2 cores). As in bench:sync, one untimed sync runs first in the same page
+// sync itself needs (docs/HACKING.md has the cost). As in bench:sync, one
+// untimed sync runs first in the same page
 // (JIT, WASM tier-up), so the figure is the second sync (the first one's
 // seconds are in the JSON as `cold_seconds`).
 //
@@ -268,7 +268,7 @@ let demo;
 try {
   if (!args['no-build']) buildLightClient();
   checkWasmBuilt();
-  await buildPage('sync-bench', outDir);
+  await buildPage(new URL('./pages/sync/', import.meta.url), outDir);
   server = await serve(outDir, { onPost: (path, body) => path === '/result' && onPageResult?.(body) });
   chromiumVersion = execFileSync(CHROMIUM_PATH, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().replace(/^Chromium\s+/, '').split(' ')[0];
   log(`Chromium ${chromiumVersion}`);

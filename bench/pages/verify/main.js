@@ -1,4 +1,4 @@
-// The browser half of `npm run bench:verify` (scripts/bench-verify.mjs):
+// The browser half of `npm run bench:verify` (bench/verify.mjs):
 // loads the packages as an app would, fetches the payload (root, proofs,
 // envelopes) that the bench serves at ./payload.bin, runs the same loops as
 // Node (verify-bench.mjs) and publishes `window.__bench`; #status becomes

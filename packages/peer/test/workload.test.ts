@@ -1,0 +1,40 @@
+// The standard workload in TypeScript (src/workload.ts) is the one of
+// crates/bench/src/workload.rs: the same check values, and the same SHA-256
+// over the first 10,000 entries as the Rust test pins (which also pins 100,000).
+
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { workloadEntry } from '../src/workload.ts';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** SHA-256 over `key_0 ‖ value_0 ‖ key_1 ‖ value_1 ‖ …` (the Rust `Workload::sha256`). */
+function workloadSha256(seed: bigint, entries: number): string {
+  const h = createHash('sha256');
+  for (let i = 0; i < entries; i++) {
+    const [k, v] = workloadEntry(seed, i);
+    h.update(k).update(v);
+  }
+  return h.digest('hex');
+}
+
+describe('workload', () => {
+  it('seed 0 is the standard workload (the check values of crates/bench/src/workload.rs)', () => {
+    const [k0, v0] = workloadEntry(0n, 0);
+    expect(hex(k0)).toMatch(/^af5570f5.*e83dfc$/);
+    expect(v0.length).toBe(512);
+    expect(createHash('sha256').update(v0).digest('hex')).toMatch(/^94c8c3c3.*364fdda6$/);
+    expect(workloadSha256(0n, 10_000)).toBe('d6b575d7b8eba603e94780e8242d3285d44e68cb4a4838368cad86b13077df6b');
+  });
+
+  it('another seed changes the keys; values follow the same rule', () => {
+    const [k, v] = workloadEntry(5n, 3);
+    const seed = Buffer.alloc(8);
+    seed.writeBigUInt64BE(5n);
+    const idx = Buffer.alloc(8);
+    idx.writeBigUInt64BE(3n);
+    expect(hex(k)).toBe(createHash('sha256').update(seed).update(idx).digest('hex'));
+    expect(hex(v.subarray(0, 8))).toBe(hex(idx));
+    expect(hex(v.subarray(8, 40))).toBe(createHash('sha256').update(k).update(Uint8Array.of(0)).digest('hex'));
+  });
+});
