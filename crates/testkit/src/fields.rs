@@ -128,6 +128,17 @@ impl Fields {
         [self.upto(name), bytes.to_vec(), self.after(name)].concat()
     }
 
+    /// The whole encoding with several fields replaced, for cases where two
+    /// checks fail at once and the spec fixes which one runs first.
+    pub fn with_all(&self, patches: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = self.clone();
+        for &(name, bytes) in patches {
+            let i = out.idx(name);
+            out.0[i].bytes = bytes.to_vec();
+        }
+        out.bytes()
+    }
+
     /// Each field with its byte offset in the encoding.
     pub fn offsets(&self) -> impl Iterator<Item = (usize, &Field)> {
         self.0.iter().scan(0, |off, f| {

@@ -54,6 +54,7 @@ pub fn absence(t: &Trees) -> VectorFile {
     valid(&mut f, &t.c16, &[0x00, 0x00], "just above the first key 0x00");
     valid(&mut f, &t.c16, &[0xff; 1000], "a prefix of the 1024-byte last key");
     valid(&mut f, &t.c256, b"w00300x", "capacity 256");
+    valid(&mut f, &t.c4096, b"k2047x", "capacity 4096: between the two chunks");
 
     // Invalid cases around c4_sixty.
     let root = c4.root();
@@ -266,6 +267,63 @@ pub fn absence(t: &Trees) -> VectorFile {
         &kb,
         &right_only(b7),
         "ABSENCE_INVALID",
+    );
+    // Each position rule of the edges and of adjacency alone: the chunk is
+    // right, the position is not (or the other way round).
+    let last = c4.entries.len() - 1;
+    let above = |g: usize| {
+        let mut k = c4.key(g);
+        k.push(b'0');
+        k
+    };
+    inv(
+        &mut f,
+        "left neighbour only, in the last chunk but at pos M - 2 (not the last entry)",
+        &root,
+        &above(last - 1),
+        &left_only(last - 1),
+        "ABSENCE_INVALID",
+    );
+    inv(
+        &mut f,
+        "right neighbour only, in chunk 0 but at pos 1 (not the first entry)",
+        &root,
+        &above(0),
+        &right_only(1),
+        "ABSENCE_INVALID",
+    );
+    inv(
+        &mut f,
+        "across chunks: left at pos M - 2 of chunk 6, right at pos 0 of chunk 7 (only the left position is wrong)",
+        &root,
+        &above(b7 - 2),
+        &both(b7 - 2, b7),
+        "ABSENCE_INVALID",
+    );
+    inv(
+        &mut f,
+        "across chunks: left at pos M - 1 of chunk 6, right at pos 1 of chunk 7 (only the right position is wrong)",
+        &root,
+        &above(b7 - 1),
+        &both(b7 - 1, b7 + 1),
+        "ABSENCE_INVALID",
+    );
+    // Check orders.
+    inv(
+        &mut f,
+        "right neighbour M = 1 < ceil(C/2) and path length 49: the path length is checked before the fill",
+        &root,
+        &key,
+        &fields::absence(&under).with("right.path_len", &varint(49)),
+        "PATH_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
+        &t.c16.root(),
+        &key,
+        &cat(&[&e.bytes(), &[0]]),
+        "TRAILING_BYTES",
     );
 
     f.require(&[

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::limits::min_fill;
-use bpavl_core::{ChunkPath, ProofError};
+use bpavl_core::{ChunkPath, ProofError, RebuildError};
 use bpavl_testkit::fields::{noncanonical, raw_path, varint, Fields};
 use serde_json::{json, Value};
 
@@ -54,6 +54,23 @@ pub const ALL_DECODE: &[&str] = &[
 pub const PATH_CODES: &[&str] =
     &["CHUNK_SIZE_INVALID", "CHUNK_FILL", "PATH_TOO_LONG", "HEIGHT_INVALID", "COUNT_INVALID", "ROOT_MISMATCH"];
 
+/// An error with a stable code from `spec/errors.md`.
+pub trait Coded: std::fmt::Debug {
+    fn code(&self) -> &'static str;
+}
+
+impl Coded for ProofError {
+    fn code(&self) -> &'static str {
+        ProofError::code(self)
+    }
+}
+
+impl Coded for RebuildError {
+    fn code(&self) -> &'static str {
+        RebuildError::code(self)
+    }
+}
+
 pub struct VectorFile {
     pub name: &'static str,
     pub description: &'static str,
@@ -69,10 +86,10 @@ impl VectorFile {
     }
 
     /// Records an invalid case after checking that `result` is exactly `code`.
-    pub fn invalid<T: std::fmt::Debug>(
+    pub fn invalid<T: std::fmt::Debug, E: Coded>(
         &mut self,
         why: &str,
-        result: Result<T, ProofError>,
+        result: Result<T, E>,
         code: &'static str,
         mut fields: Vec<(&str, Value)>,
     ) {
@@ -140,6 +157,16 @@ pub fn header_cases(e: &Fields, format: u8, capacity: usize) -> Vec<(String, Vec
         // The largest varint decodes; the capacity check then rejects it.
         ("capacity 2^53 - 1".into(), e.with("capacity", &varint((1 << 53) - 1)), "CAPACITY_INVALID"),
         ("format byte 0xff".into(), e.with("format", &[0xff]), "FORMAT_UNSUPPORTED"),
+        (
+            "capacity varint of 7 continuation bytes, then the end of input".into(),
+            cat(&[&[format], &[0x80; 7]]),
+            "TRUNCATED",
+        ),
+        (
+            "capacity varint of 8 continuation bytes, then the end of input: the 8th byte's continuation bit fails before the read past the end".into(),
+            cat(&[&[format], &[0x80; 8]]),
+            "VARINT_OVERFLOW",
+        ),
     ]
 }
 
@@ -263,5 +290,32 @@ pub fn path_cases(e: &Fields, p: &str, path: &ChunkPath, capacity: usize) -> Vec
         &e.after(&format!("{p}step{last}.hash")),
     ]);
     v.push((format!("{p}last step removed (path_len - 1)"), without_last, "ROOT_MISMATCH"));
+    // Rules that only one check catches, and check orders.
+    let side0 = flags0 & 0x80;
+    let side1 = e.get(&f("step1.flags"))[0] & 0x80;
+    v.push((
+        format!("{p}first step: parent height 3, the second step 1 above it (only the +2 rule catches it)"),
+        replace_path(&raw_path(&[(side0 | 3, 1, c), (side1 | 4, 1, c)])),
+        "HEIGHT_INVALID",
+    ));
+    v.push((
+        format!("{p}first step: parent height 0 and 0 sibling chunks: the height is checked before the counts"),
+        e.with_all(&[(&f("step0.flags"), &[side0]), (&f("step0.chunks"), &[0])]),
+        "HEIGHT_INVALID",
+    ));
+    v.push((
+        format!(
+            "{p}first sibling has 0 chunks and 0 entries (the entry bounds hold: only the non-zero rule catches it)"
+        ),
+        e.with_all(&[(&f("step0.chunks"), &[0]), (&f("step0.entries"), &[0])]),
+        "COUNT_INVALID",
+    ));
+    v.push((
+        format!(
+            "{p}a sibling of 2^32 - 1 chunks, then the end of input: the totals are checked after sib_entries is read"
+        ),
+        cat(&[&e.upto(&f("step0.chunks")), &varint((1 << 32) - 1)]),
+        "TRUNCATED",
+    ));
     v
 }

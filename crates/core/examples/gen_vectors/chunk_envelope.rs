@@ -1,10 +1,12 @@
 //! `chunk_envelope.json`: chunk envelopes (`0x05`) and `verify_chunk`.
 
 use bpavl_core::hash::Hash;
-use bpavl_core::verify_chunk;
+use bpavl_core::{verify_chunk, ChunkEnvelope, Folded};
 use bpavl_testkit::fields::{self, bytes_field, noncanonical, varint};
+use serde_json::Value;
 
 use crate::cases::{cat, h, header_cases, kv, n, obj, path_cases, s, VectorFile, ALL_DECODE, PATH_CODES};
+use crate::forged;
 use crate::trees::Trees;
 
 pub fn chunk_envelope(t: &Trees) -> VectorFile {
@@ -13,40 +15,37 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         "Chunk envelopes (format 0x05): verify_chunk(root, index, envelope). Valid cases return the capacity, key_height, the tree's totals (chunks, entries) and the chunk's entries (chunk_entries); invalid cases fail with code.",
         "spec/chunk-format.md, Encoding (0x05) and Verification",
     );
-    for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256] {
+    let valid = |f: &mut VectorFile, tree: Value, env: &ChunkEnvelope, want: Folded| {
+        let bytes = env.encode();
+        let got = verify_chunk(&want.root, want.index, &bytes).unwrap();
+        let got_entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(
+            (got.index(), got.chunk_count(), got.total_entries(), got.capacity(), got.key_height(), &got_entries),
+            (want.index, want.chunks, want.entries, env.capacity, want.key_height, &env.entries)
+        );
+        f.valid.push(obj(vec![
+            ("tree", tree),
+            ("root", h(&want.root)),
+            ("index", n(want.index)),
+            ("envelope", h(&bytes)),
+            ("capacity", n(env.capacity as u64)),
+            ("key_height", n(want.key_height as u64)),
+            ("chunks", n(want.chunks)),
+            ("entries", n(want.entries)),
+            ("chunk_entries", kv(&env.entries)),
+        ]));
+    };
+    for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256, &t.c4096, &t.limits] {
         for i in 0..b.chunks() {
             let env = b.tree.export_chunk(i).unwrap();
-            let bytes = env.encode();
-            assert_eq!(bytes, b.tree.export_chunk_bytes(i).unwrap());
-            let got = verify_chunk(&b.root(), i, &bytes).unwrap();
+            assert_eq!(env.encode(), b.tree.export_chunk_bytes(i).unwrap());
             let g = b.chunk_start(i as usize);
-            let (kh, m) = b.shape[i as usize];
-            let entries = &b.entries[g..g + m];
-            let got_entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-            assert_eq!(
-                (
-                    got.index(),
-                    got.chunk_count(),
-                    got.total_entries(),
-                    got.capacity(),
-                    got.key_height(),
-                    got_entries.as_slice()
-                ),
-                (i, b.chunks(), b.total(), b.capacity, kh, entries)
-            );
-            f.valid.push(obj(vec![
-                ("tree", s(b.name)),
-                ("root", h(&b.root())),
-                ("index", n(i)),
-                ("envelope", h(&bytes)),
-                ("capacity", n(b.capacity as u64)),
-                ("key_height", n(kh as u64)),
-                ("chunks", n(b.chunks())),
-                ("entries", n(b.total())),
-                ("chunk_entries", kv(entries)),
-            ]));
+            assert_eq!(env.entries, b.entries[g..g + b.shape[i as usize].1], "the chunk cuts the sorted entries");
+            valid(&mut f, s(b.name), &env, b.folded(i));
         }
     }
+    let (deep, folded) = forged::long_path();
+    valid(&mut f, Value::Null, &deep, folded);
     let c4 = &t.c4;
     let root = c4.root();
     let idx = (1..c4.chunks())
@@ -230,6 +229,44 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         0,
         &single.with("key_height", &[1]),
         "KEY_HEIGHT_MISMATCH",
+    );
+
+    // An odd capacity, where ceil(C/2) and floor(C/2) differ.
+    let c3 = &t.c3;
+    let mut under3 = c3.tree.export_chunk(1).unwrap();
+    under3.entries.truncate(1);
+    inv(
+        &mut f,
+        "capacity 3: only the first entry kept (M = 1 = floor(C/2)), path unchanged: the fill is ceil(C/2) = 2",
+        &c3.root(),
+        1,
+        &under3.encode(),
+        "CHUNK_FILL",
+    );
+    // Check orders.
+    inv(
+        &mut f,
+        "only the first entry kept (M = 1 < ceil(C/2)) and path length 49: the path length is checked before the fill",
+        &root,
+        idx,
+        &fields::envelope(&under).with("path_len", &varint(49)),
+        "PATH_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "key_height 49 and M = 0: the key-height is checked before M",
+        &root,
+        idx,
+        &e.with_all(&[("key_height", &[49]), ("M", &[0])]),
+        "HEIGHT_INVALID",
+    );
+    inv(
+        &mut f,
+        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
+        &t.c16.root(),
+        idx,
+        &cat(&[&e.bytes(), &[0]]),
+        "TRAILING_BYTES",
     );
 
     f.require(&[

@@ -1,10 +1,12 @@
 //! `chunk_proof.json`: chunk proofs (`0x04`).
 
 use bpavl_core::hash::Hash;
-use bpavl_core::{verify_chunk_proof, ChunkProof};
-use bpavl_testkit::fields::{self, noncanonical};
+use bpavl_core::{verify_chunk_proof, ChunkProof, Folded};
+use bpavl_testkit::fields::{self, noncanonical, varint};
+use serde_json::Value;
 
 use crate::cases::{cat, flip_last, h, header_cases, n, obj, path_cases, s, VectorFile, ALL_DECODE, PATH_CODES};
+use crate::forged;
 use crate::trees::Trees;
 
 pub fn chunk_proof(t: &Trees) -> VectorFile {
@@ -13,23 +15,26 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
         "Chunk proofs (format 0x04): verify_chunk_proof(root, proof). Valid cases return the chunk's index, the tree's totals (chunks, entries) and the chunk's key_height; invalid cases fail with code.",
         "spec/proof-format.md, Chunk proof (0x04)",
     );
-    for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c256] {
+    let valid = |f: &mut VectorFile, tree: Value, root: &Hash, proof: &[u8], want: Folded| {
+        assert_eq!(verify_chunk_proof(root, proof).unwrap(), Folded { root: *root, ..want });
+        f.valid.push(obj(vec![
+            ("tree", tree),
+            ("root", h(root)),
+            ("proof", h(proof)),
+            ("index", n(want.index)),
+            ("chunks", n(want.chunks)),
+            ("entries", n(want.entries)),
+            ("key_height", n(want.key_height as u64)),
+        ]));
+    };
+    for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c256, &t.c4096, &t.limits] {
         for i in 0..b.chunks() {
             let proof = b.tree.prove_chunk(i).unwrap().encode();
-            let got = verify_chunk_proof(&b.root(), &proof).unwrap();
-            let kh = b.shape[i as usize].0;
-            assert_eq!((got.index, got.chunks, got.entries, got.key_height), (i, b.chunks(), b.total(), kh));
-            f.valid.push(obj(vec![
-                ("tree", s(b.name)),
-                ("root", h(&b.root())),
-                ("proof", h(&proof)),
-                ("index", n(i)),
-                ("chunks", n(b.chunks())),
-                ("entries", n(b.total())),
-                ("key_height", n(kh as u64)),
-            ]));
+            valid(&mut f, s(b.name), &b.root(), &proof, b.folded(i));
         }
     }
+    let (deep, folded) = forged::long_path();
+    valid(&mut f, Value::Null, &folded.root, &forged::chunk_proof(&deep).encode(), folded);
     let c4 = &t.c4;
     let root = c4.root();
     let pr = c4.tree.prove_chunk(6).unwrap();
@@ -79,6 +84,39 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
         &t.one.root(),
         &ChunkProof { capacity: 3, ..single }.encode(),
         "ROOT_MISMATCH",
+    );
+
+    // An odd capacity, where ceil(C/2) and floor(C/2) differ.
+    let c3 = &t.c3;
+    let e3 = fields::chunk_proof(&c3.tree.prove_chunk(1).unwrap());
+    inv(
+        &mut f,
+        "capacity 3: M = 1 (= floor(C/2)) with a non-empty path: the fill is ceil(C/2) = 2",
+        &c3.root(),
+        &e3.with("M", &[1]),
+        "CHUNK_FILL",
+    );
+    inv(
+        &mut f,
+        "capacity 3: first sibling of 1 chunk with 1 entry (= floor(C/2)): the lower bound is ceil(C/2) entries per chunk",
+        &c3.root(),
+        &e3.with_all(&[("step0.chunks", &[1]), ("step0.entries", &[1])]),
+        "COUNT_INVALID",
+    );
+    // Check orders.
+    inv(
+        &mut f,
+        "M = 1 < ceil(C/2) and path length 49: the path length is checked before the fill",
+        &root,
+        &e.with_all(&[("M", &[1]), ("path_len", &varint(49))]),
+        "PATH_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
+        &t.c16.root(),
+        &cat(&[&e.bytes(), &[0]]),
+        "TRAILING_BYTES",
     );
 
     f.require(&[ALL_DECODE, PATH_CODES]);

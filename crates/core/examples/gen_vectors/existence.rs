@@ -54,6 +54,9 @@ pub fn existence(t: &Trees) -> VectorFile {
     let big = (1..c256.shape.len()).find(|&i| c256.shape[i].1 > 140).expect("a chunk above 140 entries");
     let g = c256.chunk_start(big) + 140;
     valid(&mut f, c256, &c256.key(g), "capacity 256, position 140: two-byte varints for C, M and pos");
+    valid(&mut f, &t.limits, b"big", "a value of 65536 bytes (the longest)");
+    let c4096 = &t.c4096;
+    valid(&mut f, c4096, &c4096.key(4096), "capacity 4096 (the largest): the last entry of a two-chunk tree");
 
     // Invalid cases, built from one valid proof in c4_sixty.
     let root = c4.root();
@@ -171,6 +174,34 @@ pub fn existence(t: &Trees) -> VectorFile {
         "ROOT_MISMATCH",
     );
     inv(&mut f, "the empty root", &t.empty.root(), &key, &value, &e.bytes(), "ROOT_MISMATCH");
+    // Check orders.
+    inv(
+        &mut f,
+        "empty key and a value of 65537 bytes: the key is checked before the value",
+        &root,
+        b"",
+        &vec![0x76; 65537],
+        &e.bytes(),
+        "KEY_EMPTY",
+    );
+    inv(
+        &mut f,
+        "M = 1 < ceil(C/2) and path length 49: the path length is checked before the fill",
+        &root,
+        &key,
+        &value,
+        &fields::existence(&under).with("path_len", &varint(49)),
+        "PATH_TOO_LONG",
+    );
+    inv(
+        &mut f,
+        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
+        &t.c16.root(),
+        &key,
+        &value,
+        &cat(&[&e.bytes(), &[0]]),
+        "TRAILING_BYTES",
+    );
 
     f.require(&[ALL_DECODE, PATH_CODES, &["POSITION_INVALID", "KEY_EMPTY", "KEY_TOO_LONG", "VALUE_TOO_LONG"]]);
     f

@@ -19,7 +19,9 @@ mod cases;
 mod chunk_envelope;
 mod chunk_proof;
 mod existence;
+mod forged;
 mod range;
+mod rebuild;
 mod trees;
 
 use std::fs;
@@ -49,7 +51,7 @@ fn main() {
     fs::create_dir_all(&out).expect("create the output directory");
 
     let t = build_trees();
-    let trees = [&t.empty, &t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256];
+    let trees = [&t.empty, &t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256, &t.c4096, &t.limits];
     let trees_json = obj(vec![
         (
             "description",
@@ -65,6 +67,7 @@ fn main() {
         range::range(&t),
         chunk_proof::chunk_proof(&t),
         chunk_envelope::chunk_envelope(&t),
+        rebuild::rebuild(&t),
     ] {
         let name = format!("{}.json", file.name);
         write(&out, &name, &file.json());

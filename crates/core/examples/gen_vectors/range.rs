@@ -84,6 +84,8 @@ pub fn range(t: &Trees) -> VectorFile {
     valid(&mut f, &t.c16, b"pre", Some(b"prefix\x01"), 10, "the prefix family");
     valid(&mut f, &t.c16, &[0xff], None, 65536, "every key from 0xff on, up to the 1024-byte last key");
     valid(&mut f, &t.c256, b"w00100", Some(b"w00400"), 300, "capacity 256: two-byte varints for M, lo and hi");
+    valid(&mut f, &t.c4096, b"k2040", Some(b"k2060"), 100, "capacity 4096: a window across the two chunks");
+    valid(&mut f, &t.limits, &[0x62; 1024], Some(&[0x6d; 1024]), 10, "1024-byte start and end (the longest bounds)");
 
     // Invalid cases around c4_sixty. The base query crosses chunks.
     let root = c4.root();
@@ -311,6 +313,91 @@ pub fn range(t: &Trees) -> VectorFile {
         100,
         &c4.tree.prove_range(b"key030", Some(b"key040"), 100).unwrap().encode(),
         "RANGE_INVALID",
+    );
+    // Each rule of the window's edges alone: the chunk is right, the
+    // position is not (or the other way round).
+    let n_all = c4.entries.len();
+    let g1 = c4.chunk_start(1);
+    invq(
+        &mut f,
+        "left neighbour omitted, the window begins at lo = 0 but in chunk 1 (only the chunk-0 rule catches it)",
+        &root,
+        &c4.key(g1),
+        Some(&c4.key(g1 + 2)),
+        100,
+        &w(g1, g1 + 3),
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "left neighbour omitted, the window begins in chunk 0 but at lo = 1 (only the lo = 0 rule catches it)",
+        &root,
+        &c4.key(1),
+        Some(&c4.key(3)),
+        100,
+        &w(1, 4),
+        "RANGE_INVALID",
+    );
+    invq(
+        &mut f,
+        "last entry omitted, unbounded end: the window ends in the last chunk but at hi = M - 1 (only the hi = M rule catches it)",
+        &root,
+        &c4.key(n_all - 3),
+        None,
+        100,
+        &w(n_all - 4, n_all - 1),
+        "RANGE_INVALID",
+    );
+    let gl = c4.chunk_start(c4.shape.len() - 1);
+    invq(
+        &mut f,
+        "last chunk omitted, unbounded end: the window ends at hi = M but not in the last chunk (only the last-chunk rule catches it)",
+        &root,
+        &c4.key(gl - 3),
+        None,
+        100,
+        &w(gl - 4, gl),
+        "RANGE_INVALID",
+    );
+    // Check orders.
+    invq(
+        &mut f,
+        "start of 1025 bytes and an empty end: start is checked before end",
+        &root,
+        &[0x6b; 1025],
+        Some(b""),
+        10,
+        &b,
+        "KEY_TOO_LONG",
+    );
+    invq(&mut f, "empty end and limit 0: end is checked before the limit", &root, b"", Some(b""), 0, &b, "KEY_EMPTY");
+    inv(
+        &mut f,
+        "first segment lo = M, then the end of input: lo is checked before hi is read",
+        &cat(&[&e.upto("seg0.lo"), &varint(m0)]),
+        "POSITION_INVALID",
+    );
+    inv(
+        &mut f,
+        "second segment: second key equal to the first, then a value of length 65537: the key order is checked before the value",
+        &cat(&[&e.upto("seg1.key1"), e.get("seg1.key0"), &varint(65537)]),
+        "KEYS_NOT_SORTED",
+    );
+    inv(
+        &mut f,
+        "second segment M = 1 < ceil(C/2) and path length 49: the path length is checked before the fill",
+        &fields::range(&under).with("seg1.path_len", &varint(49)),
+        "PATH_TOO_LONG",
+    );
+    invq(
+        &mut f,
+        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
+        &t.c16.root(),
+        &start,
+        Some(&end),
+        limit,
+        &cat(&[&e.bytes(), &[0]]),
+        "TRAILING_BYTES",
     );
 
     f.require(&[

@@ -4,7 +4,7 @@
 
 use bpavl_core::hash::{entry_hash, inchunk_tree, multiproof, Hash};
 use bpavl_core::limits::min_fill;
-use bpavl_core::{verify_chunk, Neighbour, RangeProof, Segment, Tree};
+use bpavl_core::{verify_chunk, Folded, Neighbour, RangeProof, Segment, Tree};
 use bpavl_testkit::rng::SplitMix64;
 use serde_json::Value;
 
@@ -68,6 +68,11 @@ impl Built {
     }
     pub fn total(&self) -> u64 {
         self.entries.len() as u64
+    }
+    /// What folding chunk `i`'s path must give, from the shape.
+    pub fn folded(&self, i: u64) -> Folded {
+        let key_height = self.shape[i as usize].0;
+        Folded { root: self.root(), index: i, chunks: self.chunks(), entries: self.total(), key_height }
     }
     /// (chunk index, in-chunk position) of global entry `g`, from the shape.
     pub fn locate(&self, mut g: usize) -> (u64, usize) {
@@ -173,6 +178,10 @@ pub struct Trees {
     pub c4_prev: Built,
     pub c16: Built,
     pub c256: Built,
+    /// The largest capacity, two chunks.
+    pub c4096: Built,
+    /// The longest value and key, for valid cases at the limits.
+    pub limits: Built,
 }
 
 pub fn c4_key(i: usize) -> Vec<u8> {
@@ -263,5 +272,21 @@ pub fn build_trees() -> Trees {
         ops,
     );
 
-    Trees { empty, one, five, c3, c4, c4_prev, c16, c256 }
+    // Capacity 4096 (the largest): one more entry than a chunk holds, so two chunks.
+    let ops = (0..4097).map(|i| ins(format!("k{i:04}"), [i as u8])).collect();
+    let c4096 =
+        Built::new("c4096_two", "capacity 4096 (the largest): 4097 keys k0000 … k4096 in order, two chunks", 4096, ops);
+
+    // The longest value and the longest key next to short ones.
+    let mut ops: Vec<Op> = (b'a'..=b'h').map(|c| ins([c], [c])).collect();
+    ops.push(ins("big", vec![0x76; 65536]));
+    ops.push(ins(vec![0x6d; 1024], "m"));
+    let limits = Built::new(
+        "c4_limits",
+        "capacity 4: keys a … h, the key big with a 65536-byte value (the longest), a 1024-byte key",
+        4,
+        ops,
+    );
+
+    Trees { empty, one, five, c3, c4, c4_prev, c16, c256, c4096, limits }
 }
