@@ -226,8 +226,13 @@ pub fn absence(t: &Trees) -> VectorFile {
         &both(b7 - 1, b7 + 1),
         "ABSENCE_INVALID",
     );
-    let mut k2 = c4.key(b7);
-    k2.push(b'0');
+    // A key just above the entry at global index g, absent from c4_sixty.
+    let above = |g: usize| {
+        let mut k = c4.key(g);
+        k.push(b'0');
+        k
+    };
+    let k2 = above(b7);
     inv(
         &mut f,
         "absent key between neighbours two chunks apart",
@@ -250,8 +255,7 @@ pub fn absence(t: &Trees) -> VectorFile {
         &right_only(g + 1),
         "ABSENCE_INVALID",
     );
-    let mut kb = c4.key(b7 - 1);
-    kb.push(b'0'); // between chunks 6 and 7
+    let kb = above(b7 - 1); // between chunks 6 and 7
     inv(
         &mut f,
         "left neighbour only, last entry of a chunk that is not the last",
@@ -271,11 +275,6 @@ pub fn absence(t: &Trees) -> VectorFile {
     // Each position rule of the edges and of adjacency alone: the chunk is
     // right, the position is not (or the other way round).
     let last = c4.entries.len() - 1;
-    let above = |g: usize| {
-        let mut k = c4.key(g);
-        k.push(b'0');
-        k
-    };
     inv(
         &mut f,
         "left neighbour only, in the last chunk but at pos M - 2 (not the last entry)",
@@ -316,14 +315,6 @@ pub fn absence(t: &Trees) -> VectorFile {
         &key,
         &fields::absence(&under).with("right.path_len", &varint(49)),
         "PATH_TOO_LONG",
-    );
-    inv(
-        &mut f,
-        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
-        &t.c16.root(),
-        &key,
-        &cat(&[&e.bytes(), &[0]]),
-        "TRAILING_BYTES",
     );
 
     f.require(&[

@@ -120,7 +120,8 @@ impl VectorFile {
 }
 
 /// Decoding cases every object shares: empty input, format byte, capacity
-/// varint, truncation and trailing bytes. `(why, bytes, code)`.
+/// varint, truncation and trailing bytes, and that decoding fails before the
+/// root is compared. `(why, bytes, code)`.
 pub fn header_cases(e: &Fields, format: u8, capacity: usize) -> Vec<(String, Vec<u8>, &'static str)> {
     let b = e.bytes();
     let other = if format == 0x01 { 0x02 } else { 0x01 };
@@ -157,6 +158,12 @@ pub fn header_cases(e: &Fields, format: u8, capacity: usize) -> Vec<(String, Vec
         // The largest varint decodes; the capacity check then rejects it.
         ("capacity 2^53 - 1".into(), e.with("capacity", &varint((1 << 53) - 1)), "CAPACITY_INVALID"),
         ("format byte 0xff".into(), e.with("format", &[0xff]), "FORMAT_UNSUPPORTED"),
+        ("last byte flipped (in the last sibling hash)".into(), flip_last(&b), "ROOT_MISMATCH"),
+        (
+            "last byte flipped and one byte appended: decoding fails before the root is compared".into(),
+            cat(&[&flip_last(&b), &[0]]),
+            "TRAILING_BYTES",
+        ),
         (
             "capacity varint of 7 continuation bytes, then the end of input".into(),
             cat(&[&[format], &[0x80; 7]]),

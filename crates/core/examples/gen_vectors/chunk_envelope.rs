@@ -260,14 +260,6 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         &e.with_all(&[("key_height", &[49]), ("M", &[0])]),
         "HEIGHT_INVALID",
     );
-    inv(
-        &mut f,
-        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
-        &t.c16.root(),
-        idx,
-        &cat(&[&e.bytes(), &[0]]),
-        "TRAILING_BYTES",
-    );
 
     f.require(&[
         ALL_DECODE,

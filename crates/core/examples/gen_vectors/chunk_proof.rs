@@ -111,13 +111,6 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
         &e.with_all(&[("M", &[1]), ("path_len", &varint(49))]),
         "PATH_TOO_LONG",
     );
-    inv(
-        &mut f,
-        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
-        &t.c16.root(),
-        &cat(&[&e.bytes(), &[0]]),
-        "TRAILING_BYTES",
-    );
 
     f.require(&[ALL_DECODE, PATH_CODES]);
     f

@@ -389,16 +389,6 @@ pub fn range(t: &Trees) -> VectorFile {
         &fields::range(&under).with("seg1.path_len", &varint(49)),
         "PATH_TOO_LONG",
     );
-    invq(
-        &mut f,
-        "one byte appended, checked against another tree's root: decoding fails before the root is compared",
-        &t.c16.root(),
-        &start,
-        Some(&end),
-        limit,
-        &cat(&[&e.bytes(), &[0]]),
-        "TRAILING_BYTES",
-    );
 
     f.require(&[
         ALL_DECODE,
