@@ -1,13 +1,21 @@
 //! Every byte format of `spec/` (the four proofs of `proof-format.md` and
-//! the chunk envelope of `chunk-format.md`) written once as a list of named
-//! fields. The vector generator patches one field to make an invalid case;
-//! the fuzz test takes field boundaries from here for its targeted
-//! mutations. Each encoder asserts that its fields concatenate to the core
-//! encoder's bytes, so the two can never drift apart.
+//! the chunk envelope of `chunk-format.md`) as a list of named fields: the
+//! core's encoding, split by the field layout of `spec/layout.json`, the one
+//! description of the formats that the test tools share (the TypeScript
+//! tests read it too). The vector generator patches one field to make an
+//! invalid case; the fuzz test takes field boundaries from here for its
+//! targeted mutations. A split must consume the encoding exactly, so the
+//! layout cannot drift from the core's encoders unnoticed.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use bpavl_core::codec::put_varint;
-use bpavl_core::{AbsenceProof, ChunkEnvelope, ChunkPath, ChunkProof, EntryWitness, ExistenceProof, RangeProof};
+use bpavl_core::hash::multiproof_len;
+use bpavl_core::{AbsenceProof, ChunkEnvelope, ChunkProof, ExistenceProof, RangeProof};
+use serde_json::Value;
 
+use crate::codes::spec_dir;
 use crate::sample::Kind;
 
 /// What a field holds, independent of where it sits.
@@ -41,6 +49,32 @@ pub enum Role {
 }
 
 impl Role {
+    /// A role as `spec/layout.json` names it.
+    fn from_layout(name: &str) -> Role {
+        use Role::*;
+        match name {
+            "Format" => Format,
+            "Capacity" => Capacity,
+            "ChunkSize" => ChunkSize,
+            "Pos" => Pos,
+            "Lo" => Lo,
+            "Hi" => Hi,
+            "SegCount" => SegCount,
+            "KeyHeight" => KeyHeight,
+            "AbsenceFlags" => AbsenceFlags,
+            "Key" => Key,
+            "Value" => Value,
+            "Hashes" => Hashes,
+            "ChunkRoot" => ChunkRoot,
+            "PathLen" => PathLen,
+            "StepFlags" => StepFlags,
+            "SibChunks" => SibChunks,
+            "SibEntries" => SibEntries,
+            "SibHash" => SibHash,
+            other => panic!("spec/layout.json: role {other}"),
+        }
+    }
+
     /// Whether the field is a varint, or starts with one (a key or value length).
     pub fn has_varint(self) -> bool {
         use Role::*;
@@ -148,113 +182,154 @@ impl Fields {
         })
     }
 
-    /// The fields of a valid encoding of `kind` (panics on invalid bytes).
+    /// The fields of a valid encoding of `kind`, split by `spec/layout.json`
+    /// (panics on bytes the layout does not consume exactly).
     pub fn of(kind: Kind, bytes: &[u8]) -> Fields {
-        let what = kind.name();
-        let fields = match kind {
-            Kind::Existence => existence(&ExistenceProof::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e:?}"))),
-            Kind::Absence => absence(&AbsenceProof::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e:?}"))),
-            Kind::Range => range(&RangeProof::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e:?}"))),
-            Kind::ChunkProof => chunk_proof(&ChunkProof::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e:?}"))),
-            Kind::Envelope => envelope(&ChunkEnvelope::decode(bytes).unwrap_or_else(|e| panic!("{what}: {e:?}"))),
-        };
-        assert_eq!(fields.bytes(), bytes, "the {what} decoder accepted a non-canonical encoding");
-        fields
+        let format = &layout()["formats"][kind.name()];
+        assert_eq!(format["byte"].as_u64(), Some(kind.format() as u64), "spec/layout.json: {}", kind.name());
+        let mut s = Splitter { bytes, pos: 0, vars: HashMap::new(), out: Fields::default() };
+        s.items(&format["fields"], "", &[]);
+        assert_eq!(s.pos, bytes.len(), "spec/layout.json does not consume a valid {} encoding", kind.name());
+        s.out
+    }
+}
+
+/// `spec/layout.json`, read once.
+fn layout() -> &'static Value {
+    static LAYOUT: OnceLock<Value> = OnceLock::new();
+    LAYOUT.get_or_init(|| {
+        let text = std::fs::read_to_string(spec_dir().join("layout.json")).expect("spec/layout.json");
+        serde_json::from_str(&text).expect("spec/layout.json is JSON")
+    })
+}
+
+/// Reads fields front to back as the layout describes them.
+struct Splitter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// The value of each u8 and varint read, by full name.
+    vars: HashMap<String, u64>,
+    out: Fields,
+}
+
+/// `template` with each `{v}` replaced by the index `v` has in `index`
+/// (innermost repeat last; an inner index hides an outer one of its name).
+fn fill(template: &str, index: &[(&str, u64)]) -> String {
+    index.iter().rev().fold(template.to_string(), |t, (v, k)| t.replace(&format!("{{{v}}}"), &k.to_string()))
+}
+
+impl Splitter<'_> {
+    fn take(&mut self, n: usize) -> Vec<u8> {
+        let b = self.bytes.get(self.pos..self.pos + n).expect("the encoding ends inside a field").to_vec();
+        self.pos += n;
+        b
     }
 
-    fn path(&mut self, p: &str, path: &ChunkPath) {
-        self.push(format!("{p}path_len"), Role::PathLen, varint(path.steps.len() as u64));
-        for (i, st) in path.steps.iter().enumerate() {
-            let flags = ((st.sibling_is_left as u8) << 7) | st.parent_height;
-            self.push(format!("{p}step{i}.flags"), Role::StepFlags, vec![flags]);
-            self.push(format!("{p}step{i}.chunks"), Role::SibChunks, varint(st.sibling_chunks));
-            self.push(format!("{p}step{i}.entries"), Role::SibEntries, varint(st.sibling_entries));
-            self.push(format!("{p}step{i}.hash"), Role::SibHash, st.sibling_hash.to_vec());
+    fn varint(&mut self) -> (u64, Vec<u8>) {
+        let b = self.take(varint_len(&self.bytes[self.pos..]));
+        (b.iter().rev().fold(0, |v, x| v << 7 | u64::from(x & 0x7f)), b)
+    }
+
+    /// A number, the value of a field under `prefix`, or two of these
+    /// joined by `+` or `-`.
+    fn eval(&self, e: &str, prefix: &str) -> u64 {
+        if let Some((a, b)) = e.split_once('+') {
+            return self.eval(a, prefix) + self.eval(b, prefix);
+        }
+        if let Some((a, b)) = e.split_once('-') {
+            return self.eval(a, prefix) - self.eval(b, prefix);
+        }
+        let name = format!("{prefix}{e}");
+        e.parse()
+            .unwrap_or_else(|_| *self.vars.get(&name).unwrap_or_else(|| panic!("spec/layout.json: no field {name}")))
+    }
+
+    fn items(&mut self, items: &Value, prefix: &str, index: &[(&str, u64)]) {
+        for item in items.as_array().expect("a list of layout items") {
+            if let Some(field) = item.as_array() {
+                self.field(field, prefix, index);
+            } else if let Some(piece) = item["piece"].as_str() {
+                self.items(&layout()["pieces"][piece], prefix, index);
+            } else if let Some(count) = item["repeat"].as_str() {
+                let var = item["as"].as_str().expect("repeat: as");
+                for k in 0..self.eval(count, prefix) {
+                    let index = [index, &[(var, k)]].concat();
+                    let prefix = prefix.to_string() + &fill(item["prefix"].as_str().unwrap_or(""), &index);
+                    self.items(&item["body"], &prefix, &index);
+                }
+            } else if let Some([flags, bit]) = item["if_bit"].as_array().map(Vec::as_slice) {
+                let (flags, bit) = (flags.as_str().expect("if_bit: a field"), bit.as_u64().expect("if_bit: a bit"));
+                if self.eval(flags, prefix) >> bit & 1 == 1 {
+                    let prefix = prefix.to_string() + item["prefix"].as_str().unwrap_or("");
+                    self.items(&item["body"], &prefix, index);
+                }
+            } else {
+                panic!("spec/layout.json: unknown item {item}");
+            }
         }
     }
 
-    fn witness(&mut self, p: &str, w: &EntryWitness) {
-        self.push(format!("{p}M"), Role::ChunkSize, varint(w.chunk_entries as u64));
-        self.push(format!("{p}pos"), Role::Pos, varint(w.position as u64));
-        self.push(format!("{p}hashes"), Role::Hashes, w.inchunk.concat());
-        self.path(p, &w.path);
-    }
-
-    fn header(format: u8, capacity: usize) -> Fields {
-        let mut e = Fields::default();
-        e.push("format", Role::Format, vec![format]);
-        e.push("capacity", Role::Capacity, varint(capacity as u64));
-        e
+    fn field(&mut self, field: &[Value], prefix: &str, index: &[(&str, u64)]) {
+        let text = |i: usize| field[i].as_str().expect("a field is [name, type, role, …]");
+        let name = prefix.to_string() + &fill(text(0), index);
+        let bytes = match text(1) {
+            "u8" => {
+                let b = self.take(1);
+                self.vars.insert(name.clone(), b[0].into());
+                b
+            }
+            "varint" => {
+                let (v, b) = self.varint();
+                self.vars.insert(name.clone(), v);
+                b
+            }
+            "hash" => self.take(32),
+            "bytes" => {
+                let (n, mut b) = self.varint();
+                b.extend(self.take(n as usize));
+                b
+            }
+            "hashes" => {
+                let args: Vec<usize> = field[3]
+                    .as_array()
+                    .expect("hashes: [M, lo, hi]")
+                    .iter()
+                    .map(|e| self.eval(e.as_str().expect("an expression"), prefix) as usize)
+                    .collect();
+                self.take(32 * multiproof_len(args[0], args[1], args[2]))
+            }
+            other => panic!("spec/layout.json: type {other}"),
+        };
+        self.out.push(name, Role::from_layout(text(2)), bytes);
     }
 }
 
 /// An existence proof (`0x01`): `format capacity M pos hashes path…`.
 pub fn existence(pr: &ExistenceProof) -> Fields {
-    let mut e = Fields::header(0x01, pr.capacity);
-    e.witness("", &pr.witness);
-    assert_eq!(e.bytes(), pr.encode(), "field encoder disagrees with ExistenceProof::encode");
-    e
+    Fields::of(Kind::Existence, &pr.encode())
 }
 
 /// An absence proof (`0x02`): `format capacity flags`, then per neighbour
 /// (prefix `left.` / `right.`) `key value M pos hashes path…`.
 pub fn absence(pr: &AbsenceProof) -> Fields {
-    let mut e = Fields::header(0x02, pr.capacity);
-    e.push("flags", Role::AbsenceFlags, vec![pr.left.is_some() as u8 | (pr.right.is_some() as u8) << 1]);
-    for (p, nb) in [("left.", &pr.left), ("right.", &pr.right)] {
-        if let Some(nb) = nb {
-            e.push(format!("{p}key"), Role::Key, bytes_field(&nb.key));
-            e.push(format!("{p}value"), Role::Value, bytes_field(&nb.value));
-            e.witness(p, &nb.witness);
-        }
-    }
-    assert_eq!(e.bytes(), pr.encode(), "field encoder disagrees with AbsenceProof::encode");
-    e
+    Fields::of(Kind::Absence, &pr.encode())
 }
 
 /// A range proof (`0x03`): `format capacity segments`, then per segment
 /// (prefix `seg{i}.`) `M lo hi key{j} value{j}… hashes path…`.
 pub fn range(pr: &RangeProof) -> Fields {
-    let mut e = Fields::header(0x03, pr.capacity);
-    e.push("segments", Role::SegCount, varint(pr.segments.len() as u64));
-    for (i, sg) in pr.segments.iter().enumerate() {
-        let p = format!("seg{i}.");
-        e.push(format!("{p}M"), Role::ChunkSize, varint(sg.chunk_entries as u64));
-        e.push(format!("{p}lo"), Role::Lo, varint(sg.lo as u64));
-        e.push(format!("{p}hi"), Role::Hi, varint((sg.lo + sg.entries.len()) as u64));
-        for (j, (k, v)) in sg.entries.iter().enumerate() {
-            e.push(format!("{p}key{j}"), Role::Key, bytes_field(k));
-            e.push(format!("{p}value{j}"), Role::Value, bytes_field(v));
-        }
-        e.push(format!("{p}hashes"), Role::Hashes, sg.inchunk.concat());
-        e.path(&p, &sg.path);
-    }
-    assert_eq!(e.bytes(), pr.encode(), "field encoder disagrees with RangeProof::encode");
-    e
+    Fields::of(Kind::Range, &pr.encode())
 }
 
 /// A chunk proof (`0x04`): `format capacity M chunk_root path…`.
 pub fn chunk_proof(pr: &ChunkProof) -> Fields {
-    let mut e = Fields::header(0x04, pr.capacity);
-    e.push("M", Role::ChunkSize, varint(pr.chunk_entries as u64));
-    e.push("chunk_root", Role::ChunkRoot, pr.chunk_root.to_vec());
-    e.path("", &pr.path);
-    assert_eq!(e.bytes(), pr.encode(), "field encoder disagrees with ChunkProof::encode");
-    e
+    Fields::of(Kind::ChunkProof, &pr.encode())
 }
 
-/// A chunk envelope (`0x05`): `format capacity key_height M key{j} value{j}… path…`.
+/// A chunk envelope (`0x05`): `format capacity key_height M key{j} value{j}… path…`,
+/// a path being `path_len step{i}.flags step{i}.chunks step{i}.entries step{i}.hash…`.
 pub fn envelope(env: &ChunkEnvelope) -> Fields {
-    let mut e = Fields::header(0x05, env.capacity);
-    e.push("key_height", Role::KeyHeight, vec![env.key_height]);
-    e.push("M", Role::ChunkSize, varint(env.entries.len() as u64));
-    for (j, (k, v)) in env.entries.iter().enumerate() {
-        e.push(format!("key{j}"), Role::Key, bytes_field(k));
-        e.push(format!("value{j}"), Role::Value, bytes_field(v));
-    }
-    e.path("", &env.path);
-    assert_eq!(e.bytes(), env.encode(), "field encoder disagrees with ChunkEnvelope::encode");
-    e
+    Fields::of(Kind::Envelope, &env.encode())
 }
 
 /// A raw chunk path from `(flags, sibling chunks, sibling entries)` steps,

@@ -2,9 +2,10 @@
 //! (`crates/core/examples/gen_vectors`), so that each byte format is written
 //! down once outside the core:
 //!
-//! - [`fields`]: every format of `spec/` encoded as a list of named fields,
-//!   from which the generator, the tamper test and the fuzz test take both
-//!   the bytes and the field boundaries;
+//! - [`fields`]: every format of `spec/` as a list of named fields, split by
+//!   the field layout of `spec/layout.json` (which the TypeScript tests read
+//!   too), from which the generator and the fuzz test take both the bytes
+//!   and the field boundaries;
 //! - [`codes`]: the error codes of `spec/errors.md`, by table;
 //! - [`sample`]: a valid encoding with the context its verifier needs, and
 //!   the decoder and verifier of each kind behind one call;
