@@ -127,7 +127,7 @@ impl Fields {
     }
 
     pub fn bytes(&self) -> Vec<u8> {
-        self.0.iter().flat_map(|f| f.bytes.iter().copied()).collect()
+        Self::join(&self.0)
     }
 
     pub fn idx(&self, name: &str) -> usize {

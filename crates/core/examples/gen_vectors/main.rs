@@ -20,6 +20,7 @@ mod chunk_envelope;
 mod chunk_proof;
 mod existence;
 mod forged;
+mod json;
 mod range;
 mod rebuild;
 mod trees;
@@ -75,7 +76,6 @@ fn main() {
 }
 
 fn write(dir: &Path, name: &str, j: &Value) {
-    let mut text = serde_json::to_string_pretty(j).expect("JSON");
-    text.push('\n');
+    let text = json::to_text(j);
     fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("write {name}: {e}"));
 }
