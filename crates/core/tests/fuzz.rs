@@ -424,7 +424,8 @@ fn by_kind(samples: &[Sample]) -> [Vec<&Sample>; 5] {
 }
 
 // ---------------------------------------------------------------------------
-// Targeted mutations, field by field (boundaries from the test kit's encoder).
+// Targeted mutations, field by field (boundaries from the test kit's split by
+// spec/layout.json).
 
 /// The code the spec fixes when a varint field is replaced by a huge value
 /// (2^32 − 1 or 2^53 − 1), for the small test trees used here.
