@@ -2,9 +2,9 @@
  * Shared helpers of the cross-package suites in `tests/`: a seeded RNG, byte
  * helpers, the error-code table read from `spec/errors.md`, outcome capture
  * for the two verifiers (pure TS `@bpavl/light-client/verify` and
- * `@bpavl/wasm`), and a field splitter of the v1 encodings
- * (`spec/encoding.md`, `spec/proof-format.md`, `spec/chunk-format.md`) that
- * targeted mutations (varints, hashes) use.
+ * `@bpavl/wasm`), and a field splitter of the v1 encodings that targeted
+ * mutations (varints, hashes) use, driven by `spec/layout.json` (the field
+ * layout the Rust test kit reads too).
  */
 
 import { readFileSync } from 'node:fs';
@@ -162,7 +162,7 @@ export interface Field {
   /** Byte offset in the encoding. */
   off: number;
   len: number;
-  /** What the spec calls it (e.g. `capacity`, `path[2].sib_entries`). */
+  /** Its name in `spec/layout.json` (e.g. `capacity`, `step2.entries`, `seg0.key1.len`). */
   name: string;
   /** The decoded value (varints and u8 only). */
   value?: number;
@@ -180,23 +180,34 @@ export function multiproofCount(m: number, lo: number, hi: number): number {
   return walk(0, m);
 }
 
+/** `spec/layout.json`: the field layout of every format, as data (see its description). */
+type LayoutItem =
+  | [name: string, type: 'u8' | 'varint' | 'hash' | 'bytes' | 'hashes', role: string, args?: string[]]
+  | { piece: string }
+  | { repeat: string; as: string; prefix: string; body: LayoutItem[] }
+  | { if_bit: [field: string, bit: number]; prefix: string; body: LayoutItem[] };
+interface Layout {
+  pieces: Record<string, LayoutItem[]>;
+  formats: Record<string, { byte: number; fields: LayoutItem[] }>;
+}
+const LAYOUT: Layout = JSON.parse(readFileSync(new URL('../spec/layout.json', import.meta.url), 'utf8'));
+
 /**
  * Splits a *valid* v1 encoding (any of format bytes 0x01 … 0x05) into its
- * fields, front to back. Throws (a plain Error) if the bytes do not parse:
- * it is a test tool, not a verifier.
+ * fields, front to back, as `spec/layout.json` lays them out: a `bytes`
+ * field becomes its length varint (`NAME.len`) and, if not empty, its body
+ * (`NAME`); in-chunk hashes become one field each (`hashes[k]`). Throws (a
+ * plain Error) if the bytes do not parse: it is a test tool, not a verifier.
  */
 export function splitFields(bytes: Uint8Array): Field[] {
+  const format = Object.values(LAYOUT.formats).find((f) => f.byte === bytes[0]);
+  if (format === undefined) throw new Error(`splitFields: format byte ${bytes[0]}`);
   const fields: Field[] = [];
+  /** The value of every u8 and varint read, by full name. */
+  const vars = new Map<string, number>();
   let pos = 0;
   const need = (n: number) => {
     if (pos + n > bytes.length) throw new Error(`splitFields: truncated at ${pos}`);
-  };
-  const u8 = (name: string, kind: FieldKind = 'u8'): number => {
-    need(1);
-    const v = bytes[pos]!;
-    fields.push({ kind, off: pos, len: 1, name, value: v });
-    pos += 1;
-    return v;
   };
   const varint = (name: string): number => {
     const start = pos;
@@ -212,85 +223,60 @@ export function splitFields(bytes: Uint8Array): Field[] {
     fields.push({ kind: 'varint', off: start, len: pos - start, name, value: v });
     return v;
   };
-  const hashes = (n: number, name: string) => {
-    for (let i = 0; i < n; i++) {
-      need(32);
-      fields.push({ kind: 'hash', off: pos, len: 32, name: `${name}[${i}]` });
-      pos += 32;
-    }
+  const hash = (name: string) => {
+    need(32);
+    fields.push({ kind: 'hash', off: pos, len: 32, name });
+    pos += 32;
   };
-  const body = (name: string) => {
-    const n = varint(`${name}.len`);
-    need(n);
-    if (n > 0) fields.push({ kind: 'body', off: pos, len: n, name });
-    pos += n;
+  /** A number, the value of a field under `prefix`, or two of these joined by + or -. */
+  const evaluate = (e: string, prefix: string): number => {
+    const [a, op, b] = e.split(/([+-])/);
+    if (op !== undefined) return evaluate(a!, prefix) + (op === '+' ? 1 : -1) * evaluate(b!, prefix);
+    if (/^\d+$/.test(e)) return Number(e);
+    const v = vars.get(prefix + e);
+    if (v === undefined) throw new Error(`splitFields: spec/layout.json names no field ${prefix + e}`);
+    return v;
   };
-  const path = (name: string) => {
-    const n = varint(`${name}.len`);
-    for (let s = 0; s < n; s++) {
-      u8(`${name}[${s}].flags`);
-      varint(`${name}[${s}].sib_chunks`);
-      varint(`${name}[${s}].sib_entries`);
-      hashes(1, `${name}[${s}].sib_hash`);
-    }
-  };
-  const witness = (name: string) => {
-    const m = varint(`${name}.M`);
-    const p = varint(`${name}.pos`);
-    hashes(multiproofCount(m, p, p + 1), `${name}.hashes`);
-    path(`${name}.path`);
-  };
-
-  const format = u8('format', 'format');
-  varint('capacity');
-  switch (format) {
-    case 0x01:
-      witness('entry');
-      break;
-    case 0x02: {
-      const flags = u8('flags');
-      for (const [bit, side] of [[1, 'left'], [2, 'right']] as const) {
-        if (flags & bit) {
-          body(`${side}.key`);
-          body(`${side}.value`);
-          witness(side);
+  /** `template` with each `{v}` replaced by its index, innermost repeat first. */
+  const fill = (template: string, index: [string, number][]) =>
+    index.reduceRight((t, [v, k]) => t.replaceAll(`{${v}}`, String(k)), template);
+  const read = (items: LayoutItem[], prefix: string, index: [string, number][]): void => {
+    for (const item of items) {
+      if (Array.isArray(item)) {
+        const [template, type, role, args] = item;
+        const name = prefix + fill(template, index);
+        if (type === 'u8') {
+          need(1);
+          vars.set(name, bytes[pos]!);
+          fields.push({ kind: role === 'Format' ? 'format' : 'u8', off: pos, len: 1, name, value: bytes[pos]! });
+          pos += 1;
+        } else if (type === 'varint') {
+          vars.set(name, varint(name));
+        } else if (type === 'hash') {
+          hash(name);
+        } else if (type === 'bytes') {
+          const n = varint(`${name}.len`);
+          need(n);
+          if (n > 0) fields.push({ kind: 'body', off: pos, len: n, name });
+          pos += n;
+        } else {
+          const [m, lo, hi] = args!.map((e) => evaluate(e, prefix)) as [number, number, number];
+          for (let k = 0; k < multiproofCount(m, lo, hi); k++) hash(`${name}[${k}]`);
         }
-      }
-      break;
-    }
-    case 0x03: {
-      const segments = varint('segments');
-      for (let s = 0; s < segments; s++) {
-        const m = varint(`seg[${s}].M`);
-        const lo = varint(`seg[${s}].lo`);
-        const hi = varint(`seg[${s}].hi`);
-        for (let e = lo; e < hi; e++) {
-          body(`seg[${s}].key[${e}]`);
-          body(`seg[${s}].value[${e}]`);
+      } else if ('piece' in item) {
+        read(LAYOUT.pieces[item.piece]!, prefix, index);
+      } else if ('repeat' in item) {
+        const n = evaluate(item.repeat, prefix);
+        for (let k = 0; k < n; k++) {
+          const inner: [string, number][] = [...index, [item.as, k]];
+          read(item.body, prefix + fill(item.prefix, inner), inner);
         }
-        hashes(multiproofCount(m, lo, hi), `seg[${s}].hashes`);
-        path(`seg[${s}].path`);
+      } else if ((evaluate(item.if_bit[0], prefix) >> item.if_bit[1]) & 1) {
+        read(item.body, prefix + item.prefix, index);
       }
-      break;
     }
-    case 0x04:
-      varint('M');
-      hashes(1, 'chunk_root');
-      path('path');
-      break;
-    case 0x05: {
-      u8('key_height');
-      const m = varint('M');
-      for (let e = 0; e < m; e++) {
-        body(`key[${e}]`);
-        body(`value[${e}]`);
-      }
-      path('path');
-      break;
-    }
-    default:
-      throw new Error(`splitFields: format byte ${format}`);
-  }
+  };
+  read(format.fields, '', []);
   if (pos !== bytes.length) throw new Error(`splitFields: ${bytes.length - pos} trailing bytes`);
   return fields;
 }

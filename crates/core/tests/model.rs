@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use bpavl_core::{verify_absence, verify_chunk, verify_existence, verify_range, Rebuilder, Tree};
+use bpavl_testkit::rng::SplitMix64;
 use proptest::prelude::*;
-use rand::{rngs::SmallRng, seq::SliceRandom, SeedableRng};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -83,7 +83,7 @@ fn check_committed(tree: &mut Tree, model: &Model, domain: u16, seed: u64) {
     // Export every chunk, verify it, rebuild from a shuffled order.
     let n = tree.chunk_count();
     let mut order: Vec<u64> = (0..n).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(seed));
+    SplitMix64::new(seed).shuffle(&mut order);
     let mut rebuilder = Rebuilder::new(root);
     for &i in &order {
         let bytes = tree.export_chunk_bytes(i).unwrap();

@@ -17,122 +17,20 @@
 //! One `#[test]` per capacity so the harness spreads them over the cores.
 
 use std::collections::BTreeSet;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
 use std::time::Instant;
 
-use bpavl_core::hash::Hash;
-use bpavl_core::{
-    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkEnvelope,
-    ChunkProof, ExistenceProof, RangeProof, Rebuilder, Tree,
-};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use bpavl_core::{verify_absence, verify_existence, verify_range, AbsenceProof, ExistenceProof, RangeProof, Tree};
+use bpavl_testkit::codes::{load_codes, Codes};
+use bpavl_testkit::guard::{guarded, Outcome};
+use bpavl_testkit::rng::SplitMix64;
+use bpavl_testkit::sample::{decode_as, rebuild_add, verify_as, Ctx, Kind, Sample};
+use rand::Rng;
 
 mod common;
 use common::build_tree;
 
 /// The longest random value in this test's trees.
 const MAX_VALUE_LEN: usize = 16;
-
-// ---------------------------------------------------------------------------
-// Codes from spec/errors.md.
-
-struct Codes {
-    decoding: BTreeSet<String>,
-    verification: BTreeSet<String>,
-}
-
-fn load_codes() -> Codes {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/errors.md");
-    let text = std::fs::read_to_string(path).expect("spec/errors.md");
-    let mut codes = Codes { decoding: BTreeSet::new(), verification: BTreeSet::new() };
-    let mut section = "";
-    for line in text.lines() {
-        if let Some(h) = line.strip_prefix("## ") {
-            section = h.trim();
-            continue;
-        }
-        if !line.starts_with("| `") {
-            continue;
-        }
-        let set = if section.starts_with("Decoding") {
-            &mut codes.decoding
-        } else if section.starts_with("Verification") {
-            &mut codes.verification
-        } else {
-            continue;
-        };
-        let cell = line.split('|').nth(1).unwrap_or("");
-        for (i, tok) in cell.split('`').enumerate() {
-            if i % 2 == 1 && !tok.is_empty() && tok.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') {
-                set.insert(tok.to_string());
-            }
-        }
-    }
-    assert!(codes.decoding.contains("TRUNCATED") && codes.verification.contains("ROOT_MISMATCH"), "errors.md parse");
-    codes
-}
-
-// ---------------------------------------------------------------------------
-// Samples.
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Existence,
-    Absence,
-    Range,
-    ChunkProof,
-    Envelope,
-}
-
-#[derive(Clone, Debug)]
-enum Ctx {
-    Existence { key: Vec<u8>, value: Vec<u8> },
-    Absence { key: Vec<u8> },
-    Range { start: Vec<u8>, end: Option<Vec<u8>>, limit: usize },
-    ChunkProof,
-    Envelope { index: u64 },
-}
-
-#[derive(Clone, Debug)]
-struct Sample {
-    kind: Kind,
-    what: String,
-    root: Hash,
-    ctx: Ctx,
-    bytes: Vec<u8>,
-}
-
-fn pe(e: bpavl_core::ProofError) -> &'static str {
-    e.code()
-}
-
-fn decode_as(kind: Kind, b: &[u8]) -> Result<(), &'static str> {
-    match kind {
-        Kind::Existence => ExistenceProof::decode(b).map(drop).map_err(pe),
-        Kind::Absence => AbsenceProof::decode(b).map(drop).map_err(pe),
-        Kind::Range => RangeProof::decode(b).map(drop).map_err(pe),
-        Kind::ChunkProof => ChunkProof::decode(b).map(drop).map_err(pe),
-        Kind::Envelope => ChunkEnvelope::decode(b).map(drop).map_err(pe),
-    }
-}
-
-fn verify_as(s: &Sample, b: &[u8]) -> Result<(), &'static str> {
-    let root = &s.root;
-    match &s.ctx {
-        Ctx::Existence { key, value } => verify_existence(root, key, value, b).map(drop).map_err(pe),
-        Ctx::Absence { key } => verify_absence(root, key, b).map_err(pe),
-        Ctx::Range { start, end, limit } => verify_range(root, start, end.as_deref(), *limit, b).map(drop).map_err(pe),
-        Ctx::ChunkProof => verify_chunk_proof(root, b).map(drop).map_err(pe),
-        Ctx::Envelope { index } => verify_chunk(root, *index, b).map(drop).map_err(pe),
-    }
-}
-
-fn rebuild_add(s: &Sample, b: &[u8]) -> Result<(), &'static str> {
-    let Ctx::Envelope { index } = s.ctx else { unreachable!() };
-    Rebuilder::new(s.root).add(index, b).map(drop).map_err(|e| e.code())
-}
 
 /// `(description, start, end, limit)`.
 type Query = (String, Vec<u8>, Option<Vec<u8>>, usize);
@@ -144,11 +42,11 @@ fn succ(k: &[u8]) -> Vec<u8> {
 }
 
 /// Valid encodings of every kind for `tree`, covering the edge cases.
-fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample> {
+fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample> {
     let root = tree.root();
     let mut out = Vec::new();
     let n = keys.len();
-    let mut push = |kind, what: String, ctx, bytes| out.push(Sample { kind, what, root, ctx, bytes });
+    let mut push = |what: String, ctx, bytes| out.push(Sample::new(what, root, ctx, bytes));
 
     // Absence: no neighbour (empty tree), right only, left only, both in one
     // chunk, both across a chunk boundary.
@@ -166,7 +64,7 @@ fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample>
     for (what, key) in absent {
         if tree.get(&key).is_none() {
             let bytes = tree.prove_absence(&key).unwrap().encode();
-            push(Kind::Absence, format!("absence {what}"), Ctx::Absence { key }, bytes);
+            push(format!("absence {what}"), Ctx::Absence { key }, bytes);
         }
     }
 
@@ -208,7 +106,7 @@ fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample>
     }
     for (what, start, end, limit) in queries {
         let bytes = tree.prove_range(&start, end.as_deref(), limit).unwrap().encode();
-        push(Kind::Range, format!("range {what}"), Ctx::Range { start, end, limit }, bytes);
+        push(format!("range {what}"), Ctx::Range { start, end, limit }, bytes);
     }
 
     if n > 0 {
@@ -219,14 +117,14 @@ fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample>
         for key in ex {
             let value = tree.get(&key).unwrap().to_vec();
             let bytes = tree.prove_existence(&key).unwrap().encode();
-            push(Kind::Existence, "existence".into(), Ctx::Existence { key, value }, bytes);
+            push("existence".into(), Ctx::Existence { key, value }, bytes);
         }
         let chunks = tree.chunk_count();
         for i in [0, chunks / 2, chunks - 1, rng.gen_range(0..chunks)].into_iter().collect::<BTreeSet<_>>() {
             let bytes = tree.prove_chunk(i).unwrap().encode();
-            push(Kind::ChunkProof, format!("chunk proof {i}"), Ctx::ChunkProof, bytes);
+            push(format!("chunk proof {i}"), Ctx::ChunkProof, bytes);
             let bytes = tree.export_chunk_bytes(i).unwrap();
-            push(Kind::Envelope, format!("envelope {i}"), Ctx::Envelope { index: i }, bytes);
+            push(format!("envelope {i}"), Ctx::Envelope { index: i }, bytes);
         }
     }
     for s in &out {
@@ -237,19 +135,6 @@ fn samples_for(rng: &mut SmallRng, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample>
 
 // ---------------------------------------------------------------------------
 // The sweep.
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn guarded(f: impl FnOnce() -> Result<(), &'static str>) -> Result<Result<(), &'static str>, String> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
-        p.downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default()
-    })
-}
 
 struct Stats {
     samples: usize,
@@ -263,7 +148,8 @@ impl Stats {
     fn fail(&mut self, s: &Sample, tree: &str, pos: usize, mask: u8, input: &[u8], msg: String) {
         self.failed += 1;
         if self.failures.len() < 30 {
-            let shown = if input.len() <= 400 { hex(input) } else { format!("{}…", hex(&input[..400])) };
+            let shown =
+                if input.len() <= 400 { hex::encode(input) } else { format!("{}…", hex::encode(&input[..400])) };
             self.failures.push(format!(
                 "[{tree}: {} ({} bytes)] byte {pos} ^= {mask:#04x}: {msg}\n    tampered = {shown}",
                 s.what,
@@ -273,7 +159,7 @@ impl Stats {
     }
 }
 
-fn sweep(codes: &Codes, stats: &mut Stats, tree: &str, s: &Sample, rng: &mut SmallRng) {
+fn sweep(codes: &Codes, stats: &mut Stats, tree: &str, s: &Sample, rng: &mut SplitMix64) {
     stats.samples += 1;
     stats.bytes += s.bytes.len();
     let mut t = s.bytes.clone();
@@ -289,17 +175,16 @@ fn sweep(codes: &Codes, stats: &mut Stats, tree: &str, s: &Sample, rng: &mut Sma
         for mask in masks {
             t[pos] ^= mask;
             stats.checks += 1;
-            let ver = guarded(|| verify_as(s, &t));
-            match ver {
-                Err(p) => stats.fail(s, tree, pos, mask, &t, format!("PANIC: {p}")),
-                Ok(Ok(())) => stats.fail(s, tree, pos, mask, &t, "TAMPERED BYTES VERIFIED".into()),
-                Ok(Err(c)) => {
-                    if !codes.decoding.contains(c) && !codes.verification.contains(c) {
+            match guarded(|| verify_as(s, &t)) {
+                Outcome::Panic(p) => stats.fail(s, tree, pos, mask, &t, format!("PANIC: {p}")),
+                Outcome::Ok => stats.fail(s, tree, pos, mask, &t, "TAMPERED BYTES VERIFIED".into()),
+                Outcome::Err(c) => {
+                    if !codes.is_verifier_code(c) {
                         stats.fail(s, tree, pos, mask, &t, format!("{c} is not in spec/errors.md"));
                     }
                     match guarded(|| decode_as(s.kind, &t)) {
-                        Err(p) => stats.fail(s, tree, pos, mask, &t, format!("decode PANIC: {p}")),
-                        Ok(Err(d)) if d != c => stats.fail(
+                        Outcome::Panic(p) => stats.fail(s, tree, pos, mask, &t, format!("decode PANIC: {p}")),
+                        Outcome::Err(d) if d != c => stats.fail(
                             s,
                             tree,
                             pos,
@@ -307,21 +192,21 @@ fn sweep(codes: &Codes, stats: &mut Stats, tree: &str, s: &Sample, rng: &mut Sma
                             &t,
                             format!("verifier says {c}, decoder says {d} (first failing check must win)"),
                         ),
-                        Ok(Ok(())) if codes.decoding.contains(c) => {
+                        Outcome::Ok if codes.decoding.contains(c) => {
                             stats.fail(s, tree, pos, mask, &t, format!("decodes, yet the verifier reports {c}"))
                         }
                         _ => {}
                     }
                     if s.kind == Kind::Envelope && mask == r {
                         match guarded(|| rebuild_add(s, &t)) {
-                            Ok(Err(rc)) if rc == c => {}
+                            Outcome::Err(rc) if rc == c => {}
                             other => stats.fail(
                                 s,
                                 tree,
                                 pos,
                                 mask,
                                 &t,
-                                format!("Rebuilder::add gave {other:?}, verify_chunk {c}"),
+                                format!("Rebuilder::add gave {}, verify_chunk {c}", other.describe()),
                             ),
                         }
                     }
@@ -394,7 +279,7 @@ fn neighbour_proof(capacity: usize, n: &bpavl_core::Neighbour) -> Vec<u8> {
 fn run(capacity: usize, sizes: &[(usize, f64)]) {
     let started = Instant::now();
     let codes = load_codes();
-    let mut rng = SmallRng::seed_from_u64(0x7a3e_0000 + capacity as u64);
+    let mut rng = SplitMix64::new(0x7a3e_0000 + capacity as u64);
     let mut stats = Stats { samples: 0, bytes: 0, checks: 0, failures: Vec::new(), failed: 0 };
     let mut kinds = BTreeSet::new();
     for &(n, remove) in [(0, 0.0)].iter().chain(sizes) {

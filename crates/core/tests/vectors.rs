@@ -72,7 +72,15 @@ fn every_vector_file_is_checked() {
     names.sort();
     assert_eq!(
         names,
-        ["absence.json", "chunk_envelope.json", "chunk_proof.json", "existence.json", "range.json", "trees.json"]
+        [
+            "absence.json",
+            "chunk_envelope.json",
+            "chunk_proof.json",
+            "existence.json",
+            "range.json",
+            "rebuild.json",
+            "trees.json"
+        ]
     );
     for n in &names {
         let v = load(n);
@@ -238,7 +246,8 @@ fn envelopes_rebuild_their_trees() {
     let file = load("chunk_envelope.json");
     type Envelopes = Vec<(u64, Vec<u8>)>;
     let mut by_root: Vec<(Hash, Envelopes)> = Vec::new();
-    for c in cases(&file, "valid") {
+    // Chunks of a tree of trees.json (a made-up chunk has `tree: null`).
+    for c in cases(&file, "valid").iter().filter(|c| c["tree"].is_string()) {
         let root = hash(&c["root"]);
         let item = (num(&c["index"]), bytes(&c["envelope"]));
         match by_root.iter_mut().find(|(r, _)| *r == root) {
@@ -256,5 +265,39 @@ fn envelopes_rebuild_their_trees() {
         }
         assert_eq!(rb.total(), Some(n), "every chunk of the tree is in the file");
         assert_eq!(rb.finish(7).unwrap().root(), root);
+    }
+}
+
+/// Adds a case's envelopes in order: what each add returned, or the
+/// position of the add that failed and its code.
+fn add_all(rb: &mut Rebuilder, c: &Value) -> Result<Vec<bool>, (usize, &'static str)> {
+    let adds = c["adds"].as_array().expect("adds");
+    let add = |(i, a): (usize, &Value)| rb.add(num(&a["index"]), &bytes(&a["envelope"])).map_err(|e| (i, e.code()));
+    adds.iter().enumerate().map(add).collect()
+}
+
+#[test]
+fn rebuild_vectors() {
+    let file = load("rebuild.json");
+    for c in cases(&file, "valid") {
+        let root = hash(&c["root"]);
+        let mut rb = Rebuilder::new(root);
+        let new: Vec<bool> = c["adds"].as_array().unwrap().iter().map(|a| a["new"].as_bool().unwrap()).collect();
+        assert_eq!(add_all(&mut rb, c), Ok(new), "case {}", label(c));
+        let tree = rb.finish(num(&c["version"])).unwrap_or_else(|e| panic!("case {}: {e:?}", label(c)));
+        let got = (tree.root(), tree.version(), tree.chunk_count(), tree.len());
+        assert_eq!(got, (root, num(&c["version"]), num(&c["chunks"]), num(&c["entries"])), "case {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        let code = c["code"].as_str().expect("code");
+        let mut rb = Rebuilder::new(hash(&c["root"]));
+        match (add_all(&mut rb, c), c["at"].as_u64()) {
+            (Err((i, got)), Some(at)) => assert_eq!((i as u64, got), (at, code), "case {}", label(c)),
+            (Ok(_), None) => match rb.finish(num(&c["version"])) {
+                Err(e) => assert_eq!(e.code(), code, "case {}", label(c)),
+                Ok(_) => panic!("case {}: finish succeeded, expected {code}", label(c)),
+            },
+            (got, at) => panic!("case {}: adds gave {got:?}, expected a failure at {at:?}", label(c)),
+        }
     }
 }

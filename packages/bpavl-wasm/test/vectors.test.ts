@@ -1,10 +1,12 @@
 // spec/vectors through the WebAssembly build: every valid case verifies with
 // exactly the expected outputs, every invalid case throws a ProofError with
-// exactly the expected code, and every tree of trees.json is reproduced by
-// replaying its operations through the WASM Tree.
+// exactly the expected code, every tree of trees.json is reproduced by
+// replaying its operations through the WASM Tree, and every case of
+// rebuild.json goes through the WASM Rebuilder.
 import { describe, expect, it } from 'vitest';
 import {
   init,
+  Rebuilder,
   Tree,
   verifyAbsence,
   verifyChunk,
@@ -150,6 +152,28 @@ describe('chunk_envelope.json', () => {
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyChunk(hex(c.root), c.index, hex(c.envelope)))).toBe(code);
+  });
+});
+
+describe('rebuild.json', () => {
+  const v = loadVectors('rebuild');
+  /** Adds the case's envelopes in order; returns what each add returned. */
+  const addAll = (r: Rebuilder, c: Case) => c.adds.map((a: Case) => r.add(a.index, hex(a.envelope)));
+  it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
+    const r = new Rebuilder(hex(c.root));
+    expect(addAll(r, c)).toEqual(c.adds.map((a: Case) => a.new));
+    const tree = r.finish(c.version);
+    expect([toHex(tree.root), tree.version, tree.chunkCount, tree.len]).toEqual([c.root, c.version, c.chunks, c.entries]);
+    tree.free();
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    const r = new Rebuilder(hex(c.root));
+    // Every add before `at` succeeds; the add at `at` fails, or (at null) finish does.
+    const at = c.at ?? c.adds.length;
+    addAll(r, { adds: c.adds.slice(0, at) });
+    const failing = c.at === null ? () => r.finish(c.version) : () => addAll(r, { adds: [c.adds[at]] });
+    const e = thrown(failing);
+    expect([e.name, e.code]).toEqual(['RebuildError', code]);
   });
 });
 

@@ -3,10 +3,10 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::Tree;
-use rand::rngs::SmallRng;
+use bpavl_testkit::rng::SplitMix64;
 use rand::Rng;
 
-pub fn random_key(rng: &mut SmallRng) -> Vec<u8> {
+pub fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
     // First byte ≥ 1 ([0x00] is below every key), ≤ 12 bytes ([0xff; 13] is above).
     let mut k: Vec<u8> = (0..rng.gen_range(1..=12)).map(|_| rng.gen()).collect();
     k[0] = k[0].max(1);
@@ -14,7 +14,7 @@ pub fn random_key(rng: &mut SmallRng) -> Vec<u8> {
 }
 
 /// Empty one time in ten, else 1 … `max_len` random bytes.
-pub fn random_value(rng: &mut SmallRng, max_len: usize) -> Vec<u8> {
+pub fn random_value(rng: &mut SplitMix64, max_len: usize) -> Vec<u8> {
     let len = if rng.gen_bool(0.1) { 0 } else { rng.gen_range(1..=max_len) };
     (0..len).map(|_| rng.gen()).collect()
 }
@@ -22,7 +22,7 @@ pub fn random_value(rng: &mut SmallRng, max_len: usize) -> Vec<u8> {
 /// A committed tree with `n` inserts (values of ≤ `max_value_len` bytes) of
 /// which a fraction `remove` are then removed; and its keys, sorted.
 pub fn build_tree(
-    rng: &mut SmallRng,
+    rng: &mut SplitMix64,
     capacity: usize,
     n: usize,
     remove: f64,
