@@ -832,7 +832,7 @@ fn existence(t: &Trees) -> VectorFile {
         let proof = b.tree.prove_existence(key).unwrap().encode();
         let got = verify_existence(&b.root(), key, &value, &proof).unwrap();
         let (ci, pos) = b.locate(b.index_of(key));
-        assert_eq!((got.chunk_index, got.position, got.chunks, got.entries), (ci, pos, b.chunks(), b.total()));
+        assert_eq!((got.chunk_index, got.position, got.chunk_count, got.entry_count), (ci, pos, b.chunks(), b.total()));
         f.valid.push(obj(vec![
             ("description", s(about)),
             ("tree", s(b.name)),
@@ -1598,7 +1598,7 @@ fn chunk_proof(t: &Trees) -> VectorFile {
             let proof = b.tree.prove_chunk(i).unwrap().encode();
             let got = verify_chunk_proof(&b.root(), &proof).unwrap();
             let kh = b.shape[i as usize].0;
-            assert_eq!((got.index, got.chunks, got.entries, got.key_height), (i, b.chunks(), b.total(), kh));
+            assert_eq!((got.index, got.chunk_count, got.entry_count, got.key_height), (i, b.chunks(), b.total(), kh));
             f.valid.push(obj(vec![
                 ("tree", s(b.name)),
                 ("root", h(&b.root())),
@@ -1688,7 +1688,7 @@ fn chunk_envelope(t: &Trees) -> VectorFile {
                 (
                     got.index(),
                     got.chunk_count(),
-                    got.total_entries(),
+                    got.entry_count(),
                     got.capacity(),
                     got.key_height(),
                     got_entries.as_slice()

@@ -317,7 +317,7 @@ fn verify_as(s: &Sample, input: &[u8]) -> Result<(), &'static str> {
     let root = &s.root;
     match &s.ctx {
         Ctx::Existence { key, value } => verify_existence(root, key, value, input).map(|_| ()).map_err(code_of),
-        Ctx::Absence { key } => verify_absence(root, key, input).map_err(code_of),
+        Ctx::Absence { key } => verify_absence(root, key, input).map(|_| ()).map_err(code_of),
         Ctx::Range { start, end, limit } => {
             verify_range(root, start, end.as_deref(), *limit, input).map(|_| ()).map_err(code_of)
         }

@@ -122,7 +122,7 @@ fn verify_as(s: &Sample, b: &[u8]) -> Result<(), &'static str> {
     let root = &s.root;
     match &s.ctx {
         Ctx::Existence { key, value } => verify_existence(root, key, value, b).map(drop).map_err(pe),
-        Ctx::Absence { key } => verify_absence(root, key, b).map_err(pe),
+        Ctx::Absence { key } => verify_absence(root, key, b).map(drop).map_err(pe),
         Ctx::Range { start, end, limit } => verify_range(root, start, end.as_deref(), *limit, b).map(drop).map_err(pe),
         Ctx::ChunkProof => verify_chunk_proof(root, b).map(drop).map_err(pe),
         Ctx::Envelope { index } => verify_chunk(root, *index, b).map(drop).map_err(pe),
