@@ -42,6 +42,11 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   slow: null, // late but valid
   silent: null, // timeouts
   disconnect: null, // half a frame, then a close: a lost connection
+  // The query client's lies: PROOF answers only, so chunks are answered honestly; BUSY only delays.
+  'wrong-key': null,
+  'absence-for-present': null,
+  'existence-for-absent': null,
+  busy: null,
 };
 
 interface Case {

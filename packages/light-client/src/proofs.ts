@@ -249,8 +249,8 @@ function adjacent(a: EntryPosition, aM: number, b: EntryPosition): boolean {
   return b.chunkIndex === a.chunkIndex + 1 && a.position + 1 === aM && b.position === 0;
 }
 
-/** Range-query checks, before decoding, in the spec's order. */
-function checkRangeQuery(start: Uint8Array, end: Uint8Array | undefined, limit: number): void {
+/** Range-query checks, before decoding, in the spec's order (also run by the query client before it asks). Internal. */
+export function checkRangeQuery(start: Uint8Array, end: Uint8Array | undefined, limit: number): void {
   if (start.length > MAX_KEY_LEN) fail('KEY_TOO_LONG');
   if (end !== undefined) checkKey(end);
   if (limit < 1 || limit > MAX_RANGE_LIMIT || (end !== undefined && compareBytes(end, start) <= 0))
