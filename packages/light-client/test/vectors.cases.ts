@@ -137,7 +137,8 @@ function pick<T>(cases: T[], hexSize: (c: T) => number): T[] {
  * Every test of the vector suite for `impl`, in file order: valid cases
  * verify with exactly the expected outputs, invalid cases fail with exactly
  * the expected code, and (one test per file) tampered valid cases only ever
- * throw ProofError. Per file: `valid.length + invalid.length + 1` tests.
+ * throw ProofError. Per file: `valid.length + invalid.length + 1` tests, and one
+ * more for existence: every invalid case through `verifyExistenceBatch`.
  */
 export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
   const out: VectorCase[] = [];
