@@ -101,6 +101,21 @@ describe('honest peers', () => {
     expect(pairs(all)).toEqual(pairs(model));
   }, 30_000);
 
+  it('over libp2p as over WebSocket: gets and a range from a libp2p peer and a WebSocket peer', async () => {
+    const p2p = await serve('libp2p');
+    const events: QueryEvent[] = [];
+    const c = client([p2p.address, honest[0]!.address], { onEvent: (e) => events.push(e) });
+    for (let i = 0; i < 10; i++) {
+      const [k, v] = r.pick(model);
+      expect(hex((await c.get(k))!)).toBe(hex(v));
+    }
+    const got = [];
+    for await (const page of c.range(model[0]![0], model[100]![0], { limit: 30 })) got.push(...page.entries);
+    expect(pairs(got)).toEqual(pairs(model.slice(0, 100)));
+    expect(c.banned).toEqual([]);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'verified', peer: p2p.address }));
+  }, 30_000);
+
   it('setRoot follows a new head; a per-call AbortSignal rejects with its reason', async () => {
     const { source, other } = sources();
     const both = await startPeer(new StaticTreeSource([source.snapshot, other.snapshot]), { libp2pPort: null });
