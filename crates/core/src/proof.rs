@@ -219,7 +219,11 @@ impl AbsenceProof {
             return Err(ProofError::AbsenceInvalid);
         }
         let proven = |n: &Option<Neighbour>, p: Option<EntryPosition>| {
-            n.as_ref().zip(p).map(|(n, position)| ProvenNeighbour { key: n.key.clone(), value: n.value.clone(), position })
+            n.as_ref().zip(p).map(|(n, position)| ProvenNeighbour {
+                key: n.key.clone(),
+                value: n.value.clone(),
+                position,
+            })
         };
         Ok(AbsenceResult { left: proven(left, lp), right: proven(right, rp) })
     }
@@ -389,7 +393,8 @@ impl RangeProof {
         }
         let starts_tree = folds[0].index == 0 && self.segments[0].lo == 0;
         let last_fold = folds.last().expect("non-empty");
-        let ends_tree = last_fold.index + 1 == last_fold.chunk_count && last.lo + last.entries.len() == last.chunk_entries;
+        let ends_tree =
+            last_fold.index + 1 == last_fold.chunk_count && last.lo + last.entries.len() == last.chunk_entries;
         let window: Vec<&(Vec<u8>, Vec<u8>)> = self.segments.iter().flat_map(|s| &s.entries).collect();
         check_window(&window, start, end, limit, starts_tree, ends_tree)
     }
