@@ -57,26 +57,29 @@ const wasmTyped = (e: unknown) =>
 const opt = (b: Uint8Array | undefined | null) => (b == null ? null : toHex(b));
 const rangeNorm = (r: { entries: [Uint8Array, Uint8Array][]; complete: boolean; resumeKey: Uint8Array | undefined }) =>
   JSON.stringify({ e: pairsHex(r.entries), c: r.complete, r: opt(r.resumeKey) });
+type Side = { key: Uint8Array; value: Uint8Array; chunkIndex: number; position: number; chunkCount: number; entryCount: number };
+const sideNorm = (n: Side | undefined) => n && [toHex(n.key), toHex(n.value), n.chunkIndex, n.position, n.chunkCount, n.entryCount];
+const absenceNorm = (r: { left: Side | undefined; right: Side | undefined }) =>
+  JSON.stringify({ l: sideNorm(r.left) ?? null, r: sideNorm(r.right) ?? null });
 
 function runTs(c: Case): string {
   return capture(() => {
     switch (c.kind) {
       case 'existence': {
         const r = ts.verifyExistence(c.root, c.key, c.value, c.bytes);
-        return `${r.chunkIndex},${r.position},${r.chunks},${r.entries}`;
+        return `${r.chunkIndex},${r.position},${r.chunkCount},${r.entryCount}`;
       }
       case 'absence':
-        ts.verifyAbsence(c.root, c.key, c.bytes);
-        return '';
+        return absenceNorm(ts.verifyAbsence(c.root, c.key, c.bytes));
       case 'range':
         return rangeNorm(ts.verifyRange(c.root, c.start, c.end, c.limit, c.bytes));
       case 'chunkProof': {
         const r = ts.verifyChunkProof(c.root, c.bytes);
-        return `${r.index},${r.chunks},${r.entries},${r.keyHeight}`;
+        return `${r.index},${r.chunkCount},${r.entryCount},${r.keyHeight}`;
       }
       case 'envelope': {
         const r = ts.verifyChunk(c.root, c.index, c.bytes);
-        return JSON.stringify([r.index, r.chunkCount, r.totalEntries, r.capacity, r.keyHeight, pairsHex(r.entries)]);
+        return JSON.stringify([r.index, r.chunkCount, r.entryCount, r.capacity, r.keyHeight, pairsHex(r.entries)]);
       }
     }
   }, tsTyped);
@@ -87,25 +90,22 @@ function runWasm(c: Case): string {
     switch (c.kind) {
       case 'existence': {
         const r = wasm.verifyExistence(c.root, c.key, c.value, c.bytes);
-        return `${r.chunkIndex},${r.position},${r.chunks},${r.entries}`;
+        return `${r.chunkIndex},${r.position},${r.chunkCount},${r.entryCount}`;
       }
-      case 'absence': {
-        const r = wasm.verifyAbsence(c.root, c.key, c.bytes);
-        if (r !== undefined) throw new Error(`verifyAbsence returned ${String(r)}`);
-        return '';
-      }
+      case 'absence':
+        return absenceNorm(wasm.verifyAbsence(c.root, c.key, c.bytes));
       case 'range':
         return rangeNorm(wasm.verifyRange(c.root, c.start, c.end, c.limit, c.bytes));
       case 'chunkProof': {
         const r = wasm.verifyChunkProof(c.root, c.bytes);
-        return `${r.index},${r.chunks},${r.entries},${r.keyHeight}`;
+        return `${r.index},${r.chunkCount},${r.entryCount},${r.keyHeight}`;
       }
       case 'envelope': {
         const v = wasm.verifyChunk(c.root, c.index, c.bytes);
         try {
           if (v.len !== v.entries.length) throw new Error(`VerifiedChunk.len ${v.len} != entries ${v.entries.length}`);
           if (!equalBytes(v.root, c.root)) throw new Error('VerifiedChunk.root differs from the root it verified against');
-          return JSON.stringify([v.index, v.chunkCount, v.totalEntries, v.capacity, v.keyHeight, pairsHex(v.entries)]);
+          return JSON.stringify([v.index, v.chunkCount, v.entryCount, v.capacity, v.keyHeight, pairsHex(v.entries)]);
         } finally {
           v.free();
         }
@@ -204,7 +204,7 @@ function checkExistenceBatches(): void {
     if (results.length !== queued.length) expect.fail(`verifyExistenceBatch returned ${results.length} results for ${queued.length} items`);
     queued.forEach(({ c, want, category, label }, i) => {
       const r = results[i];
-      const got = r instanceof Error ? (wasmTyped(r) ? `err ${(r as { code: string }).code}` : `THROW ${r.name}`) : `ok ${r.chunkIndex},${r.position},${r.chunks},${r.entries}`;
+      const got = r instanceof Error ? (wasmTyped(r) ? `err ${(r as { code: string }).code}` : `THROW ${r.name}`) : `ok ${r.chunkIndex},${r.position},${r.chunkCount},${r.entryCount}`;
       if (got !== want) fail('verifyExistenceBatch differs from verifyExistence', category, label, c, want, got);
       bump('existence', 'batched');
     });
@@ -451,15 +451,16 @@ function absenceCases(v: Version, other: Version | undefined, b: Budget, r: Rng)
     const key = absentKey(v, r);
     const proof = v.snap.proveAbsence(key);
     const base: Case = { kind: 'absence', root: v.root, key, bytes: proof };
-    check({ ...base, bytes: asInput(proof, r) }, 'valid', 'proveAbsence', { ok: '' });
-    // The TS verifier also reports the neighbours: check them against the model.
-    const { left, right } = ts.verifyAbsence(v.root, key, proof);
+    // Both verifiers report the neighbours: check the TS ones against the model, then that WASM agrees.
+    const proven = ts.verifyAbsence(v.root, key, proof);
+    const { left, right } = proven;
     const below = v.sorted.filter(([k]) => compareBytes(k, key) < 0);
     const l = below[below.length - 1];
     const rr = v.sorted[below.length];
     if (opt(left?.key) !== opt(l?.[0]) || opt(right?.key) !== opt(rr?.[0]))
       fail('absence neighbours differ from the model', 'valid', 'verifyAbsence', base, `${opt(left?.key)} ${opt(right?.key)}`, '');
-    mutations(base, '', b.mutations, r, () =>
+    check({ ...base, bytes: asInput(proof, r) }, 'valid', 'proveAbsence', { ok: absenceNorm(proven) });
+    mutations(base, absenceNorm(proven), b.mutations, r, () =>
       r.chance(0.5) && v.sorted.length > 0 ? ['a present key', { key: r.pick(v.sorted)[0] }] : ['another absent key', { key: absentKey(v, r) }],
     );
     for (const [label, root] of wrongRoots(v, other, r)) check({ ...base, root }, 'wrong-input', label, 'error');

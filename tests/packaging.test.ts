@@ -72,8 +72,8 @@ const failure = (fn) => {
     return { name: e.name, code: e.code, tsClass: e instanceof lc.ProofError };
   }
 };
-const position = (r) => ({ chunkIndex: r.chunkIndex, position: r.position, chunks: r.chunks, entries: r.entries });
-const chunk = (r) => ({ index: r.index, chunkCount: r.chunkCount, totalEntries: r.totalEntries, capacity: r.capacity, keyHeight: r.keyHeight, entries: r.entries.map(([k, v]) => [toHex(k), toHex(v)]) });
+const position = (r) => ({ chunkIndex: r.chunkIndex, position: r.position, chunkCount: r.chunkCount, entryCount: r.entryCount });
+const chunk = (r) => ({ index: r.index, chunkCount: r.chunkCount, entryCount: r.entryCount, capacity: r.capacity, keyHeight: r.keyHeight, entries: r.entries.map(([k, v]) => [toHex(k), toHex(v)]) });
 
 export async function run() {
   await wasm.init();
@@ -182,11 +182,11 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
   });
 
   const expected = () => {
-    const position = { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunks: V.existenceValid.chunks, entries: V.existenceValid.entries };
+    const position = { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunkCount: V.existenceValid.chunks, entryCount: V.existenceValid.entries };
     const chunk = {
       index: V.envelopeValid.index,
       chunkCount: V.envelopeValid.chunks,
-      totalEntries: V.envelopeValid.entries,
+      entryCount: V.envelopeValid.entries,
       capacity: V.envelopeValid.capacity,
       keyHeight: V.envelopeValid.key_height,
       entries: V.envelopeValid.chunk_entries,
@@ -301,6 +301,6 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
       app,
     );
     const e = V.existenceValid;
-    expect(JSON.parse(out)).toEqual({ chunkIndex: e.chunk_index, position: e.position, chunks: e.chunks, entries: e.entries });
+    expect(JSON.parse(out)).toEqual({ chunkIndex: e.chunk_index, position: e.position, chunkCount: e.chunks, entryCount: e.entries });
   });
 });

@@ -152,12 +152,12 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
     for (let i = 0; i < chunkCount; i++) {
       const v = ts.verifyChunk(root, i, envelopes[i]!);
       verified.push(v);
-      expect([v.index, v.chunkCount, v.totalEntries, v.capacity]).toEqual([i, chunkCount, tree.len, capacity]);
+      expect([v.index, v.chunkCount, v.entryCount, v.capacity]).toEqual([i, chunkCount, tree.len, capacity]);
       // The key-height: the same from the WASM verifier and from the chunk proof (TS).
       const w = wasm.verifyChunk(root, i, envelopes[i]!);
       expect(w.keyHeight).toBe(v.keyHeight);
       w.free();
-      expect(ts.verifyChunkProof(root, tree.proveChunk(i))).toEqual({ index: i, chunks: chunkCount, entries: n, keyHeight: v.keyHeight });
+      expect(ts.verifyChunkProof(root, tree.proveChunk(i))).toEqual({ index: i, chunkCount, entryCount: n, keyHeight: v.keyHeight });
       if (i === 0) expect(v.keyHeight).toBe(0);
       else expect(v.keyHeight).toBeGreaterThanOrEqual(1);
       // Fill: 1 … C entries, at least ⌈C/2⌉ in a multi-chunk tree.
@@ -305,7 +305,7 @@ describe('verifyChunk(root, i, bytes, { wasm }) is the pure TS verifyChunk, fast
   const envelopes = Array.from({ length: chunkCount }, (_, i) => tree.exportChunk(i));
   tree.free();
 
-  const norm = (v: ts.VerifiedChunk) => [v.index, v.chunkCount, v.totalEntries, v.capacity, v.keyHeight, pairsHex(v.entries)];
+  const norm = (v: ts.VerifiedChunk) => [v.index, v.chunkCount, v.entryCount, v.capacity, v.keyHeight, pairsHex(v.entries)];
 
   it('gives identical results on every chunk', () => {
     for (let i = 0; i < chunkCount; i++) {

@@ -13,6 +13,8 @@ export {
   verifyChunk,
   type Commit,
   type EntryPosition,
+  type Neighbour,
+  type AbsenceResult,
   type ChunkPosition,
   type RangeResult,
   type BpavlError,

@@ -180,35 +180,44 @@ test('a WebSocket sync verifies the root; rejected chunks show; exactly the liar
   expect(problems).toEqual([]);
 });
 
-test('the query panel verifies real proofs and rejects a tampered one with its code', async ({ page }) => {
+test('the query panel reads through the client: a lying peer is banned with its code, the next peer answers', async ({ page }) => {
   const problems = watch(page);
   await open(page, 'ws');
   const result = page.locator('#query-result');
   const honest = info.peers.find((p) => p.mode === null)!;
   const lying = info.peers.find((p) => p.mode === 'corrupt-value')!;
-  await page.getByLabel('Peer to ask').selectOption(honest.ws);
+  await page.getByLabel('Peer to ask first').selectOption(honest.ws);
 
-  // An existing key: an existence proof, verified here, with its path.
+  // An existing key: an existence proof, verified here, with its path, from the chosen peer; nobody banned.
   await page.getByRole('button', { name: 'Pick a key that exists' }).click();
   await expect(page.getByLabel(/^Key/)).toHaveValue(/^[0-9a-f]{64}$/);
   await page.getByRole('button', { name: 'Look up at peer' }).click();
   await expect(result).toHaveAttribute('data-outcome', 'present');
   await expect(result).toContainText('existence proof');
+  await expect(result).not.toHaveAttribute('data-code', /.*/);
   await expect(result.locator('.path')).toContainText(new RegExp(`chunk \\d+ of ${info.chunks}`));
+  const value = await result.locator('.value').textContent();
+  const answerer = async () => /Present: (.+?) proved it/.exec((await result.locator('.q-head.good').textContent()) ?? '')?.[1];
+  const chosen = await answerer();
+  expect(chosen).toBeTruthy();
 
-  // The same proof with a byte flipped: the typed rejection.
-  await page.getByLabel('Tamper with the proof').check();
+  // The same peer made to lie (a byte of its proof flipped): banned with the code, and the same value from the next peer.
+  await page.getByLabel('Make this peer lie').check();
   await page.getByRole('button', { name: 'Look up at peer' }).click();
-  await expect(result).toHaveAttribute('data-outcome', 'rejected');
+  await expect(result).toHaveAttribute('data-outcome', 'present');
   await expect(result).toHaveAttribute('data-code', 'ROOT_MISMATCH');
   await expect(result).toContainText('ROOT_MISMATCH');
+  await expect(result).toContainText('Banned; the next peer was asked');
   await expect(result).toContainText('Tampered: byte');
+  await expect(result.locator('.value')).toHaveText(value!);
+  expect(await answerer()).not.toBe(chosen);
 
   // Flipping the format byte gives another code.
   await page.getByLabel(/^Byte to flip/).fill('0');
   await page.getByRole('button', { name: 'Look up at peer' }).click();
   await expect(result).toHaveAttribute('data-code', 'FORMAT_UNSUPPORTED');
-  await page.getByLabel('Tamper with the proof').uncheck();
+  await expect(result).toHaveAttribute('data-outcome', 'present');
+  await page.getByLabel('Make this peer lie').uncheck();
 
   // A random key: an absence proof with both neighbours.
   await page.getByRole('button', { name: 'Pick a random key' }).click();
@@ -217,12 +226,13 @@ test('the query panel verifies real proofs and rejects a tampered one with its c
   await expect(result).toContainText('absence proof');
   await expect(result.locator('.path li')).toHaveCount(2);
 
-  // A lying peer's proof fails on its own.
+  // A real lying peer asked first: banned with its code, and the answer comes from another peer.
   await page.getByRole('button', { name: 'Pick a key that exists' }).click();
-  await page.getByLabel('Peer to ask').selectOption(lying.ws);
+  await page.getByLabel('Peer to ask first').selectOption(lying.ws);
   await page.getByRole('button', { name: 'Look up at peer' }).click();
-  await expect(result).toHaveAttribute('data-outcome', 'rejected');
+  await expect(result).toHaveAttribute('data-outcome', 'present');
   await expect(result).toHaveAttribute('data-code', 'ROOT_MISMATCH');
+  await expect(result).toContainText('Banned; the next peer was asked');
 
   // The synced tree answers locally once a sync has verified.
   await expect(page.getByRole('button', { name: 'Look up in synced tree' })).toBeDisabled();

@@ -92,8 +92,8 @@ impl ChunkEnvelope {
 pub struct VerifiedChunk {
     pub(crate) root: Hash,
     pub(crate) index: u64,
-    pub(crate) chunks: u64,
-    pub(crate) entries: u64,
+    pub(crate) chunk_count: u64,
+    pub(crate) entry_count: u64,
     pub(crate) capacity: usize,
     pub(crate) key_height: u8,
     pub(crate) chunk: Chunk,
@@ -110,11 +110,11 @@ impl VerifiedChunk {
     }
     /// Total chunks in the tree.
     pub fn chunk_count(&self) -> u64 {
-        self.chunks
+        self.chunk_count
     }
     /// Total entries in the tree.
-    pub fn total_entries(&self) -> u64 {
-        self.entries
+    pub fn entry_count(&self) -> u64 {
+        self.entry_count
     }
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -156,8 +156,8 @@ pub fn verify_chunk(root: &Hash, expected_index: u64, bytes: &[u8]) -> Result<Ve
     Ok(VerifiedChunk {
         root: *root,
         index: f.index,
-        chunks: f.chunks,
-        entries: f.entries,
+        chunk_count: f.chunk_count,
+        entry_count: f.entry_count,
         capacity: v.capacity,
         key_height: v.key_height,
         chunk: Chunk::from_verified(&v.keys, &v.values, tree, hash),

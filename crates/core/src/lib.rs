@@ -34,9 +34,9 @@ pub use error::{ProofError, RebuildError, TreeError};
 pub use hash::Hash;
 pub use path::{ChunkPath, Folded, PathStep};
 pub use proof::{
-    check_range_query, verify_absence, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkProof,
-    EntryPosition, EntryWitness, ExistenceProof, Neighbour, RangeProof, RangeResult, Segment, FORMAT_ABSENCE,
-    FORMAT_CHUNK_PROOF, FORMAT_EXISTENCE, FORMAT_RANGE,
+    check_range_query, verify_absence, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, AbsenceResult,
+    ChunkProof, EntryPosition, EntryWitness, ExistenceProof, Neighbour, ProvenNeighbour, RangeProof, RangeResult,
+    Segment, FORMAT_ABSENCE, FORMAT_CHUNK_PROOF, FORMAT_EXISTENCE, FORMAT_RANGE,
 };
 pub use rebuild::Rebuilder;
 pub use tree::{Commit, Entries, Snapshot, Tree};

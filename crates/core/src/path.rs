@@ -36,9 +36,9 @@ pub struct Folded {
     /// The chunk's index.
     pub index: u64,
     /// Total chunks in the tree.
-    pub chunks: u64,
+    pub chunk_count: u64,
     /// Total entries in the tree.
-    pub entries: u64,
+    pub entry_count: u64,
     /// Height of the inner node holding this chunk's smallest key (0 for chunk 0).
     pub key_height: u8,
 }
@@ -144,6 +144,6 @@ pub(crate) struct Unrooted {
 impl Unrooted {
     pub(crate) fn with_root(self, root: Hash) -> Folded {
         let Unrooted { index, chunks, entries, key_height } = self;
-        Folded { root, index, chunks, entries, key_height }
+        Folded { root, index, chunk_count: chunks, entry_count: entries, key_height }
     }
 }

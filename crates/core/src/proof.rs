@@ -34,9 +34,9 @@ pub struct EntryPosition {
     pub chunk_index: u64,
     pub position: usize,
     /// Total chunks in the tree.
-    pub chunks: u64,
+    pub chunk_count: u64,
     /// Total entries in the tree.
-    pub entries: u64,
+    pub entry_count: u64,
 }
 
 impl EntryWitness {
@@ -85,13 +85,13 @@ impl EntryWitness {
 
 impl EntryPosition {
     pub(crate) fn at(f: &Folded, position: usize) -> Self {
-        EntryPosition { chunk_index: f.index, position, chunks: f.chunks, entries: f.entries }
+        EntryPosition { chunk_index: f.index, position, chunk_count: f.chunk_count, entry_count: f.entry_count }
     }
     fn is_first(&self) -> bool {
         self.chunk_index == 0 && self.position == 0
     }
     fn is_last(&self, chunk_entries: usize) -> bool {
-        self.chunk_index + 1 == self.chunks && self.position + 1 == chunk_entries
+        self.chunk_index + 1 == self.chunk_count && self.position + 1 == chunk_entries
     }
 }
 
@@ -193,12 +193,17 @@ impl AbsenceProof {
         Ok(AbsenceProof { capacity, left, right })
     }
 
-    /// Checks that `key` is not in the tree with root `root`.
-    pub fn verify(&self, root: &Hash, key: &[u8]) -> Result<(), ProofError> {
+    /// Checks that `key` is not in the tree with root `root`; returns the
+    /// proven neighbours.
+    pub fn verify(&self, root: &Hash, key: &[u8]) -> Result<AbsenceResult, ProofError> {
         check_key(key)?;
         let (left, right) = (&self.left, &self.right);
         if left.is_none() && right.is_none() {
-            return if *root == empty_root(self.capacity) { Ok(()) } else { Err(ProofError::RootMismatch) };
+            return if *root == empty_root(self.capacity) {
+                Ok(AbsenceResult { left: None, right: None })
+            } else {
+                Err(ProofError::RootMismatch)
+            };
         }
         let lp = left.as_ref().map(|n| n.fold(root, self.capacity)).transpose()?;
         let rp = right.as_ref().map(|n| n.fold(root, self.capacity)).transpose()?;
@@ -210,12 +215,36 @@ impl AbsenceProof {
             (None, Some((r, rp))) => key < r.key.as_slice() && rp.is_first(),
             (None, None) => unreachable!(),
         };
-        if ok {
-            Ok(())
-        } else {
-            Err(ProofError::AbsenceInvalid)
+        if !ok {
+            return Err(ProofError::AbsenceInvalid);
         }
+        let proven = |n: &Option<Neighbour>, p: Option<EntryPosition>| {
+            n.as_ref().zip(p).map(|(n, position)| ProvenNeighbour {
+                key: n.key.clone(),
+                value: n.value.clone(),
+                position,
+            })
+        };
+        Ok(AbsenceResult { left: proven(left, lp), right: proven(right, rp) })
     }
+}
+
+/// A neighbour of an absent key and where it sits, authenticated by the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProvenNeighbour {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    pub position: EntryPosition,
+}
+
+/// What a verified absence proof yields: the neighbours it proves (none
+/// beyond the tree's edge; neither for the empty tree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbsenceResult {
+    /// The largest entry below the key.
+    pub left: Option<ProvenNeighbour>,
+    /// The smallest entry above the key.
+    pub right: Option<ProvenNeighbour>,
 }
 
 /// Whether the entry at `b` directly follows the one at `a`.
@@ -227,8 +256,9 @@ fn adjacent(a_witness: &EntryWitness, a: &EntryPosition, b: &EntryPosition) -> b
     }
 }
 
-/// Decodes `proof` and checks that `key` is not in the tree with root `root`.
-pub fn verify_absence(root: &Hash, key: &[u8], proof: &[u8]) -> Result<(), ProofError> {
+/// Decodes `proof` and checks that `key` is not in the tree with root `root`;
+/// returns the proven neighbours.
+pub fn verify_absence(root: &Hash, key: &[u8], proof: &[u8]) -> Result<AbsenceResult, ProofError> {
     check_key(key)?;
     AbsenceProof::decode(proof)?.verify(root, key)
 }
@@ -363,7 +393,8 @@ impl RangeProof {
         }
         let starts_tree = folds[0].index == 0 && self.segments[0].lo == 0;
         let last_fold = folds.last().expect("non-empty");
-        let ends_tree = last_fold.index + 1 == last_fold.chunks && last.lo + last.entries.len() == last.chunk_entries;
+        let ends_tree =
+            last_fold.index + 1 == last_fold.chunk_count && last.lo + last.entries.len() == last.chunk_entries;
         let window: Vec<&(Vec<u8>, Vec<u8>)> = self.segments.iter().flat_map(|s| &s.entries).collect();
         check_window(&window, start, end, limit, starts_tree, ends_tree)
     }

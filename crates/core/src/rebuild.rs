@@ -74,7 +74,7 @@ impl Rebuilder {
         if chunk.root != self.root {
             return Err(RebuildError::Chunk(ProofError::RootMismatch));
         }
-        self.layout.get_or_insert(Layout { chunks: chunk.chunks, capacity: chunk.capacity });
+        self.layout.get_or_insert(Layout { chunks: chunk.chunk_count, capacity: chunk.capacity });
         match self.chunks.entry(chunk.index) {
             std::collections::btree_map::Entry::Occupied(_) => Ok(false),
             std::collections::btree_map::Entry::Vacant(slot) => {

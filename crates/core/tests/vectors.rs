@@ -145,8 +145,8 @@ fn existence_vectors() {
             verify_existence(&root, &key, &value, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.chunk_index, num(&c["chunk_index"]), "case {}", label(c));
         assert_eq!(got.position as u64, num(&c["position"]), "case {}", label(c));
-        assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
-        assert_eq!(got.entries, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(got.chunk_count, num(&c["chunks"]), "case {}", label(c));
+        assert_eq!(got.entry_count, num(&c["entries"]), "case {}", label(c));
         assert_eq!(ExistenceProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
     }
     for c in cases(&file, "invalid") {
@@ -205,8 +205,8 @@ fn chunk_proof_vectors() {
             verify_chunk_proof(&hash(&c["root"]), &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.root, hash(&c["root"]));
         assert_eq!(got.index, num(&c["index"]), "case {}", label(c));
-        assert_eq!(got.chunks, num(&c["chunks"]), "case {}", label(c));
-        assert_eq!(got.entries, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(got.chunk_count, num(&c["chunks"]), "case {}", label(c));
+        assert_eq!(got.entry_count, num(&c["entries"]), "case {}", label(c));
         assert_eq!(got.key_height as u64, num(&c["key_height"]), "case {}", label(c));
         assert_eq!(ChunkProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
     }
@@ -227,7 +227,7 @@ fn chunk_envelope_vectors() {
         assert_eq!(got.capacity() as u64, num(&c["capacity"]));
         assert_eq!(got.key_height() as u64, num(&c["key_height"]));
         assert_eq!(got.chunk_count(), num(&c["chunks"]));
-        assert_eq!(got.total_entries(), num(&c["entries"]));
+        assert_eq!(got.entry_count(), num(&c["entries"]));
         let entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(entries, pairs(&c["chunk_entries"]));
         assert_eq!(got.len(), entries.len());

@@ -111,7 +111,7 @@ pub fn verify_as(s: &Sample, input: &[u8]) -> Result<(), &'static str> {
     let root = &s.root;
     match &s.ctx {
         Ctx::Existence { key, value } => verify_existence(root, key, value, input).map(drop).map_err(|e| e.code()),
-        Ctx::Absence { key } => verify_absence(root, key, input).map_err(|e| e.code()),
+        Ctx::Absence { key } => verify_absence(root, key, input).map(drop).map_err(|e| e.code()),
         Ctx::Range { start, end, limit } => {
             verify_range(root, start, end.as_deref(), *limit, input).map(drop).map_err(|e| e.code())
         }

@@ -51,12 +51,21 @@ export function commitResult(version, root) {
   return { version, root: root.slice() };
 }
 
-export function entryPosition(chunkIndex, position, chunks, entries) {
-  return { chunkIndex, position, chunks, entries };
+export function entryPosition(chunkIndex, position, chunkCount, entryCount) {
+  return { chunkIndex, position, chunkCount, entryCount };
 }
 
-export function chunkPosition(index, chunks, entries, keyHeight) {
-  return { index, chunks, entries, keyHeight };
+export function chunkPosition(index, chunkCount, entryCount, keyHeight) {
+  return { index, chunkCount, entryCount, keyHeight };
+}
+
+/** An absence proof's neighbour: `EntryPosition` plus its key and value (views of wasm memory: copied here). */
+export function neighbour(key, value, position) {
+  return { key: key.slice(), value: value.slice(), ...position };
+}
+
+export function absenceResult(left, right) {
+  return { left, right };
 }
 
 export function rangeResult(entries, complete, resumeKey) {

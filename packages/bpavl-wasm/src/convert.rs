@@ -43,9 +43,12 @@ extern "C" {
     #[wasm_bindgen(js_name = commitResult)]
     pub(crate) fn commit_result(version: f64, root: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = entryPosition)]
-    pub(crate) fn entry_position(chunk_index: f64, position: f64, chunks: f64, entries: f64) -> JsValue;
+    fn entry_position(chunk_index: f64, position: f64, chunk_count: f64, entry_count: f64) -> JsValue;
     #[wasm_bindgen(js_name = chunkPosition)]
-    pub(crate) fn chunk_position(index: f64, chunks: f64, entries: f64, key_height: f64) -> JsValue;
+    pub(crate) fn chunk_position(index: f64, chunk_count: f64, entry_count: f64, key_height: f64) -> JsValue;
+    fn neighbour(key: &[u8], value: &[u8], position: JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = absenceResult)]
+    fn absence_result(left: JsValue, right: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = rangeResult)]
     fn range_result(entries: JsValue, complete: bool, resume_key: Option<Vec<u8>>) -> JsValue;
 }
@@ -158,6 +161,17 @@ pub(crate) fn entries<'a>(it: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> JsV
 pub(crate) fn number_array(it: impl Iterator<Item = u64>) -> JsValue {
     let v: Vec<f64> = it.map(|n| n as f64).collect();
     numbers(&v)
+}
+
+pub(crate) fn position(p: &bpavl_core::EntryPosition) -> JsValue {
+    entry_position(p.chunk_index as f64, p.position as f64, p.chunk_count as f64, p.entry_count as f64)
+}
+
+pub(crate) fn absence(r: bpavl_core::AbsenceResult) -> JsValue {
+    let side = |n: Option<bpavl_core::ProvenNeighbour>| {
+        n.map_or(JsValue::UNDEFINED, |n| neighbour(&n.key, &n.value, position(&n.position)))
+    };
+    absence_result(side(r.left), side(r.right))
 }
 
 pub(crate) fn range(r: bpavl_core::RangeResult) -> JsValue {

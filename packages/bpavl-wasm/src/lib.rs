@@ -34,9 +34,23 @@ export interface EntryPosition {
   /** The entry's position in its chunk. */
   position: number;
   /** Total chunks in the tree. */
-  chunks: number;
+  chunkCount: number;
   /** Total entries in the tree. */
-  entries: number;
+  entryCount: number;
+}
+
+/** A neighbour of an absent key, as proven: its entry and where it sits. */
+export interface Neighbour extends EntryPosition {
+  key: Uint8Array;
+  value: Uint8Array;
+}
+
+/** What `verifyAbsence` returns: the proven neighbours (`undefined` beyond the tree's edge; both for the empty tree). */
+export interface AbsenceResult {
+  /** The largest entry below the key. */
+  left: Neighbour | undefined;
+  /** The smallest entry above the key. */
+  right: Neighbour | undefined;
 }
 
 /** What `verifyChunkProof` returns, authenticated by the root. */
@@ -44,9 +58,9 @@ export interface ChunkPosition {
   /** The chunk's index. */
   index: number;
   /** Total chunks in the tree. */
-  chunks: number;
+  chunkCount: number;
   /** Total entries in the tree. */
-  entries: number;
+  entryCount: number;
   /** Height of the inner node holding the chunk's smallest key (0 for chunk 0). */
   keyHeight: number;
 }
@@ -282,7 +296,7 @@ pub fn verify_existence(root: &Bytes, key: &Bytes, value: &Bytes, proof: &Bytes)
     let (root, key, value, proof) =
         (convert::root(root)?, bytes(key, "key")?, bytes(value, "value")?, bytes(proof, "proof")?);
     let p = core::verify_existence(&root, &key, &value, &proof).map_err(throw)?;
-    Ok(convert::entry_position(p.chunk_index as f64, p.position as f64, p.chunks as f64, p.entries as f64))
+    Ok(convert::position(&p))
 }
 
 /// `verifyExistence` for many items at once: one result per item, in order,
@@ -313,20 +327,18 @@ pub fn verify_existence_batch(
     Ok(core::verify_existence_batch(&root, &items)
         .into_iter()
         .map(|r| match r {
-            Ok(p) => {
-                convert::entry_position(p.chunk_index as f64, p.position as f64, p.chunks as f64, p.entries as f64)
-            }
+            Ok(p) => convert::position(&p),
             Err(e) => throw(e),
         })
         .collect())
 }
 
 /// Checks that `key` is absent from the tree with root `root`, given an
-/// absence proof. Returns nothing; throws a ProofError.
-#[wasm_bindgen(js_name = verifyAbsence)]
-pub fn verify_absence(root: &Bytes, key: &Bytes, proof: &Bytes) -> Result<(), JsValue> {
+/// absence proof; returns the proven neighbours. Throws a ProofError.
+#[wasm_bindgen(js_name = verifyAbsence, unchecked_return_type = "AbsenceResult")]
+pub fn verify_absence(root: &Bytes, key: &Bytes, proof: &Bytes) -> Result<JsValue, JsValue> {
     let (root, key, proof) = (convert::root(root)?, bytes(key, "key")?, bytes(proof, "proof")?);
-    core::verify_absence(&root, &key, &proof).map_err(throw)
+    core::verify_absence(&root, &key, &proof).map(convert::absence).map_err(throw)
 }
 
 /// Checks a range proof for the query `start ≤ key < end` (`end` undefined
@@ -357,7 +369,7 @@ pub fn verify_range(
 pub fn verify_chunk_proof(root: &Bytes, proof: &Bytes) -> Result<JsValue, JsValue> {
     let (root, proof) = (convert::root(root)?, bytes(proof, "proof")?);
     let f = core::verify_chunk_proof(&root, &proof).map_err(throw)?;
-    Ok(convert::chunk_position(f.index as f64, f.chunks as f64, f.entries as f64, f.key_height as f64))
+    Ok(convert::chunk_position(f.index as f64, f.chunk_count as f64, f.entry_count as f64, f.key_height as f64))
 }
 
 /// Checks chunk envelope `bytes` as chunk `index` of the tree with root
@@ -400,9 +412,9 @@ impl VerifiedChunk {
     }
 
     /// Total entries in the tree.
-    #[wasm_bindgen(getter, js_name = totalEntries)]
-    pub fn total_entries(&self) -> f64 {
-        self.0.total_entries() as f64
+    #[wasm_bindgen(getter, js_name = entryCount)]
+    pub fn entry_count(&self) -> f64 {
+        self.0.entry_count() as f64
     }
 
     /// The tree's chunk capacity C.

@@ -58,10 +58,12 @@ describe('Tree', () => {
       const want = model.get(toHex(key(i)));
       if (want) {
         const p = verifyExistence(root, key(i), want, tree.proveExistence(key(i)));
-        expect(p.chunks).toBe(tree.chunkCount);
-        expect(p.entries).toBe(model.size);
+        expect(p.chunkCount).toBe(tree.chunkCount);
+        expect(p.entryCount).toBe(model.size);
       } else {
-        expect(verifyAbsence(root, key(i), tree.proveAbsence(key(i)))).toBeUndefined();
+        const { left, right } = verifyAbsence(root, key(i), tree.proveAbsence(key(i)));
+        expect(left === undefined || toHex(left.key) < toHex(key(i))).toBe(true);
+        expect(right === undefined || toHex(key(i)) < toHex(right.key)).toBe(true);
       }
     }
     tree.free();
@@ -94,7 +96,7 @@ describe('Tree', () => {
     const { root } = tree.commit();
     for (let i = 0; i < tree.chunkCount; i++) {
       const p = verifyChunkProof(root, tree.proveChunk(i));
-      expect([p.index, p.chunks, p.entries]).toEqual([i, tree.chunkCount, tree.len]);
+      expect([p.index, p.chunkCount, p.entryCount]).toEqual([i, tree.chunkCount, tree.len]);
     }
     tree.free();
   });

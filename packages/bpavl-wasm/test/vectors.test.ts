@@ -42,7 +42,7 @@ describe('existence.json', () => {
   const v = loadVectors('existence');
   it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
     const r = verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof));
-    expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunks: c.chunks, entries: c.entries });
+    expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof)))).toBe(code);
@@ -61,7 +61,7 @@ describe('existence.json', () => {
       mine.forEach((c, i) => {
         const r = results[i];
         if (c.code === undefined) {
-          expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunks: c.chunks, entries: c.entries });
+          expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
         } else {
           expect(r).toBeInstanceOf(Error);
           expect((r as Error).name).toBe('ProofError');
@@ -85,7 +85,8 @@ describe('existence.json', () => {
 describe('absence.json', () => {
   const v = loadVectors('absence');
   it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
-    expect(verifyAbsence(hex(c.root), hex(c.key), hex(c.proof))).toBeUndefined();
+    const { left, right } = verifyAbsence(hex(c.root), hex(c.key), hex(c.proof));
+    expect([left ? toHex(left.key) : null, right ? toHex(right.key) : null]).toEqual([c.left_key, c.right_key]);
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyAbsence(hex(c.root), hex(c.key), hex(c.proof)))).toBe(code);
@@ -115,7 +116,7 @@ describe('chunk_proof.json', () => {
   const v = loadVectors('chunk_proof');
   it.each(valid(v.valid, (c, i) => `${c.tree} #${i}`))('valid: %s', (_d, c) => {
     const r = verifyChunkProof(hex(c.root), hex(c.proof));
-    expect(r).toEqual({ index: c.index, chunks: c.chunks, entries: c.entries, keyHeight: c.key_height });
+    expect(r).toEqual({ index: c.index, chunkCount: c.chunks, entryCount: c.entries, keyHeight: c.key_height });
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyChunkProof(hex(c.root), hex(c.proof)))).toBe(code);
@@ -133,7 +134,7 @@ describe('chunk_envelope.json', () => {
         capacity: chunk.capacity,
         keyHeight: chunk.keyHeight,
         chunks: chunk.chunkCount,
-        entries: chunk.totalEntries,
+        entries: chunk.entryCount,
         len: chunk.len,
         chunkEntries: pairsHex(chunk.entries),
       }).toEqual({

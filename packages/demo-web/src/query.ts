@@ -1,18 +1,20 @@
 /**
- * The query panel: ask one peer for a key's proof (`PROOF`, spec/wire.md)
- * and verify it here against the trusted root, optionally after flipping a
- * byte of it; or read the tree the last sync rebuilt.
+ * The query panel: read one key through the query client
+ * (`@bpavl/light-client/client`), asking the chosen peer first and the
+ * others on failure, every answer verified here against the trusted root;
+ * optionally the first peer lies (a byte of its proof flipped), and the
+ * panel shows its ban and the answer from the next peer. Or read the tree
+ * the last sync rebuilt.
  * @module
  */
 
-import { connectAuto, type PeerConnection } from '@bpavl/light-client/sync';
-import { isProofError, verifyAbsence, verifyExistence, type Neighbour } from '@bpavl/light-client/verify';
-import { decodeProofPayload, Kind, Status } from '@bpavl/light-client/wire';
+import { createClient, type QueryEvent, type VerifiedProof } from '@bpavl/light-client/client';
+import { connectAuto, type Connect } from '@bpavl/light-client/sync';
+import type { Neighbour } from '@bpavl/light-client/verify';
+import { decodeProofPayload, encodeProofPayload, Kind, Status } from '@bpavl/light-client/wire';
 import type { Tree } from '@bpavl/wasm';
 import { fromHex, msText, shortHex, toHex } from './format.js';
 import type { Dial } from './peers.js';
-
-const STATUS_NAMES = ['OK', 'UNKNOWN_ROOT', 'OUT_OF_RANGE', 'BUSY', 'BAD_REQUEST'];
 
 /** Plain words for the codes a tampered or lying proof usually gets (spec/errors.md). */
 const CODE_TEXT: Record<string, string> = {
@@ -33,7 +35,6 @@ const CODE_TEXT: Record<string, string> = {
   ABSENCE_INVALID: 'the neighbours do not prove absence',
   KEYS_NOT_SORTED: 'keys are out of order',
 };
-
 export interface QueryDeps {
   /** The trusted root, or `undefined` (the setup form shows why). */
   root(): Uint8Array | undefined;
@@ -45,7 +46,7 @@ export interface QueryDeps {
   workload(): { entries: number; seed: bigint } | undefined;
 }
 
-type Outcome = 'busy' | 'present' | 'absent' | 'rejected' | 'error';
+type Outcome = 'busy' | 'present' | 'absent' | 'error';
 
 export class QueryPanel {
   private readonly deps: QueryDeps;
@@ -152,63 +153,31 @@ export class QueryPanel {
     const root = this.deps.root();
     const key = this.key();
     if (!root || !key) return;
-    const dial = this.deps.dials().find((d) => d.address === this.peerSelect.value);
-    if (!dial) return;
-    const who = `${esc(dial.peer)} (${dial.transport === 'ws' ? 'WebSocket' : 'libp2p'})`;
+    const first = this.deps.dials().find((d) => d.address === this.peerSelect.value);
+    if (!first) return;
+    // The chosen peer first (a fresh client tries peers in order until it has measured them), then its transport's others.
+    const dials = [first, ...this.deps.dials().filter((d) => d.transport === first.transport && d !== first)];
+    const name = (address: string) => {
+      const d = dials.find((x) => x.address === address);
+      return d ? `${esc(d.peer)} (${d.transport === 'ws' ? 'WebSocket' : 'libp2p'})` : esc(address);
+    };
+    const tampered = this.tamper.checked ? { address: first.address, byte: this.tamperByte.value === '' ? undefined : Number(this.tamperByte.value), note: '' } : undefined;
+    const bans: { peer: string; code: string }[] = [];
+    let answeredBy: string | undefined;
+    let ms = 0;
+    const onEvent = (e: QueryEvent) => {
+      if (e.type === 'banned') bans.push(e);
+      if (e.type === 'verified') [answeredBy, ms] = [e.peer, e.ms];
+    };
     this.askPeer.disabled = true;
-    this.show('busy', `<p>Asking ${who}…</p>`);
-    let conn: PeerConnection | undefined;
+    this.show('busy', `<p>Asking ${name(first.address)}…</p>`);
+    const client = createClient({ root, peers: dials.map((d) => d.address), connect: lyingFirst(tampered), onEvent, deadlineMs: 8000 });
     try {
-      conn = await connectAuto(dial.address);
-      const res = await conn.request({ kind: Kind.Proof, root, key }, { timeoutMs: 5000 });
-      if (res.status !== Status.Ok) {
-        this.show('error', `<p class="q-head bad">The peer answered <code>${STATUS_NAMES[res.status] ?? res.status}</code>.</p>`, STATUS_NAMES[res.status]);
-        return;
-      }
-      const payload = decodeProofPayload(res.payload);
-      let proof = payload.proof;
-      let note = '';
-      if (this.tamper.checked) {
-        proof = proof.slice();
-        const wanted = this.tamperByte.value === '' ? proof.length - 1 : Number(this.tamperByte.value);
-        const at = Math.max(0, Math.min(proof.length - 1, Math.floor(wanted)));
-        const before = proof[at]!;
-        proof[at] = before ^ 0xff;
-        note = `<p class="tamper-note">Tampered: byte ${at} of ${proof.length} flipped, 0x${hex2(before)} → 0x${hex2(proof[at]!)}.</p>`;
-      }
-      const t0 = performance.now();
-      try {
-        if (payload.present) {
-          const value = payload.value!;
-          const pos = verifyExistence(root, key, value, proof);
-          const ms = performance.now() - t0;
-          this.show(
-            'present',
-            `<p class="q-head good">✓ Present: ${who} proved it (${proof.length}-byte existence proof, verified in ${msText(ms)}).</p>
-            ${note}
-            ${valueHtml(value)}
-            <p class="path" aria-label="Proof path">Path: <span>trusted root</span> ▸ <span>chunk ${pos.chunkIndex} of ${pos.chunks}</span> ▸ <span>entry ${pos.position}</span> <span class="muted">(${pos.entries.toLocaleString('en-US')} entries in all)</span></p>`,
-          );
-        } else {
-          const { left, right } = verifyAbsence(root, key, proof);
-          const ms = performance.now() - t0;
-          this.show(
-            'absent',
-            `<p class="q-head good">✓ Absent: ${who} proved it (${proof.length}-byte absence proof, verified in ${msText(ms)}).</p>
-            ${note}
-            ${neighboursHtml(left, right)}`,
-          );
-        }
-      } catch (e) {
-        if (!isProofError(e)) throw e;
-        const claim = payload.present ? 'existence' : 'absence';
-        this.show(
-          'rejected',
-          `<p class="q-head bad">✗ Rejected: <code class="code">${e.code}</code></p>
-          <p>The ${claim} proof from ${who} does not verify: ${esc(CODE_TEXT[e.code] ?? e.message)}.</p>${note}`,
-          e.code,
-        );
-      }
+      const proof = await client.proof(key);
+      const note = tampered?.note ? `<p class="tamper-note">${tampered.note}</p>` : '';
+      const banned = bans.map((b) => `<p class="q-head bad">✗ ${name(b.peer)} lied: <code class="code">${b.code}</code>, ${esc(CODE_TEXT[b.code] ?? 'its answer does not verify')}. Banned; the next peer was asked.</p>`).join('');
+      const who = name(answeredBy ?? '');
+      this.show(proof.value === undefined ? 'absent' : 'present', `${banned}${note}${answerHtml(proof, who, ms)}`, bans[0]?.code);
     } catch (e) {
       const code = (e as { code?: unknown }).code;
       this.show(
@@ -217,7 +186,7 @@ export class QueryPanel {
         typeof code === 'string' ? code : undefined,
       );
     } finally {
-      conn?.close();
+      client.close();
       this.askPeer.disabled = this.peerSelect.options.length === 0;
     }
   }
@@ -246,6 +215,40 @@ function esc(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
+/** A `connect` whose connection to `lie.address` flips byte `lie.byte` (default: the last) of every PROOF answer's proof. */
+function lyingFirst(lie: { address: string; byte: number | undefined; note: string } | undefined): Connect {
+  if (!lie) return connectAuto;
+  return async (address, signal) => {
+    const conn = await connectAuto(address, signal);
+    if (address !== lie.address) return conn;
+    const request = conn.request.bind(conn);
+    conn.request = async (req, opts) => {
+      const res = await request(req, opts);
+      if (req.kind !== Kind.Proof || res.status !== Status.Ok) return res;
+      const payload = decodeProofPayload(res.payload);
+      const proof = payload.proof.slice();
+      const at = Math.max(0, Math.min(proof.length - 1, Math.floor(lie.byte ?? proof.length - 1)));
+      const before = proof[at]!;
+      proof[at] = before ^ 0xff;
+      lie.note = `Tampered: byte ${at} of ${proof.length} flipped, 0x${hex2(before)} → 0x${hex2(proof[at]!)}.`;
+      return { ...res, payload: encodeProofPayload({ ...payload, proof }) };
+    };
+    return conn;
+  };
+}
+
+function answerHtml(p: VerifiedProof, who: string, ms: number): string {
+  if (p.value !== undefined) {
+    const pos = p.position!;
+    return `<p class="q-head good">✓ Present: ${who} proved it (${p.proof.length}-byte existence proof, answered and verified in ${msText(ms)}).</p>
+      ${valueHtml(p.value)}
+      <p class="path" aria-label="Proof path">Path: <span>trusted root</span> ▸ <span>chunk ${pos.chunkIndex} of ${pos.chunkCount}</span> ▸ <span>entry ${pos.position}</span> <span class="muted">(${pos.entryCount.toLocaleString('en-US')} entries in all)</span></p>`;
+  }
+  const { left, right } = p.absence!;
+  return `<p class="q-head good">✓ Absent: ${who} proved it (${p.proof.length}-byte absence proof, answered and verified in ${msText(ms)}).</p>
+    ${neighboursHtml(left, right)}`;
+}
+
 function valueHtml(value: Uint8Array): string {
   const hex = toHex(value.subarray(0, 24));
   return `<p class="value">Value (${value.length} bytes): <code>${hex}${value.length > 24 ? '…' : ''}</code></p>`;
@@ -253,7 +256,7 @@ function valueHtml(value: Uint8Array): string {
 
 function neighbourHtml(side: string, n: Neighbour | undefined): string {
   if (!n) return `<li>${side}: none (the key is beyond the tree's ${side === 'left' ? 'first' : 'last'} entry)</li>`;
-  return `<li>${side} neighbour <code>${shortHex(toHex(n.key), 8)}</code>: <span>trusted root</span> ▸ <span>chunk ${n.chunkIndex} of ${n.chunks}</span> ▸ <span>entry ${n.position}</span></li>`;
+  return `<li>${side} neighbour <code>${shortHex(toHex(n.key), 8)}</code>: <span>trusted root</span> ▸ <span>chunk ${n.chunkIndex} of ${n.chunkCount}</span> ▸ <span>entry ${n.position}</span></li>`;
 }
 
 function neighboursHtml(left: Neighbour | undefined, right: Neighbour | undefined): string {

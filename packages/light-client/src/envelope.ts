@@ -56,7 +56,7 @@ export interface VerifiedChunk {
   /** Total chunks in the tree. */
   readonly chunkCount: number;
   /** Total entries in the tree. */
-  readonly totalEntries: number;
+  readonly entryCount: number;
   /** The tree's chunk capacity `C`. */
   readonly capacity: number;
   /** Height of the inner node holding this chunk's smallest key (0 for chunk 0). */
@@ -85,7 +85,7 @@ export interface WasmChunkVerifier {
   ): {
     readonly index: number;
     readonly chunkCount: number;
-    readonly totalEntries: number;
+    readonly entryCount: number;
     readonly capacity: number;
     readonly keyHeight: number;
     free?(): void;
@@ -184,7 +184,7 @@ export function verifyChunk(root: Uint8Array, index: number, bytes: Uint8Array, 
   if (!equalBytes(f.root, root)) fail('ROOT_MISMATCH');
   if (f.index !== index) fail('CHUNK_INDEX_MISMATCH');
   if (f.keyHeight !== env.keyHeight) fail('KEY_HEIGHT_MISMATCH');
-  return { index, chunkCount: f.chunks, totalEntries: f.entries, capacity, keyHeight: env.keyHeight, entries };
+  return { index, chunkCount: f.chunkCount, entryCount: f.entryCount, capacity, keyHeight: env.keyHeight, entries };
 }
 
 /** The fast path: WASM verifies, then a hash-free decode yields the entry views. */
@@ -202,7 +202,7 @@ function verifyChunkWasm(wasm: WasmChunkVerifier, root: Uint8Array, index: numbe
     return {
       index: v.index,
       chunkCount: v.chunkCount,
-      totalEntries: v.totalEntries,
+      entryCount: v.entryCount,
       capacity: v.capacity,
       keyHeight: v.keyHeight,
       entries,

@@ -41,7 +41,7 @@ export interface PathStep {
  *
  * @example
  * ```ts
- * const { root, index, chunks, entries, keyHeight } = foldPath(steps, 4, 3, chunkHash);
+ * const { root, index, chunkCount, entryCount, keyHeight } = foldPath(steps, 4, 3, chunkHash);
  * ```
  */
 export interface Folded {
@@ -50,9 +50,9 @@ export interface Folded {
   /** The chunk's index. */
   readonly index: number;
   /** Total chunks in the tree. */
-  readonly chunks: number;
+  readonly chunkCount: number;
   /** Total entries in the tree. */
-  readonly entries: number;
+  readonly entryCount: number;
   /** Height of the lowest ancestor whose right subtree holds the chunk (0 for chunk 0). */
   readonly keyHeight: number;
 }
@@ -131,5 +131,5 @@ export function foldPath(steps: readonly PathStep[], capacity: number, m: number
     }
     innerHashInPlace(s.parentHeight, chunks, entries, h, s.siblingHash, s.siblingIsLeft);
   }
-  return { root: rootHash(capacity, chunks, entries, h), index, chunks, entries, keyHeight };
+  return { root: rootHash(capacity, chunks, entries, h), index, chunkCount: chunks, entryCount: entries, keyHeight };
 }

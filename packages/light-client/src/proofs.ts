@@ -40,7 +40,7 @@ export type KeyValue = [key: Uint8Array, value: Uint8Array];
  *
  * @example
  * ```ts
- * const { chunkIndex, position, chunks, entries }: EntryPosition = verifyExistence(root, key, value, proof);
+ * const { chunkIndex, position, chunkCount, entryCount }: EntryPosition = verifyExistence(root, key, value, proof);
  * ```
  */
 export interface EntryPosition {
@@ -49,9 +49,9 @@ export interface EntryPosition {
   /** The entry's position in its chunk. */
   readonly position: number;
   /** Total chunks in the tree. */
-  readonly chunks: number;
+  readonly chunkCount: number;
   /** Total entries in the tree. */
-  readonly entries: number;
+  readonly entryCount: number;
 }
 
 /**
@@ -106,16 +106,16 @@ export interface RangeResult {
  *
  * @example
  * ```ts
- * const { index, chunks, entries, keyHeight }: ChunkPosition = verifyChunkProof(root, proof);
+ * const { index, chunkCount, entryCount, keyHeight }: ChunkPosition = verifyChunkProof(root, proof);
  * ```
  */
 export interface ChunkPosition {
   /** The chunk's index. */
   readonly index: number;
   /** Total chunks in the tree. */
-  readonly chunks: number;
+  readonly chunkCount: number;
   /** Total entries in the tree. */
-  readonly entries: number;
+  readonly entryCount: number;
   /** Height of the inner node holding the chunk's smallest key (0 for chunk 0). */
   readonly keyHeight: number;
 }
@@ -150,7 +150,7 @@ function foldEntry(root: Uint8Array, capacity: number, w: Witness, key: Uint8Arr
   entryHashInto(key, value, leaf, 0);
   const f = foldLeaves(capacity, w.m, w.pos, leaf, w.hashes, w.path);
   if (!equalBytes(f.root, root)) fail('ROOT_MISMATCH');
-  return { chunkIndex: f.index, position: w.pos, chunks: f.chunks, entries: f.entries };
+  return { chunkIndex: f.index, position: w.pos, chunkCount: f.chunkCount, entryCount: f.entryCount };
 }
 
 /**
@@ -163,7 +163,7 @@ function foldEntry(root: Uint8Array, capacity: number, w: Witness, key: Uint8Arr
  * @throws {ProofError} with the first failing check's code (`ROOT_MISMATCH`, a decoding code, …).
  * @example
  * ```ts
- * const { chunkIndex, position, chunks, entries } = verifyExistence(root, key, value, proof);
+ * const { chunkIndex, position, chunkCount, entryCount } = verifyExistence(root, key, value, proof);
  * ```
  */
 export function verifyExistence(root: Uint8Array, key: Uint8Array, value: Uint8Array, proof: Uint8Array): EntryPosition {
@@ -235,7 +235,7 @@ export function verifyAbsence(root: Uint8Array, key: Uint8Array, proof: Uint8Arr
   if (left && right) {
     ok = compareBytes(left.key, key) < 0 && compareBytes(key, right.key) < 0 && adjacent(left, dl!.w.m, right);
   } else if (left) {
-    ok = compareBytes(left.key, key) < 0 && left.chunkIndex + 1 === left.chunks && left.position + 1 === dl!.w.m;
+    ok = compareBytes(left.key, key) < 0 && left.chunkIndex + 1 === left.chunkCount && left.position + 1 === dl!.w.m;
   } else {
     ok = compareBytes(key, right!.key) < 0 && right!.chunkIndex === 0 && right!.position === 0;
   }
@@ -249,8 +249,8 @@ function adjacent(a: EntryPosition, aM: number, b: EntryPosition): boolean {
   return b.chunkIndex === a.chunkIndex + 1 && a.position + 1 === aM && b.position === 0;
 }
 
-/** Range-query checks, before decoding, in the spec's order. */
-function checkRangeQuery(start: Uint8Array, end: Uint8Array | undefined, limit: number): void {
+/** Range-query checks, before decoding, in the spec's order (also run by the query client before it asks). Internal. */
+export function checkRangeQuery(start: Uint8Array, end: Uint8Array | undefined, limit: number): void {
   if (start.length > MAX_KEY_LEN) fail('KEY_TOO_LONG');
   if (end !== undefined) checkKey(end);
   if (limit < 1 || limit > MAX_RANGE_LIMIT || (end !== undefined && compareBytes(end, start) <= 0))
@@ -350,7 +350,7 @@ export function verifyRange(
   const last = segments[segments.length - 1]!;
   const lastFold = folds[folds.length - 1]!;
   const startsTree = folds[0]!.index === 0 && first.lo === 0;
-  const endsTree = lastFold.index + 1 === lastFold.chunks && last.lo + last.entries.length === last.m;
+  const endsTree = lastFold.index + 1 === lastFold.chunkCount && last.lo + last.entries.length === last.m;
   const window = segments.length === 1 ? first.entries : segments.flatMap((s) => s.entries);
   return checkWindow(window, start, endKey, limit, startsTree, endsTree);
 }
@@ -394,7 +394,7 @@ function checkWindow(
  * @throws {ProofError} `ROOT_MISMATCH` or a decoding code.
  * @example
  * ```ts
- * const { index, chunks, entries, keyHeight } = verifyChunkProof(root, proof);
+ * const { index, chunkCount, entryCount, keyHeight } = verifyChunkProof(root, proof);
  * ```
  */
 export function verifyChunkProof(root: Uint8Array, proof: Uint8Array): ChunkPosition {
@@ -410,5 +410,5 @@ export function verifyChunkProof(root: Uint8Array, proof: Uint8Array): ChunkPosi
   chunkHashInto(m, chunkRoot, 0, h, 0);
   const f = foldPath(path, capacity, m, h);
   if (!equalBytes(f.root, root)) fail('ROOT_MISMATCH');
-  return { index: f.index, chunks: f.chunks, entries: f.entries, keyHeight: f.keyHeight };
+  return { index: f.index, chunkCount: f.chunkCount, entryCount: f.entryCount, keyHeight: f.keyHeight };
 }

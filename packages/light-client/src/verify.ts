@@ -9,6 +9,8 @@
  * import { verifyExistence, verifyChunk, ProofError } from '@bpavl/light-client/verify';
  * const { chunkIndex } = verifyExistence(root, key, value, proof);
  * const chunk = verifyChunk(root, 0, envelope);
+ * // or through the one Verifier interface, pure TS or WASM:
+ * const v: Verifier = wasm ? wasmVerifier(wasm) : tsVerifier;
  * ```
  * @module
  */
@@ -34,6 +36,7 @@ export {
   type VerifyChunkOptions,
   type WasmChunkVerifier,
 } from './envelope.js';
+export { tsVerifier, wasmVerifier, type Verifier, type ExistenceItem, type WasmVerifierModule } from './verifier.js';
 export type { PathStep } from './path.js';
 export { emptyRoot, entryHash } from './hash.js';
 export { decodeVarint, encodeVarint } from './codec.js';

@@ -16,7 +16,7 @@ describe('verifyChunk on synthetic single-chunk trees (independent reference has
     const r = verifyChunk(root, 0, envelope);
     expect(r.index).toBe(0);
     expect(r.chunkCount).toBe(1);
-    expect(r.totalEntries).toBe(m);
+    expect(r.entryCount).toBe(m);
     expect(r.capacity).toBe(256);
     expect(r.keyHeight).toBe(0);
     expect(r.entries).toEqual(entries);
@@ -74,7 +74,7 @@ describe('the WASM fast path hook (with a stand-in module)', () => {
       verifyChunk: vi.fn(() => ({
         index: ts.index,
         chunkCount: ts.chunkCount,
-        totalEntries: ts.totalEntries,
+        entryCount: ts.entryCount,
         capacity: ts.capacity,
         keyHeight: ts.keyHeight,
         free,

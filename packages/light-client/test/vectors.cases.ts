@@ -4,9 +4,11 @@
  * (`vectors.shared.ts` registers each case as an `it`) and in a browser page
  * (`tests/browser/app/main.ts` runs the cases in a loop).
  *
- * Implementations are adapted to one normalized shape ({@link VerifierImpl}):
- * entries as `[key, value]` pairs, numbers as JS numbers.
+ * Every implementation runs through the one {@link Verifier} interface
+ * (`tsVerifier`, `wasmVerifier(wasm)` from `@bpavl/light-client/verify`).
  */
+
+import type { Verifier } from '../src/verifier.js';
 
 /** Every code `spec/errors.md` lists for decoding and verification. */
 export const SPEC_CODES = [
@@ -18,26 +20,6 @@ export const SPEC_CODES = [
 ] as const;
 
 export type Pair = [key: Uint8Array, value: Uint8Array];
-
-/** One implementation of the verifiers, in the suite's normalized shape. */
-export interface VerifierImpl {
-  verifyExistence(
-    root: Uint8Array, key: Uint8Array, value: Uint8Array, proof: Uint8Array,
-  ): { chunkIndex: number; position: number; chunks: number; entries: number };
-  /** Neighbour keys when the implementation reports them, else `undefined`. */
-  verifyAbsence(
-    root: Uint8Array, key: Uint8Array, proof: Uint8Array,
-  ): { leftKey: Uint8Array | null; rightKey: Uint8Array | null } | undefined;
-  verifyRange(
-    root: Uint8Array, start: Uint8Array, end: Uint8Array | undefined, limit: number, proof: Uint8Array,
-  ): { entries: Pair[]; complete: boolean; resumeKey: Uint8Array | undefined };
-  verifyChunkProof(
-    root: Uint8Array, proof: Uint8Array,
-  ): { index: number; chunks: number; entries: number; keyHeight: number };
-  verifyChunk(
-    root: Uint8Array, index: number, envelope: Uint8Array,
-  ): { index: number; chunkCount: number; totalEntries: number; capacity: number; keyHeight: number; entries: Pair[] };
-}
 
 /** The proof files of `spec/vectors/` the suite runs (trees.json is replayed by the tree suites). */
 export const VECTOR_FILES = ['existence', 'absence', 'range', 'chunk_proof', 'chunk_envelope'] as const;
@@ -155,9 +137,10 @@ function pick<T>(cases: T[], hexSize: (c: T) => number): T[] {
  * Every test of the vector suite for `impl`, in file order: valid cases
  * verify with exactly the expected outputs, invalid cases fail with exactly
  * the expected code, and (one test per file) tampered valid cases only ever
- * throw ProofError. Per file: `valid.length + invalid.length + 1` tests.
+ * throw ProofError. Per file: `valid.length + invalid.length + 1` tests, and one
+ * more for existence: every invalid case through `verifyExistenceBatch`.
  */
-export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[] {
+export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
   const out: VectorCase[] = [];
   const add = (file: VectorFile, name: string, run: (eq: AssertEqual) => void) => out.push({ file, name, run });
   const code = (eq: AssertEqual, fn: () => unknown, expected: string) => eq(proofErrorCode(fn), expected);
@@ -168,13 +151,20 @@ export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[
     for (const c of v.valid as Json[]) {
       add(f, `valid: ${c.description}`, (eq) => {
         const r = impl.verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof));
-        eq(r, { chunkIndex: c.chunk_index, position: c.position, chunks: c.chunks, entries: c.entries });
+        eq(r, { chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
+        eq(impl.verifyExistenceBatch(hex(c.root), [{ key: hex(c.key), value: hex(c.value), proof: hex(c.proof) }]), [r]);
       });
     }
     for (const c of v.invalid as Json[]) {
       add(f, `invalid ${c.code}: ${c.why}`, (eq) =>
         code(eq, () => impl.verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof)), c.code));
     }
+    add(f, 'a batch returns each invalid case\'s error in its place', (eq) => {
+      for (const c of v.invalid as Json[]) {
+        const [r] = impl.verifyExistenceBatch(hex(c.root), [{ key: hex(c.key), value: hex(c.value), proof: hex(c.proof) }]);
+        eq(proofErrorCode(() => { throw r; }), c.code);
+      }
+    });
     add(f, 'tampered proofs only throw ProofError', () => {
       for (const c of pick(v.valid as Json[], (c) => c.proof.length)) {
         tamperAll(hex(c.proof), (p) => impl.verifyExistence(hex(c.root), hex(c.key), hex(c.value), p));
@@ -187,10 +177,8 @@ export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[
     const v = vectors[f];
     for (const c of v.valid as Json[]) {
       add(f, `valid: ${c.description}`, (eq) => {
-        const r = impl.verifyAbsence(hex(c.root), hex(c.key), hex(c.proof));
-        if (r !== undefined) {
-          eq({ left: optHex(r.leftKey), right: optHex(r.rightKey) }, { left: c.left_key, right: c.right_key });
-        }
+        const { left, right } = impl.verifyAbsence(hex(c.root), hex(c.key), hex(c.proof));
+        eq({ left: optHex(left?.key), right: optHex(right?.key) }, { left: c.left_key, right: c.right_key });
       });
     }
     for (const c of v.invalid as Json[]) {
@@ -234,7 +222,7 @@ export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[
     for (const c of v.valid as Json[]) {
       add(f, `valid: ${c.tree} #${c.index}`, (eq) => {
         const r = impl.verifyChunkProof(hex(c.root), hex(c.proof));
-        eq(r, { index: c.index, chunks: c.chunks, entries: c.entries, keyHeight: c.key_height });
+        eq(r, { index: c.index, chunkCount: c.chunks, entryCount: c.entries, keyHeight: c.key_height });
       });
     }
     for (const c of v.invalid as Json[]) {
@@ -258,7 +246,7 @@ export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[
           {
             index: r.index,
             chunkCount: r.chunkCount,
-            totalEntries: r.totalEntries,
+            entryCount: r.entryCount,
             capacity: r.capacity,
             keyHeight: r.keyHeight,
             entries: pairsHex(r.entries),
@@ -266,7 +254,7 @@ export function vectorCases(vectors: VectorSet, impl: VerifierImpl): VectorCase[
           {
             index: c.index,
             chunkCount: c.chunks,
-            totalEntries: c.entries,
+            entryCount: c.entries,
             capacity: c.capacity,
             keyHeight: c.key_height,
             entries: c.chunk_entries,

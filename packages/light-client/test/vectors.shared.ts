@@ -1,9 +1,9 @@
 /**
  * The golden-vector suite of `spec/vectors/` (see its README for the JSON
  * shapes), written once and run against every implementation (noble's
- * PLATFORMS idea): `runVectorSuite('ts', tsVerifier(lc))` in vectors.test.ts
- * and `runVectorSuite('wasm', wasmVerifier(wasm, lc))` in wasm.test.ts (the
- * adapters: `vectors.adapters.ts`, shared with the browser suite).
+ * PLATFORMS idea), through the one `Verifier` interface:
+ * `runVectorSuite('ts', tsVerifier)` in vectors.test.ts and
+ * `runVectorSuite('wasm', wasmVerifier(wasm))` in wasm.test.ts.
  *
  * The cases themselves live in `vectors.cases.ts` (no vitest, no Node
  * built-ins), which the browser suite (`tests/browser/`) runs too; this file
@@ -12,7 +12,8 @@
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { VECTOR_FILES, vectorCases, type VectorSet, type VerifierImpl } from './vectors.cases.js';
+import { VECTOR_FILES, vectorCases, type VectorSet } from './vectors.cases.js';
+import type { Verifier } from '../src/verifier.js';
 
 export {
   SPEC_CODES,
@@ -20,7 +21,6 @@ export {
   toHex,
   proofErrorCode,
   type Pair,
-  type VerifierImpl,
 } from './vectors.cases.js';
 
 // Any JSON shape; the suite reads fields by the README's names.
@@ -35,7 +35,7 @@ export function loadVectors(name: string): Json {
  * Registers the whole vector suite for `impl` under `describe(name)`, one
  * `describe` per vector file (see `vectorCases` for what is checked).
  */
-export function runVectorSuite(name: string, impl: VerifierImpl): void {
+export function runVectorSuite(name: string, impl: Verifier): void {
   const vectors = Object.fromEntries(VECTOR_FILES.map((f) => [f, loadVectors(f)])) as VectorSet;
   const cases = vectorCases(vectors, impl);
   describe(`vectors: ${name}`, () => {

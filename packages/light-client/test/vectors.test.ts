@@ -1,6 +1,5 @@
 // The shared vector suite against the pure TypeScript verifier.
-import * as lc from '../src/verify.js';
-import { tsVerifier } from './vectors.adapters.js';
+import { tsVerifier } from '../src/verify.js';
 import { runVectorSuite } from './vectors.shared.js';
 
-runVectorSuite('ts', tsVerifier(lc));
+runVectorSuite('ts', tsVerifier);

@@ -17,6 +17,13 @@
  * | `slow` | answers correctly after a delay (`slowMs`, default 1.5 s) | late answers |
  * | `silent` | never answers (the request does not count as in flight) | timeouts |
  * | `disconnect` | sends half the response frame, then closes the connection | a closed connection mid-frame |
+ * | `wrong-key` | PROOF: a valid existence proof of another key of the tree, with its value | `ROOT_MISMATCH` (the proof does not fold for the asked key) |
+ * | `absence-for-present` | PROOF of a present key: a valid absence proof of the absent key just after it | `ABSENCE_INVALID` |
+ * | `existence-for-absent` | PROOF of an absent key: "present", with a neighbour's value and valid existence proof | `ROOT_MISMATCH` |
+ * | `busy` | answers every CHUNK, PROOF and RANGE request `BUSY` | back-off, then another peer |
+ *
+ * The last four are the query client's lies (`@bpavl/light-client/client`):
+ * the first three only touch PROOF answers and answer the rest honestly.
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
@@ -35,6 +42,9 @@ import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
 import type { ServedTree } from './source.ts';
 
+/** The lies about which key a PROOF answer proves (see {@link lieAboutKey}). */
+const PROOF_LIES = ['wrong-key', 'absence-for-present', 'existence-for-absent'] as const;
+
 /** The misbehaviours a serving peer can be told to show. */
 export const BYZANTINE_MODES = [
   'corrupt-value',
@@ -48,6 +58,8 @@ export const BYZANTINE_MODES = [
   'slow',
   'silent',
   'disconnect',
+  ...PROOF_LIES,
+  'busy',
 ] as const;
 
 /** One of `BYZANTINE_MODES`. */
@@ -150,7 +162,9 @@ export type Lie =
   /** Never answer. */
   | { kind: 'silent' }
   /** Send half the frame, then close. */
-  | { kind: 'disconnect' };
+  | { kind: 'disconnect' }
+  /** Answer `BUSY` instead. */
+  | { kind: 'busy' };
 
 /**
  * Decides, answer by answer, whether and how to lie.
@@ -205,6 +219,7 @@ export class Byzantine {
       case 'oversize':
       case 'silent':
       case 'disconnect':
+      case 'busy':
         return { kind: this.mode };
       case 'slow':
         return { kind: 'slow', ms: this.#slowMs };
@@ -246,6 +261,10 @@ export class Byzantine {
       }
       case 'wrong-root':
         return tamper(answerFrom(this.#other!, req));
+      case 'wrong-key':
+      case 'absence-for-present':
+      case 'existence-for-absent':
+        return req.kind === Kind.Proof ? tamper(lieAboutKey(this.mode, tree, req.key)) : undefined;
       default: // the generic modes, answered above
         return undefined;
     }
@@ -274,6 +293,62 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A PROOF payload that is valid for the tree but not for `key`: another
+ * key's existence proof (`wrong-key`), an absence proof of `key ‖ 0x00` for
+ * a present key (`absence-for-present`), or a neighbour's existence proof
+ * and value claimed for an absent key (`existence-for-absent`). Undefined
+ * where the lie does not apply (then the answer is honest).
+ */
+function lieAboutKey(mode: (typeof PROOF_LIES)[number], tree: ServedTree, key: Uint8Array): Uint8Array | undefined {
+  const present = tree.get(key) !== undefined;
+  const existence = (k: Uint8Array) => encodeProofPayload({ present: true, value: tree.get(k)!, proof: tree.proveExistence(k) });
+  switch (mode) {
+    case 'wrong-key': {
+      const other = neighbourKey(tree, key);
+      return other === undefined ? undefined : existence(other);
+    }
+    case 'absence-for-present': {
+      if (!present) return undefined;
+      const after = Uint8Array.of(...key, 0);
+      if (after.length > 1024 || tree.get(after) !== undefined) return undefined;
+      return encodeProofPayload({ present: false, proof: tree.proveAbsence(after) });
+    }
+    case 'existence-for-absent': {
+      if (present) return undefined;
+      const other = neighbourKey(tree, key);
+      return other === undefined ? undefined : existence(other);
+    }
+  }
+}
+
+/** A key of the tree other than `key`: the first at or after it, or else the first of the tree. */
+function neighbourKey(tree: ServedTree, key: Uint8Array): Uint8Array | undefined {
+  for (const start of [key, new Uint8Array(0)]) {
+    for (const e of rangeKeys(tree.proveRange(start, undefined, 2))) {
+      if (Buffer.compare(e, key) !== 0) return e;
+    }
+  }
+  return undefined;
+}
+
+/** The keys of a range proof's first segment (spec/proof-format.md, 0x03): enough for {@link neighbourKey}. */
+function rangeKeys(proof: Uint8Array): Uint8Array[] {
+  const c = new Cursor(proof);
+  c.u8(); // 0x03
+  c.varint(); // capacity
+  if (c.varint() === 0) return []; // the empty tree
+  c.varint(); // M
+  const lo = c.varint();
+  const hi = c.varint();
+  const keys: Uint8Array[] = [];
+  for (let i = lo; i < hi; i++) {
+    const e = c.entry();
+    keys.push(proof.subarray(e.keyAt, e.keyAt + e.keyLen));
+  }
+  return keys;
 }
 
 // --- Minimal parsing of the payloads (chunk-format.md, proof-format.md, wire.md) ---

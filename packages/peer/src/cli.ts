@@ -7,6 +7,8 @@
  *                  [--host H] [--byzantine MODE[:rate]] [--baseline] [--delay-ms D --rate-mb-s R] [--json] …
  *   bpavl generate --entries N --chunk C --seed S --out FILE [--json]
  *   bpavl sync     --root HEX --peer ADDRESS… [--timeout MS] [--json]
+ *   bpavl get      --root HEX --peer ADDRESS… [--json] KEY…
+ *   bpavl range    --root HEX --peer ADDRESS… [--page N] [--json] [START [END]]
  * @module
  */
 
@@ -17,6 +19,7 @@ import { BYZANTINE_MODES, Byzantine, parseByzantine } from './byzantine.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SLOW_MS } from './constants.ts';
 import { CachedTree, fromHex, type ServedTree, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
+import { GET_USAGE, RANGE_USAGE, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
 
@@ -357,8 +360,20 @@ const sync: Command = {
   run: (argv) => runSync(argv, (m) => new UsageError(m)),
 };
 
+const get: Command = {
+  summary: 'read values from peers, each proven against a trusted root',
+  usage: GET_USAGE,
+  run: (argv) => runGet(argv, (m) => new UsageError(m)),
+};
+
+const range: Command = {
+  summary: 'read a key range from peers, page by page, proven against a trusted root',
+  usage: RANGE_USAGE,
+  run: (argv) => runRange(argv, (m) => new UsageError(m)),
+};
+
 /** Every subcommand, by name. */
-export const COMMANDS: Record<string, Command> = { serve, generate, sync };
+export const COMMANDS: Record<string, Command> = { serve, generate, sync, get, range };
 
 function wrapUsage<T>(f: () => T): T {
   try {

@@ -503,6 +503,8 @@ class Session {
         this.#muted = true;
         return;
       }
+      case 'busy':
+        return this.#finish(req, Status.Busy, undefined);
       case 'disconnect': {
         const frame = encodeFrame(responseBody(req, status, payload));
         this.#inFlight--;

@@ -1,13 +1,12 @@
 // The golden-vector suite (spec/vectors) in a browser page, loading the
 // packages as an app would: package imports, `await init()`, no Vite plugins.
 // Runs every case of packages/light-client/test/vectors.cases.ts against the
-// pure-TS verifier and against @bpavl/wasm (the adapters of the vitest
-// suites: packages/light-client/test/vectors.adapters.ts), then
+// pure-TS verifier and against @bpavl/wasm, both through the `Verifier`
+// interface of @bpavl/light-client/verify, then
 // publishes `window.__results` and sets #status to "done" (or "error").
-import * as lc from '@bpavl/light-client/verify';
+import { tsVerifier, wasmVerifier } from '@bpavl/light-client/verify';
 import * as wasm from '@bpavl/wasm';
 import { assertDeepEqual, vectorCases, type VectorSet } from '../../../packages/light-client/test/vectors.cases.js';
-import { tsVerifier, wasmVerifier } from '../../../packages/light-client/test/vectors.adapters.js';
 import absence from '../../../spec/vectors/absence.json';
 import chunk_envelope from '../../../spec/vectors/chunk_envelope.json';
 import chunk_proof from '../../../spec/vectors/chunk_proof.json';
@@ -40,8 +39,8 @@ declare global {
 
 const vectors: VectorSet = { existence, absence, range, chunk_proof, chunk_envelope };
 
-const tsImpl = tsVerifier(lc);
-const wasmImpl = wasmVerifier(wasm, lc);
+const tsImpl = tsVerifier;
+const wasmImpl = wasmVerifier(wasm);
 
 const status = document.querySelector<HTMLElement>('#status')!;
 const summary = document.querySelector<HTMLElement>('#summary')!;

@@ -20,8 +20,8 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         let got = verify_chunk(&want.root, want.index, &bytes).unwrap();
         let got_entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(
-            (got.index(), got.chunk_count(), got.total_entries(), got.capacity(), got.key_height(), &got_entries),
-            (want.index, want.chunks, want.entries, env.capacity, want.key_height, &env.entries)
+            (got.index(), got.chunk_count(), got.entry_count(), got.capacity(), got.key_height(), &got_entries),
+            (want.index, want.chunk_count, want.entry_count, env.capacity, want.key_height, &env.entries)
         );
         f.valid.push(obj(vec![
             ("tree", tree),
@@ -30,8 +30,8 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
             ("envelope", h(&bytes)),
             ("capacity", n(env.capacity as u64)),
             ("key_height", n(want.key_height as u64)),
-            ("chunks", n(want.chunks)),
-            ("entries", n(want.entries)),
+            ("chunks", n(want.chunk_count)),
+            ("entries", n(want.entry_count)),
             ("chunk_entries", kv(&env.entries)),
         ]));
     };

@@ -22,8 +22,8 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
             ("root", h(root)),
             ("proof", h(proof)),
             ("index", n(want.index)),
-            ("chunks", n(want.chunks)),
-            ("entries", n(want.entries)),
+            ("chunks", n(want.chunk_count)),
+            ("entries", n(want.entry_count)),
             ("key_height", n(want.key_height as u64)),
         ]));
     };

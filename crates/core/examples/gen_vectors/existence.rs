@@ -18,7 +18,7 @@ pub fn existence(t: &Trees) -> VectorFile {
         let proof = b.tree.prove_existence(key).unwrap().encode();
         let got = verify_existence(&b.root(), key, &value, &proof).unwrap();
         let (ci, pos) = b.locate(b.index_of(key));
-        assert_eq!((got.chunk_index, got.position, got.chunks, got.entries), (ci, pos, b.chunks(), b.total()));
+        assert_eq!((got.chunk_index, got.position, got.chunk_count, got.entry_count), (ci, pos, b.chunks(), b.total()));
         f.valid.push(obj(vec![
             ("description", s(about)),
             ("tree", s(b.name)),

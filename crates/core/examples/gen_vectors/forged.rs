@@ -49,7 +49,7 @@ pub fn long_path() -> (ChunkEnvelope, Folded) {
     let env = ChunkEnvelope { capacity: CAPACITY, key_height, entries: one_entry(b"deep"), path: ChunkPath { steps } };
     let folded = fold(&env);
     let want = (left, 49, 1 + 48 * 2, key_height);
-    assert_eq!((folded.index, folded.chunks, folded.entries, folded.key_height), want, "48-step path");
+    assert_eq!((folded.index, folded.chunk_count, folded.entry_count, folded.key_height), want, "48-step path");
     (env, folded)
 }
 

@@ -72,7 +72,7 @@ impl Built {
     /// What folding chunk `i`'s path must give, from the shape.
     pub fn folded(&self, i: u64) -> Folded {
         let key_height = self.shape[i as usize].0;
-        Folded { root: self.root(), index: i, chunks: self.chunks(), entries: self.total(), key_height }
+        Folded { root: self.root(), index: i, chunk_count: self.chunks(), entry_count: self.total(), key_height }
     }
     /// (chunk index, in-chunk position) of global entry `g`, from the shape.
     pub fn locate(&self, mut g: usize) -> (u64, usize) {

@@ -66,7 +66,7 @@ fuzz_target!(|data: &[u8]| {
     let root = &f.root;
     let res: Result<(), &'static str> = match ctx {
         Ctx::Existence(k, v) => verify_existence(root, k, v, input).map(drop).map_err(|e| e.code()),
-        Ctx::Absence(k) => verify_absence(root, k, input).map_err(|e| e.code()),
+        Ctx::Absence(k) => verify_absence(root, k, input).map(drop).map_err(|e| e.code()),
         Ctx::Range(s, e, l) => verify_range(root, s, e.as_deref(), *l, input).map(drop).map_err(|e| e.code()),
         Ctx::ChunkProof(_) => match verify_chunk_proof(root, input) {
             // Any chunk's proof verifies against the root; it must be that chunk's.

@@ -1,0 +1,125 @@
+#!/usr/bin/env node
+// `npm run bench:query`: verified reads with the query client
+// (@bpavl/light-client/client, WASM batch verification) from local
+// `bpavl serve` peers over WebSocket, in Node and in headless Chromium,
+// first from honest peers only, then with 2 of them lying (corrupt-proof,
+// wrong-key; listed first, so that they are asked and banned). Every answer
+// is verified while measured (tests/browser/query/measure.js).
+//
+//   npm run bench:query [-- --entries 100000 --chunk 256 --peers 8 --keys 50000 --no-browser]
+//
+// get_many_per_s: keys / seconds of `getMany` in batches of 10,000 (after
+// one untimed pass); get_p50_ms, get_p99_ms: single `get`s, one at a time;
+// range_mb_s: key and value bytes of a full range scan in pages of 1,000 /
+// its seconds, MB = 10^6 bytes. `browser_` prefix: in Chromium;
+// `_byzantine` suffix: with the 2 liars among the peers.
+// Targets (issue 12): ≥ 50,000/s getMany in Node, p50 ≤ 1 ms, p99 ≤ 5 ms;
+// with liars within 1.5× of honest. A benchmark, not a test: it exits 0
+// when a target is missed (1 only when a run fails or an answer does not check).
+// Progress on stderr; the result lines, then one JSON line last, on stdout.
+import { chromium } from '@playwright/test';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createClient } from '@bpavl/light-client/client';
+import * as wasm from '@bpavl/wasm';
+import { workloadEntry } from '../packages/peer/src/workload.ts';
+import { buildLightClient, buildPage } from '../tests/browser/build.mjs';
+import { launchOptions } from '../tests/browser/chromium.mjs';
+import { measure } from '../tests/browser/query/measure.js';
+import { serve } from '../tests/browser/serve.mjs';
+import { installCleanupHandlers, startPeers, stopPeers } from './sync/peers.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    entries: { type: 'string', default: '100000' },
+    chunk: { type: 'string', default: '256' },
+    peers: { type: 'string', default: '8' },
+    keys: { type: 'string', default: '50000' },
+    'no-browser': { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+  },
+});
+const entries = Number(args.entries);
+const peerCount = Number(args.peers);
+const keyCount = Math.min(Number(args.keys), entries);
+const LIARS = ['corrupt-proof', 'wrong-key'];
+const log = (m) => process.stderr.write(`${m}\n`);
+const BPAVL = fileURLToPath(new URL('../packages/peer/bin/bpavl.mjs', import.meta.url));
+
+installCleanupHandlers(log);
+if (!args['no-build']) buildLightClient();
+await wasm.init();
+
+const dir = mkdtempSync(join(tmpdir(), 'bpavl-bench-query-'));
+const file = join(dir, 'state.bpavl');
+let peers = [];
+let server;
+let browser;
+try {
+  log(`generating ${entries} entries (chunk ${args.chunk}) …`);
+  execFileSync(process.execPath, [BPAVL, 'generate', '--entries', String(entries), '--chunk', args.chunk, '--seed', '0', '--out', file], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  log(`starting ${peerCount} honest and ${LIARS.length} lying peers …`);
+  peers = await startPeers(
+    [
+      ...LIARS.map((mode) => ({ args: ['--file', file, '--byzantine', mode], label: `liar ${mode}` })),
+      ...Array.from({ length: peerCount }, (_, i) => ({ args: ['--file', file], label: `honest ${i + 1}` })),
+    ],
+    { concurrency: 2, timeoutMs: 120_000, log },
+  );
+  const root = peers[0].info.root;
+  const liars = peers.slice(0, LIARS.length).map((p) => p.info.ws);
+  const honest = peers.slice(LIARS.length).map((p) => p.info.ws);
+  // The byzantine runs keep the peer count: the liars replace two honest peers.
+  const runs = { '': honest, _byzantine: [...liars, ...honest.slice(0, peerCount - liars.length)] };
+
+  // Random workload keys (a fixed stride through the indexes), and each one's index.
+  const indexes = Array.from({ length: keyCount }, (_, i) => (i * 7919) % entries);
+  const keys = indexes.map((i) => workloadEntry(0n, i)[0]);
+  const hex = (b) => Buffer.from(b).toString('hex');
+
+  const result = { entries, peers: peerCount, keys: keyCount };
+  for (const [suffix, list] of Object.entries(runs)) {
+    log(`Node${suffix ? ', with 2 liars' : ''} …`);
+    const client = createClient({ root: Buffer.from(root, 'hex'), peers: list, wasm });
+    const r = await measure(client, keys, indexes, { entries });
+    client.close();
+    if (suffix && r.banned.length !== liars.length) throw new Error(`expected both liars banned, got ${JSON.stringify(r.banned)}`);
+    for (const f of ['get_many_per_s', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`${f}${suffix}`] = r[f];
+  }
+
+  if (!args['no-browser']) {
+    const out = join(dir, 'page');
+    await buildPage(new URL('../tests/browser/query/', import.meta.url), out);
+    server = await serve(out);
+    browser = await chromium.launch(launchOptions);
+    const page = await browser.newPage();
+    await page.goto(server.url);
+    await page.waitForSelector('#status[data-state="ready"]', { timeout: 30_000 });
+    for (const [suffix, list] of Object.entries(runs)) {
+      log(`Chromium${suffix ? ', with 2 liars' : ''} …`);
+      const r = await page.evaluate((a) => window.__queryBench(a), { root, peers: list, keys: keys.map(hex), indexes, entries });
+      if (suffix && r.banned.length !== liars.length) throw new Error(`browser: expected both liars banned, got ${JSON.stringify(r.banned)}`);
+      for (const f of ['get_many_per_s', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`browser_${f}${suffix}`] = r[f];
+    }
+  }
+
+  const ratio = result.get_many_per_s / result.get_many_per_s_byzantine;
+  console.log(`getMany (Node): ${result.get_many_per_s}/s honest, ${result.get_many_per_s_byzantine}/s with 2 liars (target ≥ 50000/s, within 1.5×: ${ratio.toFixed(2)}×)`);
+  console.log(`get latency (Node): p50 ${result.get_p50_ms} ms, p99 ${result.get_p99_ms} ms (targets ≤ 1 ms, ≤ 5 ms)`);
+  console.log(`range scan (Node): ${result.range_mb_s} MB/s`);
+  if (result.browser_get_many_per_s !== undefined) {
+    console.log(`Chromium: getMany ${result.browser_get_many_per_s}/s (${result.browser_get_many_per_s_byzantine}/s with liars), get p50 ${result.browser_get_p50_ms} ms, p99 ${result.browser_get_p99_ms} ms, range ${result.browser_range_mb_s} MB/s`);
+  }
+  console.log(JSON.stringify(result));
+} finally {
+  await browser?.close();
+  await server?.close();
+  await stopPeers(peers);
+  rmSync(dir, { recursive: true, force: true });
+}

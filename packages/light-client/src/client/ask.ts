@@ -1,0 +1,207 @@
+/**
+ * One verified answer from a pool of untrusted peers: ask the best peer,
+ * fail over on a timeout, `BUSY` or a lost connection, ban a peer whose
+ * answer does not verify and ask another, hedge an overdue request on a
+ * second peer, and give up with `NO_HONEST_PEERS` when no usable peer is
+ * left or the deadline passes (`spec/wire.md`, "What the client checks").
+ * @module
+ */
+
+import { isProofError } from '../errors.js';
+import { TransportError, type PeerConnection, type RequestBody } from '../transport/types.js';
+import { Kind, Status } from '../wire/constants.js';
+import { WireError } from '../wire/errors.js';
+import { decodeRootsPayload, type Response } from '../wire/messages.js';
+import { equalBytes } from '../codec.js';
+import { QueryError } from './errors.js';
+import type { PeerPool, PoolPeer } from './pool.js';
+
+/** What the query client reports while it works. */
+export type QueryEvent =
+  | { type: 'request'; peer: string; kind: 'proof' | 'range'; count: number; hedge: boolean }
+  | { type: 'verified'; peer: string; kind: 'proof' | 'range'; count: number; ms: number }
+  /** An answer not taken: a lie (then also `banned`), or `BUSY`, `UNKNOWN_ROOT`, `TIMEOUT`, `CONNECTION_CLOSED`, `CONNECT_FAILED`. */
+  | { type: 'rejected'; peer: string; kind: 'proof' | 'range'; code: string }
+  | { type: 'banned'; peer: string; code: string; reason: string };
+
+/** Timing and reporting shared by every request of a client. */
+export interface AskContext {
+  readonly pool: PeerPool;
+  /** Per-attempt deadline in ms (connect included). */
+  readonly timeoutMs: number;
+  /** Whole-call deadline in ms: then `NO_HONEST_PEERS`. */
+  readonly deadlineMs: number;
+  /** Hedge an attempt on a second peer after max(this, 4 × the peer's latency) ms. */
+  readonly hedgeAfterMs: number;
+  readonly emit: (e: QueryEvent) => void;
+  readonly noHonestPeers: (why: string) => QueryError;
+}
+
+/** Thrown by a `check` for an answer that is a lie but not a ProofError or WireError. */
+export class Lie extends Error {
+  readonly code: string;
+  constructor(code: string, message?: string) {
+    super(message ?? code);
+    this.name = 'Lie';
+    this.code = code;
+  }
+}
+
+/** Why an attempt produced nothing; the ask moves on. */
+const FAILED = Symbol('failed');
+
+/**
+ * Asks `req` until one peer's OK payload passes `check` (which throws a
+ * ProofError, WireError or {@link Lie} for a lie) and resolves with its
+ * result. Rejects with `QueryError` `NO_HONEST_PEERS`, or the signal's reason.
+ */
+export function ask<T>(
+  ctx: AskContext,
+  req: RequestBody & { root: Uint8Array },
+  kind: 'proof' | 'range',
+  check: (payload: Uint8Array) => T,
+  signal?: AbortSignal,
+): Promise<T> {
+  const { pool } = ctx;
+  return new Promise<T>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    /** Peers asked since the last round; `denied` (do not serve the root) stay out for the call. */
+    const tried = new Set<PoolPeer>();
+    const denied = new Set<PoolPeer>();
+    const timers = new Set<ReturnType<typeof setTimeout>>();
+    let running = 0;
+    let done = false;
+    const later = (ms: number, f: () => void) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        f();
+      }, ms);
+      timers.add(t);
+      return t;
+    };
+    const finish = (f: () => void) => {
+      if (done) return;
+      done = true;
+      for (const t of timers) clearTimeout(t);
+      signal?.removeEventListener('abort', onAbort);
+      f();
+    };
+    const onAbort = () => finish(() => reject(signal!.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    later(ctx.deadlineMs, () => finish(() => reject(ctx.noHonestPeers(`no verified answer within ${ctx.deadlineMs} ms`))));
+
+    const attempt = async (peer: PoolPeer, hedge: boolean): Promise<T | typeof FAILED> => {
+      ctx.emit({ type: 'request', peer: peer.address, kind, count: 1, hedge });
+      const t0 = performance.now();
+      peer.inflight++;
+      let res: Response;
+      try {
+        const conn = await connectionOf(ctx, peer);
+        res = await conn.request(req, { timeoutMs: ctx.timeoutMs });
+      } catch (e) {
+        return failed(peer, e);
+      } finally {
+        peer.inflight--;
+      }
+      if (res.status === Status.Busy) {
+        pool.onBusy(peer);
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BUSY' });
+        return FAILED;
+      }
+      try {
+        if (res.status === Status.UnknownRoot) {
+          if (await lists(peer, req.root)) throw new Lie('UNKNOWN_ROOT', 'denied a root it lists');
+          denied.add(peer);
+          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
+          return FAILED;
+        }
+        // A well-formed request about a served root earns nothing but OK.
+        if (res.status !== Status.Ok) throw new Lie(res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST');
+        const value = check(res.payload);
+        pool.onSuccess(peer, performance.now() - t0);
+        ctx.emit({ type: 'verified', peer: peer.address, kind, count: 1, ms: performance.now() - t0 });
+        return value;
+      } catch (e) {
+        return failed(peer, e);
+      }
+    };
+
+    /** Whether the peer's `ROOTS` lists `root` (a peer that does not answer lists nothing). */
+    const lists = async (peer: PoolPeer, root: Uint8Array): Promise<boolean> => {
+      try {
+        const conn = await connectionOf(ctx, peer);
+        const res = await conn.request({ kind: Kind.Roots }, { timeoutMs: ctx.timeoutMs });
+        return res.status === Status.Ok && decodeRootsPayload(res.payload).some((r) => equalBytes(r.root, root));
+      } catch {
+        return false;
+      }
+    };
+
+    const failed = (peer: PoolPeer, e: unknown): typeof FAILED => {
+      const code = lieCode(e);
+      if (code !== undefined) {
+        const reason = e instanceof Error ? e.message : String(e);
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code });
+        pool.ban(peer, code, reason);
+      } else if (e instanceof TransportError) {
+        pool.onFailure(peer);
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: e.code });
+      } else if (!signal?.aborted) {
+        finish(() => reject(e)); // a bug, not a peer's fault: surface it
+      }
+      return FAILED;
+    };
+
+    const next = (hedge: boolean): void => {
+      if (done) return;
+      const peer = pool.pick(new Set([...tried, ...denied]));
+      if (peer === undefined) {
+        if (running > 0) return; // an attempt is still out
+        const wait = pool.readyIn(denied);
+        if (wait === undefined) return finish(() => reject(ctx.noHonestPeers('every peer is banned, dropped or lacks the root')));
+        tried.clear();
+        later(Math.max(1, wait), () => next(false));
+        return;
+      }
+      tried.add(peer);
+      running++;
+      const hedgeTimer = later(Math.max(ctx.hedgeAfterMs, 4 * (peer.latencyMs ?? 0)), () => {
+        if (running < 2) next(true);
+      });
+      void attempt(peer, hedge).then((v) => {
+        running--;
+        clearTimeout(hedgeTimer);
+        timers.delete(hedgeTimer);
+        if (v !== FAILED) finish(() => resolve(v));
+        else next(false);
+      });
+    };
+    next(false);
+  });
+}
+
+/** The ban code of a lie, or undefined for a failure that is not one. */
+function lieCode(e: unknown): string | undefined {
+  if (isProofError(e) || e instanceof WireError || e instanceof Lie) return (e as { code: string }).code;
+  return undefined;
+}
+
+/**
+ * The peer's connection within the attempt deadline; any failure to connect
+ * is a `TransportError` (retried with back-off, never a ban).
+ */
+export function connectionOf(ctx: AskContext, peer: PoolPeer): Promise<PeerConnection> {
+  return new Promise<PeerConnection>((resolve, reject) => {
+    const t = setTimeout(() => reject(new TransportError('TIMEOUT', `no connection to ${peer.address} in ${ctx.timeoutMs} ms`)), ctx.timeoutMs);
+    ctx.pool.connection(peer).then(
+      (c) => {
+        clearTimeout(t);
+        resolve(c);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof TransportError ? e : new TransportError('CONNECT_FAILED', `cannot connect to ${peer.address}`));
+      },
+    );
+  });
+}

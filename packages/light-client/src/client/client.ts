@@ -1,0 +1,311 @@
+/**
+ * The query client: verified reads from untrusted peers that trusts only a
+ * root. Every answer is checked against the root *and* the asked key or
+ * range (`spec/proof-format.md`); a peer whose answer fails is banned with
+ * the code and the read asked of another (`./ask.ts`, `./pool.ts`).
+ * @module
+ */
+
+import { checkKey } from '../codec.js';
+import { isProofError } from '../errors.js';
+import { rootArg, bytesArg, optBytesArg } from '../input.js';
+import { checkRangeQuery, type AbsenceResult, type EntryPosition, type KeyValue } from '../proofs.js';
+import { connectAuto } from '../transport/auto.js';
+import type { Connect } from '../transport/types.js';
+import { tsVerifier, wasmVerifier, type ExistenceItem, type Verifier, type WasmVerifierModule } from '../verifier.js';
+import { Kind, Status } from '../wire/constants.js';
+import { WireError } from '../wire/errors.js';
+import { decodeProofPayload, type Response } from '../wire/messages.js';
+import { ask, connectionOf, type AskContext, type QueryEvent } from './ask.js';
+import { QueryError, type BannedPeer } from './errors.js';
+import { PeerPool, type PoolPeer } from './pool.js';
+
+/** Options of {@link createClient}. */
+export interface ClientOptions {
+  /** The trusted root (32 bytes). */
+  root: Uint8Array;
+  /** Peer addresses: `ws://host:port` URLs and libp2p multiaddrs. */
+  peers: readonly string[];
+  /** Opens connections; the default picks WebSocket or libp2p (loaded only when used) by address. */
+  connect?: Connect;
+  /** An initialized `@bpavl/wasm` module: proofs are then verified in WASM, `getMany`'s as a batch. */
+  wasm?: WasmVerifierModule;
+  /** Per-request deadline in ms, connect included (default 2,000). */
+  requestTimeoutMs?: number;
+  /** Whole-read deadline in ms, after which a read fails with `NO_HONEST_PEERS` (default 10,000). */
+  deadlineMs?: number;
+  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50). */
+  hedgeAfterMs?: number;
+  /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
+  maxFailures?: number;
+  /** Receives every {@link QueryEvent}. */
+  onEvent?: (event: QueryEvent) => void;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Abandons the call: it rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Client.range}. */
+export interface RangeOptions extends CallOptions {
+  /** Entries per page, 1 … 65536 (default 1,000). */
+  limit?: number;
+}
+
+/** One verified page of a range. */
+export interface RangePage {
+  /** The entries, in key order. */
+  entries: KeyValue[];
+  /** True on the last page. */
+  complete: boolean;
+  /** Where the next page starts, when not complete. */
+  resumeKey: Uint8Array | undefined;
+}
+
+/** A verified `PROOF` answer, for a dapp that forwards it. */
+export interface VerifiedProof {
+  /** The root it verified against. */
+  root: Uint8Array;
+  key: Uint8Array;
+  /** The value, or `undefined` if the key is absent. */
+  value: Uint8Array | undefined;
+  /** The proof's bytes (`spec/proof-format.md`: 0x01 existence, 0x02 absence). */
+  proof: Uint8Array;
+  /** Where the entry sits (present keys). */
+  position: EntryPosition | undefined;
+  /** The proven neighbours (absent keys). */
+  absence: AbsenceResult | undefined;
+}
+
+/** A query client; see {@link createClient}. */
+export interface Client {
+  /** The root reads are verified against now. */
+  readonly root: Uint8Array;
+  /** The value of `key`, or `undefined` if absent; either way proven. */
+  get(key: Uint8Array, opts?: CallOptions): Promise<Uint8Array | undefined>;
+  /** Whether `key` is present, proven. */
+  has(key: Uint8Array, opts?: CallOptions): Promise<boolean>;
+  /** The values of `keys`, in order, pipelined across peers and verified as batches. */
+  getMany(keys: readonly Uint8Array[], opts?: CallOptions): Promise<(Uint8Array | undefined)[]>;
+  /** Verified pages of every entry with `start ≤ key < end` (`end` undefined: to the last key). */
+  range(start: Uint8Array, end?: Uint8Array, opts?: RangeOptions): AsyncIterableIterator<RangePage>;
+  /** The verified proof of `key`, with its bytes. */
+  proof(key: Uint8Array, opts?: CallOptions): Promise<VerifiedProof>;
+  /** Follows a new head: reads from now on verify against `root`; reads already started finish against the old one. */
+  setRoot(root: Uint8Array): void;
+  /** Calls `listener` with every event until the returned function is called. */
+  subscribe(listener: (event: QueryEvent) => void): () => void;
+  /** The peers banned so far, with their codes. */
+  readonly banned: readonly BannedPeer[];
+  /** Closes every connection. */
+  close(): void;
+}
+
+/** Requests per peer per `getMany` round trip (a peer serves 64 at once, `spec/wire.md`). */
+const GET_MANY_WINDOW = 32;
+
+/**
+ * A query client over `peers` that trusts only `root`.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({ root, peers: ['ws://127.0.0.1:7001', 'ws://127.0.0.1:7002'] });
+ * const value = await client.get(key);               // undefined if proven absent
+ * for await (const page of client.range(a, b)) show(page.entries);
+ * client.close();
+ * ```
+ */
+export function createClient(opts: ClientOptions): Client {
+  let root = rootArg(opts.root);
+  if (opts.peers.length === 0) throw new QueryError('NO_PEERS', 'a client needs at least one peer');
+  const verifier: Verifier = opts.wasm ? wasmVerifier(opts.wasm) : tsVerifier;
+  const listeners = new Set<(e: QueryEvent) => void>();
+  if (opts.onEvent) listeners.add(opts.onEvent);
+  const emit = (e: QueryEvent) => {
+    for (const l of listeners) l(e);
+  };
+  const banned: BannedPeer[] = [];
+  const pool = new PeerPool(opts.peers, {
+    connect: opts.connect ?? connectAuto,
+    ...(opts.maxFailures !== undefined ? { maxFailures: opts.maxFailures } : {}),
+    onBan: (peer, code, reason) => {
+      banned.push({ peer: peer.address, code });
+      emit({ type: 'banned', peer: peer.address, code, reason });
+    },
+  });
+  const ctx: AskContext = {
+    pool,
+    timeoutMs: opts.requestTimeoutMs ?? 2000,
+    deadlineMs: opts.deadlineMs ?? 10_000,
+    hedgeAfterMs: opts.hedgeAfterMs ?? 50,
+    emit,
+    noHonestPeers: (why) => new QueryError('NO_HONEST_PEERS', `no honest peer answered: ${why}`, [...banned]),
+  };
+
+  /** Checks a PROOF payload for `key` against `at`; throws the lie's code. */
+  const checkProof = (at: Uint8Array, key: Uint8Array, payload: Uint8Array): VerifiedProof => {
+    const { present, value, proof } = decodeProofPayload(payload);
+    if (present) {
+      const position = verifier.verifyExistence(at, key, value!, proof);
+      return { root: at, key, value, proof, position, absence: undefined };
+    }
+    const absence = verifier.verifyAbsence(at, key, proof);
+    return { root: at, key, value: undefined, proof, position: undefined, absence };
+  };
+
+  const proof = (key: Uint8Array, o?: CallOptions): Promise<VerifiedProof> => {
+    key = keyArg(key);
+    const at = root;
+    return ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal);
+  };
+
+  const getMany = async (keys: readonly Uint8Array[], o?: CallOptions): Promise<(Uint8Array | undefined)[]> => {
+    const asked = keys.map(keyArg);
+    const at = root;
+    const values: (Uint8Array | undefined)[] = new Array(asked.length);
+    const left: number[] = [];
+    let next = 0;
+
+    /** One peer's share: windows of requests, one round trip each, checked as a batch. */
+    const lane = async (peer: PoolPeer): Promise<void> => {
+      let conn;
+      try {
+        conn = await connectionOf(ctx, peer);
+      } catch {
+        pool.onFailure(peer);
+        return;
+      }
+      // A lane ends at its peer's first trouble (ban, back-off): its keys go to `ask`, which fails over.
+      while (next < asked.length && !o?.signal?.aborted && peer.status === 'active' && performance.now() >= peer.notBefore) {
+        const batch = Array.from({ length: Math.min(GET_MANY_WINDOW, asked.length - next) }, () => next++);
+        const t0 = performance.now();
+        emit({ type: 'request', peer: peer.address, kind: 'proof', count: batch.length, hedge: false });
+        peer.inflight += batch.length;
+        const answers = await Promise.allSettled(
+          batch.map((i) => conn.request({ kind: Kind.Proof, root: at, key: asked[i]! }, { timeoutMs: ctx.timeoutMs })),
+        );
+        peer.inflight -= batch.length;
+        const failed = checkBatch(peer, batch, answers);
+        left.push(...failed);
+        if (failed.length === 0) {
+          pool.onSuccess(peer, performance.now() - t0);
+          emit({ type: 'verified', peer: peer.address, kind: 'proof', count: batch.length, ms: performance.now() - t0 });
+        }
+      }
+    };
+
+    /** Records the verified answers of a window; returns the indices to ask again. */
+    const checkBatch = (peer: PoolPeer, batch: number[], answers: PromiseSettledResult<Response>[]): number[] => {
+      const retry: number[] = [];
+      const items: ExistenceItem[] = [];
+      const itemOf: number[] = [];
+      let lie: { code: string; reason: string } | undefined;
+      let trouble: 'busy' | 'failure' | undefined;
+      for (const [j, a] of answers.entries()) {
+        const i = batch[j]!;
+        if (a.status === 'rejected') {
+          if (a.reason instanceof WireError) lie ??= { code: a.reason.code, reason: a.reason.message };
+          else trouble = 'failure';
+          retry.push(i);
+          continue;
+        }
+        const res = a.value;
+        if (res.status !== Status.Ok) {
+          if (res.status === Status.Busy) trouble ??= 'busy';
+          else if (res.status === Status.UnknownRoot) trouble = 'failure'; // `ask` tells a denial from a lie
+          else lie ??= { code: res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST', reason: 'status' };
+          retry.push(i);
+          continue;
+        }
+        try {
+          const { present, value, proof: bytes } = decodeProofPayload(res.payload);
+          if (present) {
+            items.push({ key: asked[i]!, value: value!, proof: bytes });
+            itemOf.push(i);
+            values[i] = value;
+          } else {
+            verifier.verifyAbsence(at, asked[i]!, bytes);
+            values[i] = undefined;
+          }
+        } catch (e) {
+          if (!(isProofError(e) || e instanceof WireError)) throw e;
+          lie ??= { code: e.code, reason: e.message };
+          retry.push(i);
+        }
+      }
+      verifier.verifyExistenceBatch(at, items).forEach((r, j) => {
+        if (!(r instanceof Error)) return;
+        lie ??= { code: r.code, reason: r.message };
+        values[itemOf[j]!] = undefined;
+        retry.push(itemOf[j]!);
+      });
+      if (lie) {
+        for (const i of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
+        pool.ban(peer, lie.code, lie.reason);
+      } else if (trouble === 'failure') pool.onFailure(peer);
+      else if (trouble === 'busy') pool.onBusy(peer);
+      return retry;
+    };
+
+    const peers = pool.usable();
+    if (peers.length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
+    await Promise.all(peers.map(lane));
+    if (o?.signal?.aborted) throw o.signal.reason;
+    // What no lane finished (lanes that ended early, answers retried) is asked key by key, with failover.
+    while (next < asked.length) left.push(next++);
+    await Promise.all(
+      left.map(async (i) => {
+        values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key: asked[i]! }, 'proof', (p) => checkProof(at, asked[i]!, p), o?.signal)).value;
+      }),
+    );
+    return values;
+  };
+
+  async function* range(start: Uint8Array, end?: Uint8Array, o?: RangeOptions): AsyncIterableIterator<RangePage> {
+    let cursor = bytesArg(start, 'start');
+    const stop = optBytesArg(end, 'end');
+    const limit = o?.limit ?? 1000;
+    checkRangeQuery(cursor, stop, limit);
+    const at = root;
+    for (;;) {
+      const from = cursor;
+      const req = { kind: Kind.Range, root: at, start: from, limit, ...(stop ? { end: stop } : {}) } as const;
+      const page = await ask(ctx, req, 'range', (p) => verifier.verifyRange(at, from, stop, limit, p), o?.signal);
+      yield { entries: page.entries, complete: page.complete, resumeKey: page.resumeKey };
+      if (page.complete) return;
+      cursor = page.resumeKey!;
+    }
+  }
+
+  return {
+    get root() {
+      return root;
+    },
+    get: async (key, o) => (await proof(key, o)).value,
+    has: async (key, o) => (await proof(key, o)).value !== undefined,
+    getMany,
+    range,
+    proof,
+    setRoot(next) {
+      root = rootArg(next);
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    get banned() {
+      return [...banned];
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** A key argument: a Uint8Array of 1 … 1024 bytes (else TypeError, or ProofError KEY_EMPTY / KEY_TOO_LONG) before any peer is asked. */
+function keyArg(key: unknown): Uint8Array {
+  const k = bytesArg(key, 'key');
+  checkKey(k);
+  return k;
+}
+

@@ -1,0 +1,232 @@
+// The query client (@bpavl/light-client/client) against real serving peers
+// (packages/peer `startPeer`, in-process, 127.0.0.1 only; the suites' tree of
+// tests/sync/support.ts): random gets, absences and ranges equal the source
+// tree's answers; every lie a peer can tell about a proof, one liar among
+// honest peers, gives the right answer and bans the liar with its code; all
+// liars give a typed NO_HONEST_PEERS within the configured deadline.
+
+import * as wasm from '@bpavl/wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, QueryError, type Client, type ClientOptions, type QueryEvent } from '../../packages/light-client/src/client/index.js';
+import { connectAuto } from '../../packages/light-client/src/transport/auto.js';
+import { Status } from '../../packages/light-client/src/wire/constants.js';
+import { verifyRange } from '../../packages/light-client/src/verify.js';
+import type { ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import { startPeer } from '../../packages/peer/src/peer.ts';
+import { StaticTreeSource } from '../../packages/peer/src/source.ts';
+import { rng } from '../support.js';
+import { closeAll, hex, type Served, serve, sources } from '../sync/support.js';
+
+type Entry = [key: Uint8Array, value: Uint8Array];
+
+/** Every entry of the source tree, in key order (read through one verified full-range proof). */
+let model: Entry[];
+let root: Uint8Array;
+let honest: Served[];
+const clients: Client[] = [];
+
+beforeAll(async () => {
+  const { source } = sources();
+  root = source.root;
+  model = verifyRange(root, new Uint8Array(0), undefined, 65536, source.snapshot.proveRange(new Uint8Array(0), undefined, 65536)).entries;
+  expect(model).toHaveLength(source.entries);
+  honest = await Promise.all([serve('ws'), serve('ws')]);
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await closeAll();
+});
+
+function client(peers: string[], opts: Partial<ClientOptions> = {}): Client {
+  const c = createClient({ root, peers, requestTimeoutMs: 500, deadlineMs: 8000, hedgeAfterMs: 50, ...opts });
+  clients.push(c);
+  return c;
+}
+
+let byKey: Map<string, Uint8Array> | undefined;
+const value = (key: Uint8Array) => (byKey ??= new Map(model.map(([k, v]) => [hex(k), v]))).get(hex(key));
+const r = rng(12);
+/** A key not in the tree: a present key with one more byte. */
+const absentKey = () => Uint8Array.of(...r.pick(model)[0], r.int(256));
+const cmp = (a: Uint8Array, b: Uint8Array) => Buffer.compare(a, b);
+const pairs = (es: Entry[]) => es.map(([k, v]) => `${hex(k)}=${hex(v)}`);
+
+describe('honest peers', () => {
+  it('get, has and proof: random present and absent keys give the source tree\'s answers', async () => {
+    const c = client(honest.map((s) => s.address));
+    for (let i = 0; i < 60; i++) {
+      const [k, v] = r.pick(model);
+      expect(hex((await c.get(k))!)).toBe(hex(v));
+      const a = absentKey();
+      expect(await c.get(a)).toBeUndefined();
+      expect(await c.has(a)).toBe(false);
+    }
+    const [k] = r.pick(model);
+    const p = await c.proof(k);
+    expect([p.proof[0], hex(p.value!), p.position!.entryCount]).toEqual([0x01, hex(value(k)!), model.length]);
+    const a = absentKey();
+    const q = await c.proof(a);
+    expect(q.proof[0]).toBe(0x02);
+    expect(cmp(q.absence!.left!.key, a) < 0 && cmp(a, q.absence!.right?.key ?? Uint8Array.of(0xff, 0xff)) < 0).toBe(true);
+    expect(c.banned).toEqual([]);
+  });
+
+  it.each([['pure TS', undefined], ['WASM', wasm]] as const)('getMany (%s): 2,000 mixed keys, in order', async (_name, module) => {
+    await wasm.init();
+    const c = client(honest.map((s) => s.address), module ? { wasm: module } : {});
+    const keys = Array.from({ length: 2000 }, () => (r.chance(0.8) ? r.pick(model)[0] : absentKey()));
+    const got = await c.getMany(keys);
+    expect(got.map((v) => (v ? hex(v) : null))).toEqual(keys.map((k) => (value(k) ? hex(value(k)!) : null)));
+  }, 30_000);
+
+  it('range: complete, limited and resumed pages equal the tree\'s entries', async () => {
+    const c = client(honest.map((s) => s.address));
+    for (let i = 0; i < 8; i++) {
+      const a = r.pick(model)[0];
+      const b = r.pick(model)[0];
+      const [start, end] = cmp(a, b) < 0 ? [a, b] : [b, a];
+      if (cmp(start, end) === 0) continue;
+      const want = model.filter(([k]) => cmp(k, start) >= 0 && cmp(k, end) < 0);
+      const limit = r.pick([5, 7, 100, 65536]);
+      const pages = [];
+      for await (const page of c.range(start, end, { limit })) pages.push(page);
+      expect(pairs(pages.flatMap((p) => p.entries))).toEqual(pairs(want));
+      expect(pages.at(-1)!.complete).toBe(true);
+      expect(pages.slice(0, -1).every((p) => !p.complete && p.entries.length === limit)).toBe(true);
+    }
+    // Unbounded, from the first key: the whole tree in pages of 1,000.
+    const all = [];
+    for await (const page of c.range(new Uint8Array(0))) all.push(...page.entries);
+    expect(pairs(all)).toEqual(pairs(model));
+  }, 30_000);
+
+  it('over libp2p as over WebSocket: gets and a range from a libp2p peer and a WebSocket peer', async () => {
+    const p2p = await serve('libp2p');
+    const events: QueryEvent[] = [];
+    const c = client([p2p.address, honest[0]!.address], { onEvent: (e) => events.push(e) });
+    for (let i = 0; i < 10; i++) {
+      const [k, v] = r.pick(model);
+      expect(hex((await c.get(k))!)).toBe(hex(v));
+    }
+    const got = [];
+    for await (const page of c.range(model[0]![0], model[100]![0], { limit: 30 })) got.push(...page.entries);
+    expect(pairs(got)).toEqual(pairs(model.slice(0, 100)));
+    expect(c.banned).toEqual([]);
+    expect(events).toContainEqual(expect.objectContaining({ type: 'verified', peer: p2p.address }));
+  }, 30_000);
+
+  it('setRoot follows a new head; a per-call AbortSignal rejects with its reason', async () => {
+    const { source, other } = sources();
+    const both = await startPeer(new StaticTreeSource([source.snapshot, other.snapshot]), { libp2pPort: null });
+    try {
+      const c = client([both.wsUrl!]);
+      const [k, v] = r.pick(model);
+      expect(hex((await c.get(k))!)).toBe(hex(v));
+      c.setRoot(other.root);
+      expect(await c.get(k)).toBeUndefined(); // another seed's tree: proven absent there
+      const ctl = new AbortController();
+      ctl.abort(new Error('stop'));
+      await expect(c.get(k, { signal: ctl.signal })).rejects.toThrow('stop');
+    } finally {
+      await both.close();
+    }
+  });
+
+  it('a peer that does not serve the root is passed over, not banned', async () => {
+    const { other } = sources();
+    const stranger = await startPeer(new StaticTreeSource([other.snapshot]), { libp2pPort: null });
+    try {
+      const c = client([stranger.wsUrl!, honest[0]!.address]);
+      const [k, v] = r.pick(model);
+      expect(hex((await c.get(k))!)).toBe(hex(v));
+      expect(c.banned).toEqual([]);
+    } finally {
+      await stranger.close();
+    }
+  });
+});
+
+/** The ban each mode must earn (null: the mode delays or stalls and must ban nobody). */
+const LIES: [ByzantineMode, string | null][] = [
+  ['corrupt-proof', 'ROOT_MISMATCH'],
+  ['corrupt-value', 'ROOT_MISMATCH'],
+  ['wrong-key', 'ROOT_MISMATCH'],
+  ['absence-for-present', 'ABSENCE_INVALID'],
+  ['existence-for-absent', 'ROOT_MISMATCH'],
+  ['wrong-root', 'ROOT_MISMATCH'],
+  ['oversize', 'FRAME_TOO_LARGE'],
+  ['truncate', null],
+  ['slow', null],
+  ['silent', null],
+  ['busy', null],
+];
+
+describe('one liar among honest peers (asked first)', () => {
+  it.each(LIES)('%s: every answer is right; the liar is banned with %s', async (mode, code) => {
+    const liar = await serve('ws', { mode, slowMs: 1500 });
+    const events: QueryEvent[] = [];
+    const c = client([liar.address, ...honest.map((s) => s.address)], { onEvent: (e) => events.push(e) });
+    // Keys the lie applies to (the first request goes to the liar: no peer is measured yet), until the liar is banned (at most 20).
+    for (let i = 0; i < 20 && c.banned.length === 0; i++) {
+      if (mode !== 'existence-for-absent') {
+        const [k, v] = r.pick(model);
+        expect(hex((await c.get(k))!)).toBe(hex(v));
+      }
+      if (mode !== 'absence-for-present') expect(await c.get(absentKey())).toBeUndefined();
+    }
+    expect(events.some((e) => e.type === 'request' && e.peer === liar.address)).toBe(true);
+    expect(c.banned).toEqual(code === null ? [] : [{ peer: liar.address, code }]);
+    if (code !== null) expect(events).toContainEqual(expect.objectContaining({ type: 'banned', peer: liar.address, code }));
+    // getMany and a range through the same client still give the right answers.
+    const keys = Array.from({ length: 300 }, () => r.pick(model)[0]);
+    expect((await c.getMany(keys)).map((v) => hex(v!))).toEqual(keys.map((k) => hex(value(k)!)));
+    const pages = [];
+    for await (const page of c.range(model[10]![0], model[60]![0], { limit: 16 })) pages.push(...page.entries);
+    expect(pairs(pages)).toEqual(pairs(model.slice(10, 60)));
+  });
+
+  it('a peer that answers UNKNOWN_ROOT for a root its ROOTS lists is banned with UNKNOWN_ROOT', async () => {
+    // A connection that turns the peer's PROOF answers into UNKNOWN_ROOT, its ROOTS answers untouched.
+    const denier = honest[0]!.address;
+    const c = client([denier, honest[1]!.address], {
+      connect: async (address, signal) => {
+        const conn = await connectAuto(address, signal);
+        if (address !== denier) return conn;
+        return Object.assign(Object.create(conn) as typeof conn, {
+          request: async (req: Parameters<typeof conn.request>[0], o: { timeoutMs: number }) => {
+            const res = await conn.request(req, o);
+            return req.kind === 2 ? { ...res, status: Status.UnknownRoot, payload: new Uint8Array(0) } : res;
+          },
+        });
+      },
+    });
+    const [k, v] = r.pick(model);
+    expect(hex((await c.get(k))!)).toBe(hex(v));
+    expect(c.banned).toEqual([{ peer: denier, code: 'UNKNOWN_ROOT' }]);
+  });
+});
+
+describe('no honest peer', () => {
+  it('all liars: a typed NO_HONEST_PEERS within the configured deadline, never a hang', async () => {
+    const liars = await Promise.all((['corrupt-proof', 'silent', 'busy'] as const).map((mode) => serve('ws', { mode })));
+    const deadlineMs = 1500;
+    const c = client(liars.map((s) => s.address), { deadlineMs, requestTimeoutMs: 300 });
+    const t0 = performance.now();
+    const err = await c.get(model[0]![0]).catch((e: unknown) => e);
+    // The requirement's bound: the configured deadline (plus scheduling slack on a shared machine).
+    expect(performance.now() - t0).toBeLessThan(deadlineMs + 1000);
+    expect(err).toBeInstanceOf(QueryError);
+    expect((err as QueryError).code).toBe('NO_HONEST_PEERS');
+    expect((err as QueryError).banned).toEqual([{ peer: liars[0]!.address, code: 'ROOT_MISMATCH' }]);
+    await expect(c.getMany([model[1]![0], model[2]![0]])).rejects.toMatchObject({ name: 'QueryError', code: 'NO_HONEST_PEERS' });
+  });
+
+  it('every peer banned: NO_HONEST_PEERS at once; no peer at all: NO_PEERS', async () => {
+    const liars = await Promise.all((['wrong-key', 'corrupt-value'] as const).map((mode) => serve('ws', { mode })));
+    const c = client(liars.map((s) => s.address));
+    await expect(c.get(model[0]![0])).rejects.toMatchObject({ code: 'NO_HONEST_PEERS' });
+    expect(c.banned.map((b) => b.code).sort()).toEqual(['ROOT_MISMATCH', 'ROOT_MISMATCH']);
+    expect(() => createClient({ root, peers: [] })).toThrow(expect.objectContaining({ code: 'NO_PEERS' }));
+  });
+});
