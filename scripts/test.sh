@@ -35,6 +35,10 @@ if [[ -d packages/light-client ]]; then
   stage="light-client build"
   npm run build -w @bpavl/light-client
 fi
+if [[ -d packages/storage ]]; then
+  stage="storage build"
+  npm run build -w @bpavl/storage
+fi
 
 if [[ -f vitest.config.ts ]]; then
   stage=vitest

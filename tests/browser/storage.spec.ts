@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { adapterCases } from '../../packages/storage/test/adapter-suite.js';
+import { adapterCases } from '../../packages/storage/test/adapter-suite.ts';
 import { buildPage, repoRoot } from './build.mjs';
 import { serve } from './serve.mjs';
 import type { StorageResults } from './storage/main.ts';

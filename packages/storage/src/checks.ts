@@ -4,7 +4,7 @@
  * value throws `RangeError`, before anything is read or written.
  * @module
  */
-import type { BackendOptions, ScanRange, WriteBatch } from './port.js';
+import type { BackendOptions, ScanRange, WriteBatch } from './port.ts';
 
 /** Longest key, in bytes. The store's longest key (a 1,024-byte tree key with a prefix and a version) fits. */
 export const MAX_KEY_BYTES = 1536;

@@ -10,10 +10,10 @@
  * under storage pressure when it grants it.
  * @module
  */
-import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.js';
-import { StorageError } from './errors.js';
-import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.js';
-import { pagedScan, type PageQuery } from './scan.js';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.ts';
+import { StorageError } from './errors.ts';
+import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
+import { pagedScan, type PageQuery } from './scan.ts';
 
 /** {@link openIndexedDbBackend}'s options: the database name and the port's. */
 export interface IndexedDbBackendOptions extends BackendOptions {
@@ -121,29 +121,31 @@ export async function openIndexedDbBackend(options: IndexedDbBackendOptions): Pr
 
 class IndexedDbBackend implements StorageBackend {
   readonly kind = 'indexeddb';
+  readonly readOnly: boolean;
+  readonly #name: string;
+  readonly #tables: ReadonlySet<string>;
+  readonly #lock: { release(): void } | undefined;
   #closed = false;
   /** `null` after another connection's version change made this one let go; reopened on the next call. */
   #db: IDBDatabase | null;
 
-  constructor(
-    db: IDBDatabase,
-    private readonly name: string,
-    private readonly tables: ReadonlySet<string>,
-    readonly readOnly: boolean,
-    private readonly lock: { release(): void } | undefined,
-  ) {
+  constructor(db: IDBDatabase, name: string, tables: ReadonlySet<string>, readOnly: boolean, lock: { release(): void } | undefined) {
     this.#db = this.#watch(db);
+    this.#name = name;
+    this.#tables = tables;
+    this.readOnly = readOnly;
+    this.#lock = lock;
   }
 
   async get(table: string, key: Uint8Array): Promise<Uint8Array | undefined> {
-    checkTable(this.tables, table);
+    checkTable(this.#tables, table);
     checkKey(key);
     const [value] = await this.#read(table, (store) => [store.get(idbKey(key))]);
     return value as Uint8Array | undefined;
   }
 
   async getMany(table: string, keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
-    checkTable(this.tables, table);
+    checkTable(this.#tables, table);
     checkKeys(keys);
     const values = await this.#read(table, (store) => keys.map((k) => store.get(idbKey(k))));
     return keys.map((_, i) => values[i] as Uint8Array | undefined);
@@ -151,14 +153,14 @@ class IndexedDbBackend implements StorageBackend {
 
   scan(table: string, range?: ScanRange): AsyncIterable<readonly [Uint8Array, Uint8Array]> {
     this.#ensureOpen();
-    checkTable(this.tables, table);
+    checkTable(this.#tables, table);
     return pagedScan((query) => this.#page(table, query), checkRange(range));
   }
 
   async write(batch: WriteBatch): Promise<void> {
     this.#ensureOpen();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
-    checkBatch(this.tables, batch);
+    checkBatch(this.#tables, batch);
     const names = new Set([...(batch.puts ?? []).map((p) => p[0]), ...(batch.deletes ?? []).map((d) => d[0])]);
     if (names.size === 0) return;
     await guarded('write', async () => {
@@ -188,7 +190,7 @@ class IndexedDbBackend implements StorageBackend {
     this.#closed = true;
     this.#db?.close();
     this.#db = null;
-    this.lock?.release();
+    this.#lock?.release();
   }
 
   #ensureOpen(): void {
@@ -207,7 +209,7 @@ class IndexedDbBackend implements StorageBackend {
   async #database(): Promise<IDBDatabase> {
     this.#ensureOpen();
     if (!this.#db) {
-      const db = this.#watch(await openDatabase(this.name, this.tables, true));
+      const db = this.#watch(await openDatabase(this.#name, this.#tables, true));
       if (this.#closed) db.close();
       this.#ensureOpen();
       this.#db = db;

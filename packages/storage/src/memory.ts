@@ -7,10 +7,10 @@
  * @module
  */
 import { OrderedMap } from '@js-sdsl/ordered-map';
-import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.js';
-import { StorageError } from './errors.js';
-import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.js';
-import { pagedScan, type PageQuery } from './scan.js';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.ts';
+import { StorageError } from './errors.ts';
+import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
+import { pagedScan, type PageQuery } from './scan.ts';
 
 type Table = OrderedMap<Uint8Array, Uint8Array>;
 

@@ -4,7 +4,7 @@
  * memory. A scan sees each page as it was when that page was read.
  * @module
  */
-import type { checkRange } from './checks.js';
+import type { checkRange } from './checks.ts';
 
 /** Records per round trip: large enough to amortise it, small enough to bound memory (≤ 256 chunk blobs ≈ 36 MB). */
 export const SCAN_PAGE = 256;

@@ -2,10 +2,10 @@
 // memory and Node backends in vitest (adapters.test.ts), IndexedDB in
 // Chromium (tests/browser/storage.spec.ts). Browser-safe: no node: modules,
 // no test framework; each case throws on failure.
-import { MAX_KEY_BYTES } from '../src/checks.js';
-import { isStorageError, type StorageErrorCode } from '../src/errors.js';
-import type { BackendOptions, ScanRange, StorageBackend } from '../src/port.js';
-import { SCAN_PAGE } from '../src/scan.js';
+import { MAX_KEY_BYTES } from '../src/checks.ts';
+import { isStorageError, type StorageErrorCode } from '../src/errors.ts';
+import type { BackendOptions, ScanRange, StorageBackend } from '../src/port.ts';
+import { SCAN_PAGE } from '../src/scan.ts';
 
 /** One place to store (a directory, a database name, a MemoryDatabase), opened as often as a case asks. */
 export interface Place {

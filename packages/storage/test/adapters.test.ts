@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'vitest';
-import { MemoryDatabase, openMemoryBackend } from '../src/memory.js';
-import { openNodeBackend } from '../src/node/index.js';
-import { adapterCases, type Place } from './adapter-suite.js';
+import { MemoryDatabase, openMemoryBackend } from '../src/memory.ts';
+import { openNodeBackend } from '../src/node/index.ts';
+import { adapterCases, type Place } from './adapter-suite.ts';
 
 const backends: Record<string, () => { place: Place; cleanup(): void }> = {
   memory: () => {

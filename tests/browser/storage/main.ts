@@ -3,7 +3,7 @@
 // app would. Each case gets a database of its own, deleted afterwards; the
 // page publishes `window.__storageResults` and sets #status to "done".
 import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
-import { adapterCases } from '../../../packages/storage/test/adapter-suite.js';
+import { adapterCases } from '../../../packages/storage/test/adapter-suite.ts';
 
 export interface StorageResults {
   passed: string[];

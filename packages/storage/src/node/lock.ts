@@ -9,7 +9,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
-import { StorageError } from '../errors.js';
+import { StorageError } from '../errors.ts';
 
 export const LOCK_FILE = 'writer.lock';
 

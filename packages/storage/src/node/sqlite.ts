@@ -11,11 +11,11 @@
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.js';
-import { StorageError, type StorageErrorCode } from '../errors.js';
-import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from '../port.js';
-import { pagedScan, type PageQuery } from '../scan.js';
-import { takeWriterLock, type WriterLock } from './lock.js';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
+import { StorageError, type StorageErrorCode } from '../errors.ts';
+import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
+import { pagedScan, type PageQuery } from '../scan.ts';
+import { takeWriterLock, type WriterLock } from './lock.ts';
 
 export const DATA_FILE = 'data.sqlite';
 
@@ -129,17 +129,19 @@ export async function openNodeBackend(options: NodeBackendOptions): Promise<Stor
 
 class SqliteBackend implements StorageBackend {
   readonly kind = 'sqlite';
+  readonly readOnly: boolean;
+  readonly #path: string;
+  readonly #tables: ReadonlySet<string>;
+  readonly #lock: WriterLock | undefined;
   readonly #statements = new Map<string, StatementSync>();
   #db: DatabaseSync | undefined;
 
-  constructor(
-    db: DatabaseSync,
-    readonly path: string,
-    private readonly tables: ReadonlySet<string>,
-    readonly readOnly: boolean,
-    private readonly lock: WriterLock | undefined,
-  ) {
+  constructor(db: DatabaseSync, path: string, tables: ReadonlySet<string>, readOnly: boolean, lock: WriterLock | undefined) {
     this.#db = db;
+    this.#path = path;
+    this.#tables = tables;
+    this.readOnly = readOnly;
+    this.#lock = lock;
   }
 
   async get(table: string, key: Uint8Array): Promise<Uint8Array | undefined> {
@@ -156,14 +158,14 @@ class SqliteBackend implements StorageBackend {
 
   scan(table: string, range?: ScanRange): AsyncIterable<readonly [Uint8Array, Uint8Array]> {
     this.#open();
-    checkTable(this.tables, table);
+    checkTable(this.#tables, table);
     return pagedScan(async (query) => this.#page(table, query), checkRange(range));
   }
 
   async write(batch: WriteBatch): Promise<void> {
     const db = this.#open();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
-    checkBatch(this.tables, batch);
+    checkBatch(this.#tables, batch);
     guarded('write', () => {
       db.exec('BEGIN IMMEDIATE');
       try {
@@ -181,7 +183,7 @@ class SqliteBackend implements StorageBackend {
   async sizeBytes(): Promise<number> {
     this.#open();
     return guarded('sizeBytes', () =>
-      ['', '-wal', '-shm'].reduce((sum, suffix) => sum + (statSync(join(this.path, DATA_FILE + suffix), { throwIfNoEntry: false })?.size ?? 0), 0),
+      ['', '-wal', '-shm'].reduce((sum, suffix) => sum + (statSync(join(this.#path, DATA_FILE + suffix), { throwIfNoEntry: false })?.size ?? 0), 0),
     );
   }
 
@@ -193,7 +195,7 @@ class SqliteBackend implements StorageBackend {
     try {
       guarded('close', () => db.close());
     } finally {
-      this.lock?.release();
+      this.#lock?.release();
     }
   }
 
@@ -215,7 +217,7 @@ class SqliteBackend implements StorageBackend {
   /** The point read of `table`, or `undefined` while the table does not exist (a reader before any writer). */
   #select(table: string): StatementSync | undefined {
     this.#open();
-    checkTable(this.tables, table);
+    checkTable(this.#tables, table);
     return this.#prepareIfTable(table, `SELECT v FROM "${table}" WHERE k = ?`);
   }
 
