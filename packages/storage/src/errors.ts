@@ -83,3 +83,13 @@ export function isStorageError(err: unknown): err is Error & { readonly code: St
       STORAGE_ERROR_CODES.includes((err as { code?: unknown }).code as StorageErrorCode))
   );
 }
+
+/**
+ * `cause`, an engine's or the platform's failure, as a StorageError of
+ * `code`; argument errors (`TypeError`, `RangeError`) and StorageErrors pass
+ * through unchanged. For the backends.
+ */
+export function asStorageError(cause: unknown, code: StorageErrorCode, what: string): unknown {
+  if (cause instanceof StorageError || cause instanceof TypeError || cause instanceof RangeError) return cause;
+  return new StorageError(code, `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+}

@@ -11,7 +11,7 @@
  * @module
  */
 import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.ts';
-import { StorageError } from './errors.ts';
+import { asStorageError, StorageError } from './errors.ts';
 import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
 import { pagedScan, type PageQuery } from './scan.ts';
 
@@ -37,19 +37,17 @@ const done = (tx: IDBTransaction): Promise<void> =>
     tx.onerror = () => reject(tx.error);
   });
 
-/** Maps a DOMException to our codes: a full quota or a failed disk is `STORE_IO`, a version change `STORE_LOCKED`. */
-function storageFailure(cause: unknown, what: string): unknown {
-  if (cause instanceof StorageError || cause instanceof TypeError || cause instanceof RangeError) return cause;
-  const name = (cause as { name?: unknown }).name;
-  const code = name === 'VersionError' || name === 'InvalidStateError' ? 'STORE_LOCKED' : 'STORE_IO';
-  return new StorageError(code, `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-}
-
+/**
+ * Runs `body`, turning a DOMException into a StorageError (see
+ * {@link asStorageError}): a version conflict is `STORE_LOCKED`, anything
+ * else (a full quota, a failed disk) `STORE_IO`.
+ */
 async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   try {
     return await body();
   } catch (e) {
-    throw storageFailure(e, what);
+    const name = (e as { name?: unknown } | undefined)?.name;
+    throw asStorageError(e, name === 'VersionError' || name === 'InvalidStateError' ? 'STORE_LOCKED' : 'STORE_IO', what);
   }
 }
 

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
-import { StorageError, type StorageErrorCode } from '../errors.ts';
+import { asStorageError, StorageError, type StorageErrorCode } from '../errors.ts';
 import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
 import { pagedScan, type PageQuery } from '../scan.ts';
 import { takeWriterLock, type WriterLock } from './lock.ts';
@@ -48,20 +48,13 @@ const SQLITE_CODES: Record<number, StorageErrorCode> = {
   26: 'STORE_NOT_A_DATABASE', // SQLITE_NOTADB
 };
 
-/** Wraps an engine or file-system failure in a StorageError; argument errors and our own pass through. */
-function storageFailure(cause: unknown, what: string): unknown {
-  if (cause instanceof StorageError || cause instanceof TypeError || cause instanceof RangeError) return cause;
-  const errcode = (cause as { errcode?: unknown }).errcode;
-  const code = (typeof errcode === 'number' && SQLITE_CODES[errcode & 0xff]) || 'STORE_IO';
-  return new StorageError(code, `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-}
-
-/** Runs `body`, turning whatever it throws into a StorageError (see {@link storageFailure}). */
+/** Runs `body`, turning an engine or file-system failure into a StorageError (see {@link asStorageError}). */
 function guarded<T>(what: string, body: () => T): T {
   try {
     return body();
   } catch (e) {
-    throw storageFailure(e, what);
+    const errcode = (e as { errcode?: unknown } | undefined)?.errcode;
+    throw asStorageError(e, (typeof errcode === 'number' && SQLITE_CODES[errcode & 0xff]) || 'STORE_IO', what);
   }
 }
 
