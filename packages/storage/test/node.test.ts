@@ -54,18 +54,18 @@ describe('Node backend across processes', () => {
     await reader.close();
   });
 
-  it('a reader in this process sees only whole batches while another process writes them', { timeout: 60_000 }, async () => {
+  it('a reader in this process sees only whole batches while another process writes them', { timeout: 90_000 }, async () => {
     // 10 ms apart, so that the reader's scans find quiet moments (see checkStablePrefix).
-    const writer = child('write', dir, '60', '10');
+    const writer = child('write', dir, '30', '10');
     await writer.waitFor('ready');
     const reader = await openNodeBackend({ path: dir, tables: TABLES, readOnly: true });
     const seen: number[] = [];
     let running = true;
     void writer.exited.then(() => (running = false));
-    for (let i = 0; running && i < 1000; i++) seen.push(await checkStablePrefix(reader));
-    expect(await writer.exited).toContain('60');
+    for (let i = 0; running && i < 300; i++) seen.push(await checkStablePrefix(reader));
+    expect(await writer.exited).toContain('30');
     seen.push(await checkPrefix(reader));
-    expect(seen.at(-1)).toBe(60);
+    expect(seen.at(-1)).toBe(30);
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
     await reader.close();
   });
