@@ -30,8 +30,14 @@
 // Every value is read back and compared (the reads cover every bulk blob);
 // a mismatch fails the run.
 //
+// --browser: instead, IndexedDB (through @bpavl/storage/indexeddb) against
+// OPFS (a synchronous access handle in a dedicated worker, appending to one
+// file) in headless Chromium, three runs of tests/browser/storage-bench:
+// 400 blobs in transactions of 64, the update commit, every blob read back.
+//
 // Progress on stderr; one line per candidate, then one JSON line last, on stdout:
 // {"candidates": [{name, bulk_mb_s, update_commit_s: [..], get_per_s_cold: {..}, ...}]}
+// or, with --browser, {"browser": [{indexeddb: {bulk_mb_s, update_commit_s, blob_reads_per_s}, opfs: {…}}, …]}
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -48,6 +54,7 @@ const { values: args } = parseArgs({
     'base-small': { type: 'string', default: '200000' },
     only: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
+    browser: { type: 'boolean', default: false },
     child: { type: 'string' },
   },
 });
@@ -325,7 +332,41 @@ const round = (x, digits = 1) => Number(x.toFixed(digits));
 
 // ---------------------------------------------------------------- driver
 
-if (args.child) {
+/** IndexedDB against OPFS in headless Chromium (tests/browser/storage-bench), `runs` times. */
+async function benchBrowser(runs) {
+  const { chromium } = await import('@playwright/test');
+  const { buildPage } = await import('../tests/browser/build.mjs');
+  const { launchOptions } = await import('../tests/browser/chromium.mjs');
+  const { serve } = await import('../tests/browser/serve.mjs');
+  const outDir = mkdtempSync('/tmp/backends-browser-bench-');
+  const browser = await chromium.launch(launchOptions);
+  try {
+    await buildPage('storage-bench', outDir);
+    const server = await serve(outDir);
+    const results = [];
+    for (let i = 0; i < runs; i++) {
+      const page = await (await browser.newContext()).newPage();
+      await page.goto(server.url);
+      await page.waitForFunction(() => document.querySelector('#status')?.dataset.state === 'done', undefined, { timeout: 120_000 });
+      const r = await page.evaluate(() => window.__storageBench);
+      if (r.error) throw new Error(r.error);
+      const fmt = (e) => `bulk ${e.bulk_mb_s.toFixed(0)} MB/s, update+commit ${e.update_commit_s.toFixed(2)} s, ${e.blob_reads_per_s.toFixed(0)} blob reads/s`;
+      console.log(`chromium run ${i + 1}: IndexedDB ${fmt(r.indexeddb)}; OPFS ${fmt(r.opfs)}`);
+      results.push(r);
+      await page.context().close();
+    }
+    await server.close();
+    return results;
+  } finally {
+    await browser.close();
+    rmSync(outDir, { recursive: true, force: true });
+  }
+}
+
+if (args.browser) {
+  if (!args['no-build']) execFileSync('npm', ['run', '--silent', 'build', '-w', '@bpavl/storage'], { stdio: ['ignore', process.stderr, process.stderr] });
+  console.log(JSON.stringify({ browser: await benchBrowser(3) }));
+} else if (args.child) {
   process.stdout.write(`${JSON.stringify(await runCandidate(args.child))}\n`);
 } else {
   const names = args.only ? args.only.split(',') : Object.keys(CANDIDATES);
