@@ -1,7 +1,9 @@
 // The storage adapter suite (packages/storage/test/adapter-suite.ts) on the
 // IndexedDB backend in a browser page, loading @bpavl/storage/indexeddb as an
 // app would. Each case gets a database of its own, deleted afterwards; the
-// page publishes `window.__storageResults` and sets #status to "done".
+// page publishes `window.__storageResults` and sets #status to "done". It
+// also hands the backend to the spec as `window.__openIndexedDbBackend`, for
+// the checks that take two tabs.
 import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
 import { adapterCases } from '../../../packages/storage/test/adapter-suite.ts';
 
@@ -14,8 +16,11 @@ export interface StorageResults {
 declare global {
   interface Window {
     __storageResults?: StorageResults;
+    __openIndexedDbBackend?: typeof openIndexedDbBackend;
   }
 }
+
+window.__openIndexedDbBackend = openIndexedDbBackend;
 
 async function deleteDatabase(name: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
