@@ -27,12 +27,15 @@ const APPLICATION_ID = 0x62706176;
  * pages keep a 140 KB chunk in three pages; 64 MiB of page cache per
  * connection keeps a 10,000-update commit from spilling pages twice; reads
  * go through a memory map; a busy database is waited for 5 s (a checkpoint
- * or a WAL recovery in another process), then `STORE_LOCKED`.
+ * or a WAL recovery in another process), then `STORE_LOCKED`. After a large
+ * batch the WAL is cut back to 64 MiB once checkpointed, instead of keeping
+ * its largest size on disk.
  */
 const PAGE_SIZE = 65_536;
 const CACHE_KIB = 65_536;
 const MMAP_BYTES = 1 << 30;
 const BUSY_TIMEOUT_MS = 5_000;
+const WAL_KEEP_BYTES = 64 << 20;
 
 /** {@link openNodeBackend}'s options: the directory and the port's. */
 export interface NodeBackendOptions extends BackendOptions {
@@ -73,7 +76,7 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
       db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${MMAP_BYTES}`);
       if (readOnly) return;
       if (fresh) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA application_id = ${APPLICATION_ID}`);
-      db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL');
+      db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
       for (const t of tables) db.exec(`CREATE TABLE IF NOT EXISTS "${t}" (k BLOB PRIMARY KEY, v BLOB NOT NULL)`);
     });
     return db;
