@@ -43,6 +43,10 @@ if [[ -d packages/light-client ]]; then
   stage="light-client build"
   npm run build -w @bpavl/light-client
 fi
+if [[ -d packages/storage ]]; then
+  stage="storage build"
+  npm run build -w @bpavl/storage
+fi
 
 # After the builds: the projects import @bpavl/wasm's pkg/ and the light
 # client's dist/ types.

@@ -1,0 +1,236 @@
+/**
+ * The Node backend: one SQLite database per directory through the built-in
+ * `node:sqlite`, chosen by measurement (docs/storage.md). One table per
+ * port table, `(k BLOB PRIMARY KEY, v BLOB)`; WAL, so that readers in other
+ * processes read while the one writer writes; `synchronous = FULL`, so that
+ * a batch whose `write` resolved is on the device (it survives a SIGKILL and
+ * a power loss). The COMMIT of a batch is the one write that makes it
+ * visible.
+ * @module
+ */
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
+import { asStorageError, StorageError, type StorageErrorCode } from '../errors.ts';
+import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
+import { pagedScan, type PageQuery } from '../scan.ts';
+import { takeWriterLock, type WriterLock } from './lock.ts';
+
+export const DATA_FILE = 'data.sqlite';
+
+/** Marks a database as ours (`PRAGMA application_id`, "bpav"): any other SQLite file is `STORE_NOT_A_DATABASE`. */
+const APPLICATION_ID = 0x62706176;
+
+/**
+ * Settings, each measured by `npm run bench:storage` (docs/storage.md): 64 KiB
+ * pages keep a 140 KB chunk in three pages; 64 MiB of page cache per
+ * connection keeps a 10,000-update commit from spilling pages twice; reads
+ * go through a memory map; a busy database is waited for 5 s (a checkpoint
+ * or a WAL recovery in another process), then `STORE_LOCKED`. After a large
+ * batch the WAL is cut back to 64 MiB once checkpointed, instead of keeping
+ * its largest size on disk.
+ */
+const PAGE_SIZE = 65_536;
+const CACHE_KIB = 65_536;
+const MMAP_BYTES = 1 << 30;
+const BUSY_TIMEOUT_MS = 5_000;
+const WAL_KEEP_BYTES = 64 << 20;
+
+/** {@link openNodeBackend}'s options: the directory and the port's. */
+export interface NodeBackendOptions extends BackendOptions {
+  /** The database directory (created by a writer when missing). */
+  readonly path: string;
+}
+
+/** SQLite's primary result codes (https://sqlite.org/rescode.html) mapped to ours; anything else is `STORE_IO`. */
+const SQLITE_CODES: Record<number, StorageErrorCode> = {
+  5: 'STORE_LOCKED', // SQLITE_BUSY
+  6: 'STORE_LOCKED', // SQLITE_LOCKED
+  11: 'STORE_CORRUPT', // SQLITE_CORRUPT
+  26: 'STORE_NOT_A_DATABASE', // SQLITE_NOTADB
+};
+
+/** Runs `body`, turning an engine or file-system failure into a StorageError (see {@link asStorageError}). */
+function guarded<T>(what: string, body: () => T): T {
+  try {
+    return body();
+  } catch (e) {
+    const errcode = (e as { errcode?: unknown } | undefined)?.errcode;
+    throw asStorageError(e, (typeof errcode === 'number' && SQLITE_CODES[errcode & 0xff]) || 'STORE_IO', what);
+  }
+}
+
+function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<string>): DatabaseSync {
+  const file = join(path, DATA_FILE);
+  if (readOnly && !existsSync(file)) throw new StorageError('STORE_NOT_A_DATABASE', `no database in ${path}`);
+  const db = guarded(`opening ${file}`, () => new DatabaseSync(file, { readOnly, timeout: BUSY_TIMEOUT_MS }));
+  try {
+    guarded(`opening ${file}`, () => {
+      // The first read of the header: a file that is not SQLite fails here (SQLITE_NOTADB).
+      const { application_id: id } = db.prepare('PRAGMA application_id').get() as { application_id: number };
+      const fresh = id === 0 && (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0;
+      if (id !== APPLICATION_ID && !(fresh && !readOnly)) {
+        throw new StorageError('STORE_NOT_A_DATABASE', `${file} is a SQLite database of another application`);
+      }
+      db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${MMAP_BYTES}`);
+      if (readOnly) return;
+      if (fresh) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA application_id = ${APPLICATION_ID}`);
+      db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
+      for (const t of tables) db.exec(`CREATE TABLE IF NOT EXISTS "${t}" (k BLOB PRIMARY KEY, v BLOB NOT NULL)`);
+    });
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+/**
+ * Opens the database in directory `path` (`kind: 'sqlite'`). A writer takes
+ * the directory's writer lock and creates the directory, the database and
+ * the tables as needed; any number of read-only backends, in this process
+ * or others, open beside it. A table that no writer has created yet reads
+ * as empty.
+ *
+ * @throws `TypeError` / `RangeError` for bad options; `StorageError`
+ *   `STORE_LOCKED` when another writer has the directory open,
+ *   `STORE_NOT_A_DATABASE` when the directory holds something else (or,
+ *   read-only, nothing), `STORE_IO` when the files cannot be used.
+ * @example
+ * ```ts
+ * const backend = await openNodeBackend({ path: '/var/lib/bpavl', tables: ['nodes', 'meta'] });
+ * await backend.write({ puts: [['meta', key, value]] });
+ * await backend.close();
+ * ```
+ */
+export async function openNodeBackend(options: NodeBackendOptions): Promise<StorageBackend> {
+  const tables = checkOptions(options);
+  const { path } = options;
+  if (typeof path !== 'string') throw new TypeError('options.path must be a string');
+  if (path === '') throw new RangeError('options.path must not be empty');
+  const readOnly = options.readOnly ?? false;
+  let lock: WriterLock | undefined;
+  if (!readOnly) {
+    guarded(`creating ${path}`, () => mkdirSync(path, { recursive: true }));
+    lock = takeWriterLock(path);
+  }
+  try {
+    return new SqliteBackend(openDatabase(path, readOnly, tables), path, tables, readOnly, lock);
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
+}
+
+class SqliteBackend implements StorageBackend {
+  readonly kind = 'sqlite';
+  readonly readOnly: boolean;
+  readonly #path: string;
+  readonly #tables: ReadonlySet<string>;
+  readonly #lock: WriterLock | undefined;
+  readonly #statements = new Map<string, StatementSync>();
+  #db: DatabaseSync | undefined;
+
+  constructor(db: DatabaseSync, path: string, tables: ReadonlySet<string>, readOnly: boolean, lock: WriterLock | undefined) {
+    this.#db = db;
+    this.#path = path;
+    this.#tables = tables;
+    this.readOnly = readOnly;
+    this.#lock = lock;
+  }
+
+  async get(table: string, key: Uint8Array): Promise<Uint8Array | undefined> {
+    const select = this.#select(table);
+    checkKey(key);
+    return guarded('get', () => (select?.get(key) as { v: Uint8Array } | undefined)?.v);
+  }
+
+  async getMany(table: string, keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
+    const select = this.#select(table);
+    checkKeys(keys);
+    return guarded('getMany', () => keys.map((k) => (select?.get(k) as { v: Uint8Array } | undefined)?.v));
+  }
+
+  scan(table: string, range?: ScanRange): AsyncIterable<readonly [Uint8Array, Uint8Array]> {
+    this.#open();
+    checkTable(this.#tables, table);
+    return pagedScan(async (query) => this.#page(table, query), checkRange(range));
+  }
+
+  async write(batch: WriteBatch): Promise<void> {
+    const db = this.#open();
+    if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
+    checkBatch(this.#tables, batch);
+    guarded('write', () => {
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        // Deletes first, then puts: a key both deleted and put ends with the put.
+        for (const [table, key] of batch.deletes ?? []) this.#statement(`DELETE FROM "${table}" WHERE k = ?`).run(key);
+        for (const [table, key, value] of batch.puts ?? []) this.#statement(`INSERT OR REPLACE INTO "${table}" (k, v) VALUES (?, ?)`).run(key, value);
+        db.exec('COMMIT');
+      } catch (e) {
+        if (db.isTransaction) db.exec('ROLLBACK');
+        throw e;
+      }
+    });
+  }
+
+  async sizeBytes(): Promise<number> {
+    this.#open();
+    return guarded('sizeBytes', () =>
+      ['', '-wal', '-shm'].reduce((sum, suffix) => sum + (statSync(join(this.#path, DATA_FILE + suffix), { throwIfNoEntry: false })?.size ?? 0), 0),
+    );
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db;
+    if (!db) return;
+    this.#db = undefined;
+    this.#statements.clear();
+    try {
+      guarded('close', () => db.close());
+    } finally {
+      this.#lock?.release();
+    }
+  }
+
+  #open(): DatabaseSync {
+    if (!this.#db) throw new StorageError('STORE_CLOSED', 'the backend is closed');
+    return this.#db;
+  }
+
+  /** A prepared statement, kept for the life of the connection. */
+  #statement(sql: string): StatementSync {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      s = this.#open().prepare(sql);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** The point read of `table`, or `undefined` while the table does not exist (a reader before any writer). */
+  #select(table: string): StatementSync | undefined {
+    this.#open();
+    checkTable(this.#tables, table);
+    return this.#prepareIfTable(table, `SELECT v FROM "${table}" WHERE k = ?`);
+  }
+
+  #prepareIfTable(table: string, sql: string): StatementSync | undefined {
+    const cached = this.#statements.get(sql);
+    if (cached) return cached;
+    const exists = guarded('schema', () => this.#statement('SELECT 1 AS x FROM sqlite_schema WHERE type = ? AND name = ?').get('table', table));
+    return exists ? guarded('prepare', () => this.#statement(sql)) : undefined;
+  }
+
+  #page(table: string, { from, after, end, count }: PageQuery): Array<readonly [Uint8Array, Uint8Array]> {
+    this.#open();
+    const where = [from && (after ? 'k > ?' : 'k >= ?'), end && 'k < ?'].filter(Boolean);
+    const sql = `SELECT k, v FROM "${table}"${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY k LIMIT ?`;
+    const select = this.#prepareIfTable(table, sql);
+    if (!select) return [];
+    const params = [from, end].filter((b): b is Uint8Array => b !== undefined);
+    return guarded('scan', () => (select.all(...params, count) as Array<{ k: Uint8Array; v: Uint8Array }>).map((r) => [r.k, r.v] as const));
+  }
+}

@@ -1,0 +1,111 @@
+// The Node backend beyond the shared suite: the writer lock across
+// processes (and its release when the holder is killed), readers in one
+// process while another writes, and files that are not a database.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isStorageError } from '../src/errors.ts';
+import { openNodeBackend } from '../src/node/index.ts';
+import { DATA_FILE } from '../src/node/sqlite.ts';
+import { checkPrefix, checkStablePrefix, TABLES } from './batches.ts';
+import { kill, startChild, type Child } from './processes.ts';
+
+let dir: string;
+const children: Child[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'backends-node-'));
+});
+
+afterEach(async () => {
+  await Promise.all(children.splice(0).map(kill));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function child(...args: string[]): Child {
+  const c = startChild(...args);
+  children.push(c);
+  return c;
+}
+
+async function codeOf(action: () => Promise<unknown>): Promise<string> {
+  try {
+    await action();
+    return 'succeeded';
+  } catch (e) {
+    if (!isStorageError(e)) throw e;
+    return e.code;
+  }
+}
+
+describe('Node backend across processes', () => {
+  it('refuses a second writer from another process, lets readers in, and frees the lock when the holder is SIGKILLed', async () => {
+    const holder = child('hold', dir);
+    await holder.waitFor('ready');
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES }))).toBe('STORE_LOCKED');
+    expect(await child('open', dir).exited).toEqual(['STORE_LOCKED']);
+    const reader = await openNodeBackend({ path: dir, tables: TABLES, readOnly: true });
+    expect(await checkPrefix(reader)).toBe(0);
+    await kill(holder);
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    await writer.close();
+    await reader.close();
+  });
+
+  it('a reader in this process sees only whole batches while another process writes them', { timeout: 90_000 }, async () => {
+    // 10 ms apart, so that the reader's scans find quiet moments (see checkStablePrefix).
+    const writer = child('write', dir, '30', '10');
+    await writer.waitFor('ready');
+    const reader = await openNodeBackend({ path: dir, tables: TABLES, readOnly: true });
+    const seen: number[] = [];
+    let running = true;
+    void writer.exited.then(() => (running = false));
+    for (let i = 0; running && i < 300; i++) seen.push(await checkStablePrefix(reader));
+    expect(await writer.exited).toContain('30');
+    seen.push(await checkPrefix(reader));
+    expect(seen.at(-1)).toBe(30);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    await reader.close();
+  });
+});
+
+describe('Node backend and files that are not its database', () => {
+  it('a file that is not SQLite is STORE_NOT_A_DATABASE, for writers and readers', async () => {
+    writeFileSync(join(dir, DATA_FILE), 'these are not the bytes of a database, but they are long enough to look like a header '.repeat(20));
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES }))).toBe('STORE_NOT_A_DATABASE');
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
+    // The failed writer let go of its lock.
+    expect(await child('open', dir).exited).toEqual(['STORE_NOT_A_DATABASE']);
+  });
+
+  it("another application's SQLite database is STORE_NOT_A_DATABASE and is left as it was", async () => {
+    const other = new DatabaseSync(join(dir, DATA_FILE));
+    other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')");
+    other.close();
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES }))).toBe('STORE_NOT_A_DATABASE');
+    const again = new DatabaseSync(join(dir, DATA_FILE), { readOnly: true });
+    expect(again.prepare("SELECT group_concat(name) AS names FROM sqlite_schema WHERE type = 'table'").get()).toEqual({ names: 'notes' });
+    again.close();
+  });
+
+  it('a read-only open finds no database in an empty or missing directory; a path that is a file is STORE_IO', async () => {
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
+    expect(await codeOf(() => openNodeBackend({ path: join(dir, 'missing'), tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
+    writeFileSync(join(dir, 'file'), 'x');
+    expect(await codeOf(() => openNodeBackend({ path: join(dir, 'file'), tables: TABLES }))).toBe('STORE_IO');
+  });
+
+  it('a table no writer has created yet reads as empty for a reader', async () => {
+    const writer = await openNodeBackend({ path: dir, tables: ['items'] });
+    await writer.write({ puts: [['items', Uint8Array.of(1), Uint8Array.of(2)]] });
+    const reader = await openNodeBackend({ path: dir, tables: ['items', 'later'], readOnly: true });
+    expect(await reader.get('later', Uint8Array.of(1))).toBeUndefined();
+    expect(await reader.getMany('later', [Uint8Array.of(1)])).toEqual([undefined]);
+    for await (const record of reader.scan('later')) expect.unreachable(`a record ${record}`);
+    expect(await reader.get('items', Uint8Array.of(1))).toEqual(Uint8Array.of(2));
+    await writer.close();
+    await reader.close();
+  });
+});
