@@ -24,7 +24,7 @@
 //      loopback  no emulation;
 //      wan       each peer emulates its own link (`--delay-ms D --rate-mb-s 25`):
 //                one-way delay D drawn in 10 … 40 ms (responses held back 2·D),
-//                25 MB/s per connection (packages/peer/src/link.ts);
+//                25 MB/s per connection (packages/testnet/src/link.ts);
 //    every peer serves both states (`--baseline`), bpavl's envelopes from
 //    memory as the Baseline's chunks are (`--cache-chunks`);
 // 4. after one untimed warm-up sync per strategy, runs both strategies

@@ -19,7 +19,7 @@ import { extname, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BYZANTINE_MODES as MODES } from '../packages/peer/src/byzantine.ts';
+import { BYZANTINE_MODES as MODES } from '../packages/testnet/src/byzantine.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BPAVL = join(ROOT, 'packages/peer/bin/bpavl.mjs');

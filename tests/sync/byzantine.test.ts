@@ -1,4 +1,4 @@
-// Every Byzantine mode of the real serving peer (packages/peer/src/byzantine.ts)
+// Every Byzantine mode of the real serving peer (packages/testnet/src/byzantine.ts)
 // against the sync engine, with 9 peers of which 1, then 4, lie; WebSocket
 // and libp2p peers mixed in every run. Each sync must finish with the exact
 // tree; not one invalid chunk may be accepted (every chunk-verified event is
@@ -9,7 +9,7 @@
 // modes that only delay, stall, truncate or hang up ban nobody.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BYZANTINE_MODES, type ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import { BYZANTINE_MODES, type ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import {
   closeAll,
   expectCleanSync,

@@ -19,7 +19,7 @@ import {
 } from '../../packages/light-client/src/sync/index.js';
 import { Kind, Status } from '../../packages/light-client/src/wire/constants.js';
 import { stopLibp2pClient } from '../../packages/light-client/src/transport/libp2p.js';
-import { Byzantine, type ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import { Byzantine, type ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import { type PeerOptions, startPeer, type RunningPeer } from '../../packages/peer/src/peer.ts';
 import { StaticTreeSource } from '../../packages/peer/src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../../packages/peer/src/workload.ts';

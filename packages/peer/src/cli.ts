@@ -12,8 +12,8 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Tree } from '@bpavl/wasm';
-import { type BaselineBuilder, baselineBuilder, type BaselineServed, DEFAULT_BASELINE_CHUNK_BYTES } from './baseline.ts';
-import { BYZANTINE_MODES, Byzantine, parseByzantine } from './byzantine.ts';
+import { type BaselineBuilder, baselineBuilder, type BaselineServed, DEFAULT_BASELINE_CHUNK_BYTES } from '../../testnet/src/baseline.ts';
+import { BYZANTINE_MODES, Byzantine, parseByzantine } from '../../testnet/src/byzantine.ts';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SLOW_MS } from './constants.ts';
 import { CachedTree, fromHex, type ServedTree, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';

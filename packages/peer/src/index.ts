@@ -30,11 +30,11 @@ export {
   type ByzantineOptions,
   type ByzantineSpec,
   type Lie,
-} from './byzantine.ts';
+} from '../../testnet/src/byzantine.ts';
 export { buildWorkloadTree, workloadEntry, VALUE_LEN, type WorkloadSpec } from './workload.ts';
 export { readTreeFile, writeTreeFile, parseTreeFileHeader, TreeFileError, type TreeFileHeader } from './treefile.ts';
 export * from './constants.ts';
-export { shapeConnection, isShaping, DEFAULT_BURST_BYTES, type LinkOptions } from './link.ts';
+export { shapeConnection, isShaping, DEFAULT_BURST_BYTES, type LinkOptions } from '../../testnet/src/link.ts';
 export {
   BaselineKind,
   baselineBuilder,
@@ -52,4 +52,4 @@ export {
   type BaselineResponse,
   type BaselineRootInfo,
   type BaselineServed,
-} from './baseline.ts';
+} from '../../testnet/src/baseline.ts';

@@ -46,8 +46,8 @@ import {
   encodeBaselineResponse,
   encodeBaselineRootsPayload,
   isBaselineBody,
-} from './baseline.ts';
-import type { Byzantine, Lie } from './byzantine.ts';
+} from '../../testnet/src/baseline.ts';
+import type { Byzantine, Lie } from '../../testnet/src/byzantine.ts';
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import {
@@ -57,7 +57,7 @@ import {
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
-import { isShaping, type LinkOptions, shapeConnection } from './link.ts';
+import { isShaping, type LinkOptions, shapeConnection } from '../../testnet/src/link.ts';
 import type { ServedTree, TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */

@@ -33,7 +33,7 @@
 import { createHash } from 'node:crypto';
 import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
-import type { ServedTree } from './source.ts';
+import type { ServedTree } from '../../peer/src/source.ts';
 
 /** The misbehaviours a serving peer can be told to show. */
 export const BYZANTINE_MODES = [

@@ -19,11 +19,11 @@ import {
   encodeBaselineResponse,
 } from '../src/baseline.ts';
 import { Byzantine } from '../src/byzantine.ts';
-import type { ByteConnection, ConnectionEvents } from '../src/connection.ts';
+import type { ByteConnection, ConnectionEvents } from '../../peer/src/connection.ts';
 import { shapeConnection } from '../src/link.ts';
-import { SyncServer, type SyncServerOptions } from '../src/server.ts';
-import { CachedTree, StaticTreeSource } from '../src/source.ts';
-import { MemoryConnection, sleep, smallTree, spawnCli, wasmReady } from './support.ts';
+import { SyncServer, type SyncServerOptions } from '../../peer/src/server.ts';
+import { CachedTree, StaticTreeSource } from '../../peer/src/source.ts';
+import { MemoryConnection, sleep, smallTree, spawnCli, wasmReady } from '../../peer/test/support.ts';
 
 let snap: Snapshot;
 
