@@ -42,6 +42,7 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   slow: null, // late but valid
   silent: null, // timeouts
   disconnect: null, // half a frame, then a close: a lost connection
+  busy: null, // never serves: BUSY only
 };
 
 interface Case {

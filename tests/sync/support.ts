@@ -20,7 +20,8 @@ import {
 import { Kind, Status } from '../../packages/light-client/src/wire/constants.js';
 import { stopLibp2pClient } from '../../packages/light-client/src/transport/libp2p.js';
 import { Byzantine, type ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
-import { type PeerOptions, startPeer, type RunningPeer } from '../../packages/peer/src/peer.ts';
+import type { PeerOptions, RunningPeer } from '../../packages/peer/src/peer.ts';
+import { startPeer } from '../../packages/testnet/src/peer.ts';
 import { StaticTreeSource } from '../../packages/peer/src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../../packages/peer/src/workload.ts';
 import { PROOF_CODES } from '../support.js';

@@ -36,5 +36,3 @@ export const MAX_WS_MESSAGE_BYTES = 64 * (4096 + 4);
 /** libp2p streams of `/bpavl/sync/1.0.0` one libp2p connection may open at once. */
 export const MAX_STREAMS_PER_LIBP2P_CONNECTION = 8;
 
-/** Default delay of the `slow` Byzantine mode. */
-export const DEFAULT_SLOW_MS = 1500;

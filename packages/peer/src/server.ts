@@ -15,18 +15,15 @@
  * internal error text never goes on the wire: an unexpected failure is
  * answered `BUSY` ("retry later") and logged.
  *
- * For benchmarks only: with `baseline`, the Baseline kinds 5 and 6
- * (`./baseline.ts`) are answered too, through the same queue, limits and
- * lies; with `link`, every connection's output crosses an emulated link
- * (`./link.ts`).
+ * A `ServerHook` (`./hook.ts`) may wrap connections and replace answers;
+ * tests, benchmarks and the demo plug lies, the Baseline and link emulation
+ * in that way (`packages/testnet`).
  * @module
  */
 
 import {
   decodeRequest,
-  encodeFrame,
   encodeProofPayload,
-  encodeResponse,
   encodeResponseFrame,
   encodeRootsPayload,
   FrameDecoder,
@@ -38,18 +35,9 @@ import {
   Status,
   WireError,
 } from '@bpavl/light-client/wire';
-import {
-  BaselineKind,
-  type BaselineRequest,
-  type BaselineServed,
-  decodeBaselineRequest,
-  encodeBaselineResponse,
-  encodeBaselineRootsPayload,
-  isBaselineBody,
-} from '../../testnet/src/baseline.ts';
-import type { Byzantine, Lie } from '../../testnet/src/byzantine.ts';
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
+import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
@@ -57,8 +45,7 @@ import {
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
-import { isShaping, type LinkOptions, shapeConnection } from '../../testnet/src/link.ts';
-import type { ServedTree, TreeSource } from './source.ts';
+import type { TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
 export interface SyncServerOptions {
@@ -68,25 +55,10 @@ export interface SyncServerOptions {
   idleTimeoutMs?: number;
   /** Requests in flight per connection (default 64, `spec/wire.md`). */
   maxInFlight?: number;
-  /** Lie on some answers (tests and demos only). */
-  byzantine?: Byzantine;
+  /** Wraps connections and may replace answers (tests, benchmarks and the demo; `./hook.ts`). */
+  hook?: ServerHook;
   /** Diagnostics (connection faults, internal errors); silent by default. */
   log?: (message: string) => void;
-  /**
-   * Also serve this Baseline state (benchmark-only request kinds 5 and 6,
-   * `spec/wire.md` "Benchmark-only extension"; `./baseline.ts`). Without it
-   * those kinds are answered `BAD_REQUEST`, as any unknown kind.
-   */
-  baseline?: BaselineServed;
-  /** Emulate a wide-area link on every connection's output (benchmarks; `./link.ts`). */
-  link?: LinkOptions;
-}
-
-/** A request the server queues: a `spec/wire.md` one, or a Baseline one. */
-type AnyRequest = Request | BaselineRequest;
-
-function isBaselineRequest(req: AnyRequest): req is BaselineRequest {
-  return req.kind === BaselineKind.Chunk || req.kind === BaselineKind.Roots;
 }
 
 /** Counters, for tests and logs. */
@@ -140,9 +112,7 @@ export class SyncServer {
   readonly maxConnections: number;
   readonly idleTimeoutMs: number;
   readonly maxInFlight: number;
-  readonly byzantine: Byzantine | undefined;
-  readonly baseline: BaselineServed | undefined;
-  readonly link: LinkOptions | undefined;
+  readonly hook: ServerHook | undefined;
   readonly #log: (message: string) => void;
   readonly #sessions = new Set<Session>();
   /** @internal Output buffers of response frames, shared by every connection (`./frame-pool.ts`). */
@@ -154,9 +124,7 @@ export class SyncServer {
     this.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION;
-    this.byzantine = opts.byzantine;
-    this.baseline = opts.baseline;
-    this.link = isShaping(opts.link) ? opts.link : undefined;
+    this.hook = opts.hook;
     this.#log = opts.log ?? (() => {});
   }
 
@@ -182,7 +150,7 @@ export class SyncServer {
       return false;
     }
     this.stats.connections++;
-    const session = new Session(this, this.link ? shapeConnection(conn, this.link) : conn);
+    const session = new Session(this, this.hook?.connection?.(conn) ?? conn);
     this.#sessions.add(session);
     session.start();
     return true;
@@ -222,7 +190,7 @@ export class SyncServer {
    * The honest answer to `req`: a status, the OK payload, and the tree it
    * came from. Never throws.
    */
-  answer(req: Request): { status: Status; payload?: Uint8Array; tree?: ServedTree } {
+  answer(req: Request): Answer {
     try {
       if (req.kind === Kind.Roots) {
         const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunks: t.chunkCount }));
@@ -264,55 +232,19 @@ export class SyncServer {
   }
 }
 
-/**
- * The honest answer to a Baseline request (kinds 5 and 6). Never throws.
- * @internal
- */
-function answerBaseline(baseline: BaselineServed, req: BaselineRequest): { status: Status; payload?: Uint8Array } {
-  if (req.kind === BaselineKind.Roots) {
-    return { status: Status.Ok, payload: encodeBaselineRootsPayload([{ root: baseline.root, chunks: baseline.chunks.length }]) };
-  }
-  if (!equalBytes(req.root, baseline.root)) return { status: Status.UnknownRoot };
-  if (req.index >= baseline.chunks.length) return { status: Status.OutOfRange };
-  const payload = baseline.chunks[req.index]!;
-  if (payload.length + 11 > MAX_RESPONSE_BYTES) return { status: Status.Busy };
-  return { status: Status.Ok, payload };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** A response body of either protocol. */
-function responseBody(req: AnyRequest, status: Status, payload?: Uint8Array): Uint8Array {
-  return isBaselineRequest(req)
-    ? encodeBaselineResponse({ id: req.id, kind: req.kind, status }, payload)
-    : encodeResponse({ id: req.id, kind: req.kind, status }, payload);
-}
-
-/**
- * A whole response frame of either protocol, in one allocation and one copy
- * of the payload (the header is the same for both; kind is echoed as sent).
- */
-function responseFrame(req: AnyRequest, status: Status, payload?: Uint8Array, alloc?: (size: number) => Uint8Array): Uint8Array {
-  return encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, alloc);
-}
-
 /** One served connection. */
 class Session {
   readonly #server: SyncServer;
   readonly #conn: ByteConnection;
   readonly #decoder = new FrameDecoder(MAX_REQUEST_BYTES);
   /** Decoded requests waiting for an answer (a queue: `#head` is the next). */
-  #queue: AnyRequest[] = [];
+  #queue: IncomingRequest[] = [];
   #head = 0;
-  /** Requests received and not yet answered (queued, or delayed by `slow`). */
+  /** Requests received and not yet answered (queued, or delayed by a hook). */
   #inFlight = 0;
   /** Reading and answering stopped until output drains. */
   #waitingDrain = false;
-  /** Truncate/oversize sent a broken frame: nothing more may be sent. */
+  /** A hook sent a broken frame: nothing more may be sent. */
   #muted = false;
   /** The remote half-closed: close once everything is answered. */
   #ended = false;
@@ -395,17 +327,18 @@ class Session {
 
   #onRequest(body: Uint8Array): void {
     this.#server.stats.requests++;
-    let req: AnyRequest;
+    let req: IncomingRequest;
     try {
-      req = this.#server.baseline !== undefined && isBaselineBody(body) ? decodeBaselineRequest(body) : decodeRequest(body);
+      const request = decodeRequest(body);
+      req = { id: request.id, kind: request.kind, body, request };
     } catch (e) {
-      if (e instanceof WireError && e.request !== undefined) {
-        // "A peer that receives a request with another version answers BAD_REQUEST with version = 1."
-        this.#sendStatus(e.request.id, e.request.kind, Status.BadRequest);
-        return;
-      }
       // No id to answer to.
-      return this.#fault(e instanceof WireError ? e.code : 'undecodable request');
+      if (!(e instanceof WireError) || e.request === undefined) return this.#fault(e instanceof WireError ? e.code : 'undecodable request');
+      // "A peer that receives a request with another version answers
+      // BAD_REQUEST with version = 1"; so does any malformed request, at
+      // once, unless a hook may know its kind.
+      if (this.#server.hook?.reply === undefined) return this.#sendStatus(e.request.id, e.request.kind, Status.BadRequest);
+      req = { id: e.request.id, kind: e.request.kind, body };
     }
     if (this.#inFlight >= this.#server.maxInFlight) {
       this.#sendStatus(req.id, req.kind, Status.Busy);
@@ -417,11 +350,11 @@ class Session {
 
   #sendStatus(id: number, kind: number, status: Status): void {
     this.#server.count(status);
-    // The header is the same for both protocols; kind is echoed as sent.
-    this.#send(encodeResponseFrame({ id, kind: kind as Kind, status }));
+    // The kind is echoed as sent, known or not.
+    this.#write(encodeResponseFrame({ id, kind: kind as Kind, status }));
   }
 
-  #send(frame: Uint8Array): void {
+  #write(frame: Uint8Array): void {
     if (this.#closed || this.#muted) return;
     this.#conn.send(frame);
   }
@@ -454,73 +387,47 @@ class Session {
     this.#schedule();
   }
 
-  #respond(req: AnyRequest): void {
-    const byz = this.#server.byzantine;
-    let status: Status;
-    let payload: Uint8Array | undefined;
-    let lie: Lie | undefined;
-    if (isBaselineRequest(req)) {
-      const baseline = this.#server.baseline!;
-      ({ status, payload } = answerBaseline(baseline, req));
-      if (status === Status.Ok && byz !== undefined) lie = byz.decideBaseline(req, baseline, payload!);
-    } else {
-      let tree: ServedTree | undefined;
-      ({ status, payload, tree } = this.#server.answer(req));
-      if (status === Status.Ok && byz !== undefined && tree !== undefined) lie = byz.decide(req, tree, payload!);
-    }
-    if (lie === undefined) return this.#finish(req, status, payload);
-    switch (lie.kind) {
-      case 'payload':
-        return this.#finish(req, Status.Ok, lie.payload);
-      case 'silent':
-        this.#inFlight--; // dropped: it no longer holds a slot
+  #respond(req: IncomingRequest): void {
+    const honest: Answer = req.request === undefined ? { status: Status.BadRequest } : this.#server.answer(req.request);
+    this.#send(req, this.#server.hook?.reply?.(req, honest) ?? { kind: 'answer', status: honest.status, payload: honest.payload });
+  }
+
+  /** Carries out `reply` to `req`, which leaves the in-flight count (at once, or once a delayed reply is sent). */
+  #send(req: IncomingRequest, reply: Reply): void {
+    switch (reply.kind) {
+      case 'answer':
+        return this.#finish(req, reply.status, reply.payload);
+      case 'drop':
+        this.#inFlight--;
         this.#maybeEnd();
         return;
-      case 'slow': {
+      case 'delay': {
         const t = setTimeout(() => {
           this.#timers.delete(t);
-          this.#guard(() => this.#finish(req, status, payload));
-        }, lie.ms);
+          this.#guard(() => this.#send(req, reply.reply));
+        }, reply.ms);
         this.#timers.add(t);
         return;
       }
-      case 'truncate': {
-        const body = responseBody(req, status, payload);
-        const frame = encodeFrame(body);
+      case 'raw':
         this.#inFlight--;
-        this.#send(frame.subarray(0, frame.length - body.length + (body.length >> 1)));
-        this.#muted = true;
+        this.#write(reply.bytes);
+        if (reply.then === 'mute') this.#muted = true;
+        else if (reply.then === 'close') {
+          this.#conn.close();
+          this.#cleanup();
+        } else this.#maybeEnd();
         return;
-      }
-      case 'oversize': {
-        const prefix = [0x81, 0x80, 0x80, 0x04]; // uvarint(8 MiB + 1)
-        const body = responseBody(req, status, payload);
-        this.#inFlight--;
-        const out = new Uint8Array(prefix.length + Math.min(1024, body.length));
-        out.set(prefix, 0);
-        out.set(body.subarray(0, out.length - prefix.length), prefix.length);
-        this.#send(out);
-        this.#muted = true;
-        return;
-      }
-      case 'disconnect': {
-        const frame = encodeFrame(responseBody(req, status, payload));
-        this.#inFlight--;
-        this.#send(frame.subarray(0, frame.length >> 1));
-        this.#conn.close();
-        this.#cleanup();
-        return;
-      }
     }
   }
 
-  #finish(req: AnyRequest, status: Status, payload: Uint8Array | undefined): void {
+  #finish(req: IncomingRequest, status: Status, payload: Uint8Array | undefined): void {
     this.#inFlight--;
     if (this.#closed) return;
     this.#server.count(status);
     if (this.#closed || this.#muted) return;
     let space: FrameSpace | undefined;
-    const frame = responseFrame(req, status, payload, (size) => (space = this.#server.frames.take(size)).bytes);
+    const frame = encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, (size) => (space = this.#server.frames.take(size)).bytes);
     this.#conn.send(frame, space?.release);
     this.#checkBackpressure();
     this.#maybeEnd();

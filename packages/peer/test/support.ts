@@ -292,12 +292,12 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
 export const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
 
 /**
- * Runs `bpavl …args` as a child process. `done` resolves with its exit code
- * and output when it exits, or rejects (after SIGKILL) when it takes longer
- * than `ms`; `stdout()` is the output so far.
+ * Runs `bpavl …args` (or another CLI entry, `bin`) as a child process.
+ * `done` resolves with its exit code and output when it exits, or rejects
+ * (after SIGKILL) when it takes longer than `ms`; `stdout()` is the output so far.
  */
-export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000) {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
+export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000, bin = BIN) {
+  const child: ChildProcess = spawn(process.execPath, [bin, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

@@ -17,6 +17,7 @@
  * | `slow` | answers correctly after a delay (`slowMs`, default 1.5 s) | late answers |
  * | `silent` | never answers (the request does not count as in flight) | timeouts |
  * | `disconnect` | sends half the response frame, then closes the connection | a closed connection mid-frame |
+ * | `busy` | answers `BUSY` instead | a peer that never serves (unusable, `spec/wire.md` "Giving up") |
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
@@ -48,7 +49,11 @@ export const BYZANTINE_MODES = [
   'slow',
   'silent',
   'disconnect',
+  'busy',
 ] as const;
+
+/** Default delay of `slow`. */
+export const DEFAULT_SLOW_MS = 1500;
 
 /** One of `BYZANTINE_MODES`. */
 export type ByzantineMode = (typeof BYZANTINE_MODES)[number];
@@ -150,7 +155,9 @@ export type Lie =
   /** Never answer. */
   | { kind: 'silent' }
   /** Send half the frame, then close. */
-  | { kind: 'disconnect' };
+  | { kind: 'disconnect' }
+  /** Answer BUSY. */
+  | { kind: 'busy' };
 
 /**
  * Decides, answer by answer, whether and how to lie.
@@ -176,7 +183,7 @@ export class Byzantine {
     this.mode = opts.mode;
     this.rate = opts.rate;
     this.#rng = new SeededRandom(opts.seed);
-    this.#slowMs = opts.slowMs ?? 1500;
+    this.#slowMs = opts.slowMs ?? DEFAULT_SLOW_MS;
     this.#other = opts.otherTree;
   }
 
@@ -205,6 +212,7 @@ export class Byzantine {
       case 'oversize':
       case 'silent':
       case 'disconnect':
+      case 'busy':
         return { kind: this.mode };
       case 'slow':
         return { kind: 'slow', ms: this.#slowMs };
