@@ -43,6 +43,8 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   silent: null, // timeouts
   disconnect: null, // half a frame, then a close: a lost connection
   busy: null, // never serves: BUSY only
+  twice: new Set(['RESPONSE_DUPLICATE']), // a second response on the same connection: a protocol fault
+  'twice-corrupt': new Set(['RESPONSE_DUPLICATE']),
 };
 
 interface Case {
@@ -130,8 +132,9 @@ describe.each(CASES.map((c, i) => ({ ...c, i })))('Byzantine $name', ({ name, li
       else expect(bans.size).toBeGreaterThan(0);
     }
 
-    // A liar at rate 1 never has a chunk accepted, unless its lie is only a delay.
-    if ((liar.rate ?? 1) === 1 && liar.mode !== 'slow') {
+    // A liar at rate 1 never has a chunk accepted, unless its lie is only a
+    // delay or a second copy after the honest answer.
+    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode)) {
       const fromLiars = run.events.filter((e) => e.type === 'chunk-verified' && liarAddrs.has(e.peer));
       expect(fromLiars).toEqual([]);
     }

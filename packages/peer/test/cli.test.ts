@@ -261,6 +261,13 @@ describe('bpavl sync, against peers in other processes', () => {
     const r = await run(['sync', '--root', liar.info.root, '--peer', liar.info.ws, '--json']);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout.trim()).error).toBe('NO_HONEST_PEERS');
+    expect(JSON.parse(r.stdout.trim()).peers).toEqual([{ peer: liar.info.ws, outcome: 'banned', reason: 'sent an invalid chunk', code: 'ROOT_MISMATCH' }]);
+    // A peer that answers only BUSY: reported as such, within the stall bound.
+    const busy = await serve(['--entries', '500', '--chunk', '8', '--byzantine', 'busy', '--libp2p-port', 'off']);
+    const b = await run(['sync', '--root', busy.info.root, '--peer', busy.info.ws, '--stall-timeout', '1000', '--json']);
+    expect(b.code).toBe(1);
+    expect(JSON.parse(b.stdout.trim())).toMatchObject({ error: 'NO_HONEST_PEERS', peers: [{ peer: busy.info.ws, outcome: 'busy', code: 'BUSY' }] });
+    busy.child.kill('SIGTERM');
     liar.child.kill('SIGTERM');
     const bad = await run(['sync', '--root', 'abc', '--peer', 'ws://127.0.0.1:1']);
     expect(bad.code).toBe(2);

@@ -18,6 +18,8 @@
  * | `silent` | never answers (the request does not count as in flight) | timeouts |
  * | `disconnect` | sends half the response frame, then closes the connection | a closed connection mid-frame |
  * | `busy` | answers `BUSY` instead | a peer that never serves (unusable, `spec/wire.md` "Giving up") |
+ * | `twice` | sends the honest response twice on the connection | a duplicate response: a protocol fault |
+ * | `twice-corrupt` | sends the honest response, then a copy with `corrupt-value`'s flipped bit | a duplicate response: a protocol fault |
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
@@ -50,6 +52,8 @@ export const BYZANTINE_MODES = [
   'silent',
   'disconnect',
   'busy',
+  'twice',
+  'twice-corrupt',
 ] as const;
 
 /** Default delay of `slow`. */
@@ -157,7 +161,9 @@ export type Lie =
   /** Send half the frame, then close. */
   | { kind: 'disconnect' }
   /** Answer BUSY. */
-  | { kind: 'busy' };
+  | { kind: 'busy' }
+  /** Send the honest response, then a second response to the same request with `payload`. */
+  | { kind: 'twice'; payload: Uint8Array };
 
 /**
  * Decides, answer by answer, whether and how to lie.
@@ -214,6 +220,8 @@ export class Byzantine {
       case 'disconnect':
       case 'busy':
         return { kind: this.mode };
+      case 'twice':
+        return { kind: 'twice', payload };
       case 'slow':
         return { kind: 'slow', ms: this.#slowMs };
       case 'random-bytes':
@@ -227,6 +235,10 @@ export class Byzantine {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
     switch (this.mode) {
+      case 'twice-corrupt': {
+        const second = corruptBaselineLeaf(payload, 'value');
+        return second === undefined ? undefined : { kind: 'twice', payload: second };
+      }
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptBaselineLeaf(payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
@@ -246,6 +258,10 @@ export class Byzantine {
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptEntry(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
+      case 'twice-corrupt': {
+        const second = corruptEntry(req.kind, payload, 'value');
+        return second === undefined ? undefined : { kind: 'twice', payload: second };
+      }
       case 'corrupt-proof':
         return tamper(req.kind === Kind.Chunk ? corruptEnvelopePath(payload) : flipLastByte(payload));
       case 'wrong-index': {

@@ -87,6 +87,14 @@ function lieReply(lie: Lie, req: IncomingRequest, answer: Answer): Reply {
       return { kind: 'drop' };
     case 'slow':
       return { kind: 'delay', ms: lie.ms, reply: honest };
+    case 'twice': {
+      const first = encodeResponseFrame({ ...head, status: answer.status }, answer.payload);
+      const second = encodeResponseFrame({ ...head, status: Status.Ok }, lie.payload);
+      const both = new Uint8Array(first.length + second.length);
+      both.set(first, 0);
+      both.set(second, first.length);
+      return { kind: 'raw', bytes: both, then: 'continue' };
+    }
     case 'truncate': {
       const body = encodeResponse({ ...head, status: answer.status }, answer.payload);
       const frame = encodeFrame(body);
