@@ -5,8 +5,19 @@
  * @module
  */
 
-/** Connections (WebSockets plus libp2p streams) served at once; the excess is closed on arrival. */
+/**
+ * Connections (WebSockets plus libp2p streams) served at once. "At the cap, a
+ * new connection evicts the connection with nothing in flight that has been
+ * idle longest; if every connection has requests in flight, the new one is
+ * closed" (`spec/wire.md`, "Server limits").
+ */
 export const DEFAULT_MAX_CONNECTIONS = 256;
+
+/**
+ * "Answers queued in transports, over all connections, count against one
+ * memory budget, in bytes" (`spec/wire.md`, "Server limits"): 256 MiB.
+ */
+export const DEFAULT_MEMORY_BUDGET_BYTES = 256 * 1024 * 1024;
 
 /** A connection with nothing received and nothing in flight for this long is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;

@@ -4,6 +4,13 @@
  * answers every request frame with exactly one response frame, from a
  * `TreeSource`.
  *
+ * Limits (`spec/wire.md`, "Server limits"): at the connection cap a new
+ * connection evicts the longest-idle one with nothing in flight; every answer
+ * queued in any transport counts against one memory budget, in bytes, and a
+ * connection waits for budget before an answer is built (a client that does
+ * not read its answers is closed to make room); a `RANGE` answer is cut to
+ * fit the response limit (`./range.ts`).
+ *
  * Per connection: one `FrameDecoder(MAX_REQUEST_BYTES)`; a bad length prefix
  * (`FRAME_TOO_LARGE`, `FRAME_MALFORMED`) or a body whose header (version,
  * kind, id) does not parse closes the connection; any other malformed
@@ -38,9 +45,11 @@ import {
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
+import { fittingRangeProof } from './range.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MEMORY_BUDGET_BYTES,
   OUTPUT_HIGH_WATER_BYTES,
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
@@ -49,8 +58,18 @@ import type { TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
 export interface SyncServerOptions {
-  /** Connections served at once (default 256); the excess is closed on arrival. */
+  /**
+   * Connections served at once (default 256). At the cap a new connection
+   * evicts the longest-idle one with nothing in flight; if every connection
+   * has requests in flight, the new one is closed on arrival.
+   */
   maxConnections?: number;
+  /**
+   * Bytes of answers queued in transports, across all connections, at most
+   * (default 256 MiB; at least 2 × 8 MiB). An answer is built only when a
+   * maximal one (8 MiB) still fits.
+   */
+  memoryBudget?: number;
   /** Close a connection after this long without receiving anything (default 120 s). */
   idleTimeoutMs?: number;
   /** Requests in flight per connection (default 64, `spec/wire.md`). */
@@ -65,8 +84,15 @@ export interface SyncServerOptions {
 export interface SyncServerStats {
   /** Connections accepted so far. */
   connections: number;
-  /** Connections refused because `maxConnections` were open. */
+  /** Connections refused because `maxConnections` were open, all with requests in flight. */
   refused: number;
+  /** Idle connections closed to admit a new one at the cap. */
+  evicted: number;
+  /** Connections closed because they did not read their answers while the memory budget was spent. */
+  budgetEvicted: number;
+  /** Answer bytes queued in transports now, and at most so far (never above `memoryBudget`). */
+  answerBytes: number;
+  peakAnswerBytes: number;
   /** Request frames received. */
   requests: number;
   /** Responses by status. */
@@ -83,6 +109,7 @@ export interface SyncServerStats {
   internalErrors: number;
 }
 
+/** Core errors that mean the request broke a limit: `BAD_REQUEST`. */
 const SIZE_LIMITED_CODES = new Set(['QUERY_INVALID', 'KEY_EMPTY', 'KEY_TOO_LONG', 'VALUE_TOO_LONG']);
 
 /**
@@ -99,6 +126,10 @@ export class SyncServer {
   readonly stats: SyncServerStats = {
     connections: 0,
     refused: 0,
+    evicted: 0,
+    budgetEvicted: 0,
+    answerBytes: 0,
+    peakAnswerBytes: 0,
     requests: 0,
     ok: 0,
     unknownRoot: 0,
@@ -110,11 +141,14 @@ export class SyncServer {
     internalErrors: 0,
   };
   readonly maxConnections: number;
+  readonly memoryBudget: number;
   readonly idleTimeoutMs: number;
   readonly maxInFlight: number;
   readonly hook: ServerHook | undefined;
   readonly #log: (message: string) => void;
   readonly #sessions = new Set<Session>();
+  /** Sessions waiting for memory budget, first come first served. */
+  readonly #waiting = new Set<Session>();
   /** @internal Output buffers of response frames, shared by every connection (`./frame-pool.ts`). */
   readonly frames = new FramePool();
   #closed = false;
@@ -122,6 +156,8 @@ export class SyncServer {
   constructor(source: TreeSource, opts: SyncServerOptions = {}) {
     this.source = source;
     this.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.memoryBudget = opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET_BYTES;
+    if (!(this.memoryBudget >= 2 * MAX_RESPONSE_BYTES)) throw new RangeError('memoryBudget must be at least 2 × 8 MiB');
     this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION;
     this.hook = opts.hook;
@@ -133,17 +169,32 @@ export class SyncServer {
     return this.#sessions.size;
   }
 
-  /** Whether a new connection would be accepted now. */
+  /** Whether a new connection would be accepted now (maybe by evicting an idle one). */
   get hasRoom(): boolean {
-    return !this.#closed && this.#sessions.size < this.maxConnections;
+    return !this.#closed && (this.#sessions.size < this.maxConnections || this.#idlest() !== undefined);
+  }
+
+  /** The connection with nothing in flight that has been idle longest. */
+  #idlest(): Session | undefined {
+    let pick: Session | undefined;
+    for (const s of this.#sessions) if (s.isIdle && (pick === undefined || s.lastActive < pick.lastActive)) pick = s;
+    return pick;
   }
 
   /**
-   * Starts serving `conn`. Returns false (and aborts `conn`) when the server
-   * is closed or `maxConnections` are already open.
+   * Starts serving `conn`. At the cap, evicts the longest-idle connection
+   * with nothing in flight; returns false (and aborts `conn`) when the
+   * server is closed or every connection has requests in flight.
    */
   handleConnection(conn: ByteConnection): boolean {
-    if (!this.hasRoom) {
+    if (!this.#closed && this.#sessions.size >= this.maxConnections) {
+      const idle = this.#idlest();
+      if (idle !== undefined) {
+        this.stats.evicted++;
+        idle.abort();
+      }
+    }
+    if (this.#closed || this.#sessions.size >= this.maxConnections) {
       this.stats.refused++;
       conn.attach({ bytes() {}, fault() {}, drain() {}, end() {}, closed() {} });
       conn.abort();
@@ -165,6 +216,45 @@ export class SyncServer {
   /** @internal */
   forget(session: Session): void {
     this.#sessions.delete(session);
+    this.#waiting.delete(session);
+  }
+
+  /** @internal Counts `delta` answer bytes queued (negative: flushed or dropped). */
+  charge(delta: number): void {
+    if (delta === 0) return;
+    const s = this.stats;
+    s.answerBytes += delta;
+    if (s.answerBytes > s.peakAnswerBytes) s.peakAnswerBytes = s.answerBytes;
+    if (delta < 0 && this.#waiting.size > 0 && this.#fits()) {
+      const waiting = [...this.#waiting];
+      this.#waiting.clear();
+      for (const w of waiting) w.budgetFreed();
+    }
+  }
+
+  /** Whether a maximal answer still fits the budget. */
+  #fits(): boolean {
+    return this.stats.answerBytes + MAX_RESPONSE_BYTES <= this.memoryBudget;
+  }
+
+  /**
+   * @internal Whether `session` may build an answer now. If the budget is
+   * spent, closes the connection with the most unread answer bytes (one
+   * that stopped reading: over the per-connection high-water mark); if that
+   * is not enough, `session` waits (`budgetFreed`).
+   */
+  admit(session: Session): boolean {
+    if (this.#fits()) return true;
+    let hog: Session | undefined;
+    for (const s of this.#sessions) if (s !== session && s.unread > OUTPUT_HIGH_WATER_BYTES && (hog === undefined || s.unread > hog.unread)) hog = s;
+    if (hog !== undefined) {
+      this.stats.budgetEvicted++;
+      this.log(`${hog.label}: does not read its answers while the memory budget is spent, closing`);
+      hog.abort();
+      if (this.#fits()) return true;
+    }
+    this.#waiting.add(session);
+    return false;
   }
 
   /** @internal */
@@ -212,14 +302,14 @@ export class SyncServer {
               : encodeProofPayload({ present: true, value, proof: tree.proveExistence(req.key) });
           break;
         }
-        case Kind.Range:
-          payload = tree.proveRange(req.start, req.end, req.limit);
+        case Kind.Range: {
+          // Cut to fit, as an incomplete proof (the header is at most 11 bytes: version, kind, 8-byte id, status).
+          const proof = fittingRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
+          if (proof === undefined) return { status: Status.Busy };
+          payload = proof;
           break;
+        }
       }
-      // The header is at most 11 bytes (version, kind, 8-byte id, status).
-      // A RANGE with a big limit can exceed the response limit: the request
-      // broke a limit, so BAD_REQUEST.
-      if (payload.length + 11 > MAX_RESPONSE_BYTES) return { status: Status.BadRequest };
       return { status: Status.Ok, payload, tree };
     } catch (e) {
       const code = (e as { code?: unknown } | null)?.code;
@@ -250,12 +340,47 @@ class Session {
   #ended = false;
   #closed = false;
   #scheduled = false;
+  /** Waiting for memory budget (`SyncServer.admit`). */
+  #waitingBudget = false;
+  /** The answer bytes this connection has counted against the budget (its transport's `bufferedAmount`). */
+  #charged = 0;
+  /** When it last received bytes or was sent an answer (ms, performance.now()). */
+  lastActive = performance.now();
   #idle: NodeJS.Timeout | undefined;
   readonly #timers = new Set<NodeJS.Timeout>();
 
   constructor(server: SyncServer, conn: ByteConnection) {
     this.#server = server;
     this.#conn = conn;
+  }
+
+  get label(): string {
+    return this.#conn.label;
+  }
+
+  /** Nothing in flight: closing it loses no answer. */
+  get isIdle(): boolean {
+    return this.#inFlight === 0;
+  }
+
+  /** Answer bytes handed to the transport and not yet written. */
+  get unread(): number {
+    return this.#charged;
+  }
+
+  /** Brings this connection's share of the budget up to date with its transport. */
+  #account(): void {
+    if (this.#closed) return;
+    const now = this.#conn.bufferedAmount;
+    const delta = now - this.#charged;
+    this.#charged = now;
+    this.#server.charge(delta);
+  }
+
+  /** The budget has room again. */
+  budgetFreed(): void {
+    this.#waitingBudget = false;
+    this.#schedule();
   }
 
   start(): void {
@@ -293,6 +418,8 @@ class Session {
   #cleanup(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#server.charge(-this.#charged);
+    this.#charged = 0;
     if (this.#idle) clearTimeout(this.#idle);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
@@ -310,6 +437,7 @@ class Session {
   #onBytes(data: Uint8Array): void {
     if (this.#closed || this.#muted) return;
     this.#idle?.refresh();
+    this.lastActive = performance.now();
     let bodies: Uint8Array[];
     try {
       bodies = this.#decoder.push(data);
@@ -357,10 +485,11 @@ class Session {
   #write(frame: Uint8Array): void {
     if (this.#closed || this.#muted) return;
     this.#conn.send(frame);
+    this.#account();
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#head >= this.#queue.length) return;
+    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#waitingBudget || this.#head >= this.#queue.length) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -372,6 +501,10 @@ class Session {
   #pump(): void {
     let n = 0;
     while (!this.#closed && !this.#waitingDrain && this.#head < this.#queue.length && n < REQUESTS_PER_TURN) {
+      if (!this.#server.admit(this)) {
+        this.#waitingBudget = true;
+        break;
+      }
       const req = this.#queue[this.#head++]!;
       n++;
       this.#respond(req);
@@ -429,6 +562,8 @@ class Session {
     let space: FrameSpace | undefined;
     const frame = encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, (size) => (space = this.#server.frames.take(size)).bytes);
     this.#conn.send(frame, space?.release);
+    this.lastActive = performance.now();
+    this.#account();
     this.#checkBackpressure();
     this.#maybeEnd();
   }
@@ -441,6 +576,7 @@ class Session {
   }
 
   #onDrain(): void {
+    this.#account();
     if (this.#waitingDrain && !this.#closed && this.#conn.bufferedAmount <= OUTPUT_LOW_WATER_BYTES) {
       this.#waitingDrain = false;
       this.#conn.resume();

@@ -3,9 +3,9 @@
 // and too many connections. Another client connected at the same time keeps
 // getting correct answers, and memory stays bounded.
 
-import { encodeFrame, Kind, Status } from '@bpavl/light-client/wire';
+import { encodeFrame, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
-import type { Snapshot } from '@bpavl/wasm';
+import { type Snapshot, Tree } from '@bpavl/wasm';
 import type { Libp2p } from 'libp2p';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -161,11 +161,35 @@ describe('floods', () => {
 });
 
 describe('connection cap', () => {
-  it('sockets beyond maxConnections are closed with 1013', async () => {
-    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 3, libp2pPort: null });
+  it('idle sockets up to the cap: an honest client connects and is served, the idlest socket is evicted', async () => {
+    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 8, libp2pPort: null });
+    const idle: WireClient[] = [];
+    try {
+      for (let i = 0; i < 8; i++) idle.push(await wsClient(small.wsUrl!));
+      const honest = await wsClient(small.wsUrl!);
+      idle.push(honest);
+      const r = await honest.request({ kind: Kind.Chunk, root: snap.root, index: 0 });
+      expect(r.status).toBe(Status.Ok);
+      verifyChunk(snap.root, 0, r.payload);
+      expect(await idle[0]!.waitClosed(3000)).toBe(true); // the first, idle longest
+      expect(idle.slice(1).every((c) => !c.closed)).toBe(true);
+      expect(small.server.stats.evicted).toBe(1);
+      expect(small.server.connectionCount).toBe(8);
+    } finally {
+      for (const c of idle) c.close();
+      await small.close();
+    }
+  });
+
+  it('sockets beyond maxConnections are closed with 1013 while every connection has requests in flight', async () => {
+    // Answers held for a minute: every admitted connection has a request in flight.
+    const hold = { reply: () => ({ kind: 'delay', ms: 60_000, reply: { kind: 'answer', status: Status.Ok } }) as const };
+    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 3, libp2pPort: null, hook: hold });
     const clients: WireClient[] = [];
     try {
       for (let i = 0; i < 3; i++) clients.push(await wsClient(small.wsUrl!));
+      for (const c of clients) c.send({ kind: Kind.Roots });
+      for (let i = 0; i < 300 && small.server.stats.requests < 3; i++) await sleep(10);
       const code = await new Promise<number>((resolve, reject) => {
         const ws = new WebSocket(small.wsUrl!);
         const t = setTimeout(() => reject(new Error('not closed')), 3000);
@@ -177,11 +201,52 @@ describe('connection cap', () => {
       });
       expect(code).toBe(1013);
       expect(small.server.stats.refused).toBe(1);
-      // The three admitted clients still work.
-      for (const c of clients) expect((await c.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+      // The three admitted clients are still connected.
+      expect(clients.every((c) => !c.closed)).toBe(true);
     } finally {
       for (const c of clients) c.close();
       await small.close();
     }
   });
+});
+
+describe('memory budget', () => {
+  it('a flood of large RANGEs that are never read: answer bytes stay within the budget, a bystander is answered within 1 s', async () => {
+    // 200 values of 64 KiB: every RANGE with a large limit is cut to fit (~7.5 MB).
+    const big = new Tree(64);
+    const value = new Uint8Array(65536).fill(3);
+    for (let i = 0; i < 200; i++) big.insert(Uint8Array.of(2, i), value);
+    big.commit();
+    const tree = big.snapshot();
+    const budget = 48 * 1024 * 1024;
+    const server = await startPeer(new StaticTreeSource([tree]), { memoryBudget: budget, libp2pPort: null });
+    const flooders: WireClient[] = [];
+    const bystander = await wsClient(server.wsUrl!);
+    try {
+      for (let i = 0; i < 12; i++) {
+        const c = await wsClient(server.wsUrl!);
+        (c as WireClient & { ws: WebSocket }).ws.pause(); // never reads: answers pile up in the server
+        flooders.push(c);
+        c.pipe.send(concat(Array.from({ length: 16 }, () => c.frame({ kind: Kind.Range, root: tree.root, start: new Uint8Array(0), limit: 65536 }))));
+      }
+      let slowest = 0;
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        const r = await bystander.request({ kind: Kind.Chunk, root: tree.root, index: i % tree.chunkCount }, 5000);
+        slowest = Math.max(slowest, performance.now() - t0);
+        expect(r.status).toBe(Status.Ok);
+        await sleep(50);
+      }
+      const s = server.server.stats;
+      expect(s.peakAnswerBytes).toBeLessThanOrEqual(budget);
+      // The flood did press on the budget: the test would see a server without one.
+      expect(s.peakAnswerBytes + MAX_RESPONSE_BYTES).toBeGreaterThan(budget);
+      expect(slowest).toBeLessThan(1000);
+    } finally {
+      for (const c of flooders) c.close();
+      bystander.close();
+      await server.close();
+    }
+    expect(server.server.stats.answerBytes).toBe(0);
+  }, 60_000);
 });
