@@ -15,7 +15,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
-import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS } from './constants.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
 import { CachedTree, fromHex, type ServedTree, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
@@ -61,6 +61,7 @@ Listening:
   --libp2p-port Q      libp2p WebSockets port; 0 = any free port (default), "off" = none
   --max-connections K  connections (sockets + libp2p streams) at once (default ${DEFAULT_MAX_CONNECTIONS})
   --idle-timeout MS    close a connection after MS without requests (default ${DEFAULT_IDLE_TIMEOUT_MS})
+  --memory-budget MIB  answer bytes queued across all connections, in MiB (default ${DEFAULT_MEMORY_BUDGET_BYTES / 2 ** 20}, at least 16)
 
 Operation:
   --cache-chunks       export every chunk envelope once at startup and serve them from memory
@@ -174,6 +175,7 @@ const serveOptions = {
   'libp2p-port': { type: 'string' },
   'max-connections': { type: 'string' },
   'idle-timeout': { type: 'string' },
+  'memory-budget': { type: 'string' },
   verbose: { type: 'boolean' },
   'exit-on-stdin-end': { type: 'boolean' },
   'cache-chunks': { type: 'boolean' },
@@ -208,6 +210,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       if (wsPort === null && libp2pPort === null) throw new UsageError('--ws-port off and --libp2p-port off: nothing to serve on');
       const maxConnections = intArg(v['max-connections'], 'max-connections', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
       const idleTimeoutMs = intArg(v['idle-timeout'], 'idle-timeout', DEFAULT_IDLE_TIMEOUT_MS, 1, 2 ** 31 - 1);
+      const memoryBudget = intArg(v['memory-budget'], 'memory-budget', DEFAULT_MEMORY_BUDGET_BYTES / 2 ** 20, 16, 1 << 20) * 2 ** 20;
       const setUp = ext?.prepare(v, v.file !== undefined);
 
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
@@ -233,6 +236,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         libp2pPort,
         maxConnections,
         idleTimeoutMs,
+        memoryBudget,
         ...(extra.hook ? { hook: extra.hook } : {}),
         ...(v.verbose ? { log: (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) } : {}),
       });
