@@ -19,6 +19,9 @@ export const DEFAULT_MAX_CONNECTIONS = 256;
  */
 export const DEFAULT_MEMORY_BUDGET_BYTES = 256 * 1024 * 1024;
 
+/** A WebSocket whose upgrade request is not complete after this long is closed (Node's `headersTimeout`). */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** A connection with nothing received and nothing in flight for this long is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 

@@ -3,13 +3,14 @@
 // and too many connections. Another client connected at the same time keeps
 // getting correct answers, and memory stays bounded.
 
+import { createConnection } from 'node:net';
 import { encodeFrame, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
 import { type Snapshot, Tree } from '@bpavl/wasm';
 import type { Libp2p } from 'libp2p';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
+import { HANDSHAKE_TIMEOUT_MS, MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
 import { startPeer, type RunningPeer } from '../src/peer.ts';
 import { StaticTreeSource } from '../src/source.ts';
 import { libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
@@ -249,4 +250,32 @@ describe('memory budget', () => {
     }
     expect(server.server.stats.answerBytes).toBe(0);
   }, 60_000);
+});
+
+describe('handshake deadline', () => {
+  it('a socket that never finishes its WebSocket upgrade is closed after HANDSHAKE_TIMEOUT_MS; an open WebSocket is not', async () => {
+    const p = await startPeer(new StaticTreeSource([snap]), { libp2pPort: null });
+    const open = await wsClient(p.wsUrl!);
+    const raw = createConnection(Number(new URL(p.wsUrl!).port), '127.0.0.1');
+    raw.on('error', () => {});
+    raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // the headers never end
+    const t0 = performance.now();
+    const closedAfter = await new Promise<number>((resolve) => {
+      const t = setTimeout(() => resolve(Infinity), HANDSHAKE_TIMEOUT_MS + 5000);
+      raw.on('close', () => {
+        clearTimeout(t);
+        resolve(performance.now() - t0);
+      });
+    });
+    try {
+      expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
+      expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
+      expect(open.closed).toBe(false);
+      expect((await open.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+    } finally {
+      open.close();
+      raw.destroy();
+      await p.close();
+    }
+  }, 30_000);
 });
