@@ -6,14 +6,14 @@
 import { createConnection } from 'node:net';
 import { encodeFrame, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
-import { type Snapshot, Tree } from '@bpavl/wasm';
+import type { Snapshot } from '@bpavl/wasm';
 import type { Libp2p } from 'libp2p';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HANDSHAKE_TIMEOUT_MS, MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
 import { startPeer, type RunningPeer } from '../src/peer.ts';
 import { StaticTreeSource } from '../src/source.ts';
-import { libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
+import { bigValueTree, libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
 
 let snap: Snapshot;
 let peer: RunningPeer;
@@ -213,12 +213,8 @@ describe('connection cap', () => {
 
 describe('memory budget', () => {
   it('a flood of large RANGEs that are never read: answer bytes stay within the budget, a bystander is answered within 1 s', async () => {
-    // 200 values of 64 KiB: every RANGE with a large limit is cut to fit (~7.5 MB).
-    const big = new Tree(64);
-    const value = new Uint8Array(65536).fill(3);
-    for (let i = 0; i < 200; i++) big.insert(Uint8Array.of(2, i), value);
-    big.commit();
-    const tree = big.snapshot();
+    // Every RANGE with a large limit is cut to fit (~7.5 MB).
+    const tree = bigValueTree(2).snapshot();
     const budget = 48 * 1024 * 1024;
     const server = await startPeer(new StaticTreeSource([tree]), { memoryBudget: budget, libp2pPort: null });
     const flooders: WireClient[] = [];

@@ -11,12 +11,12 @@ import {
   Status,
 } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyRange } from '@bpavl/light-client/verify';
-import { type Snapshot, Tree } from '@bpavl/wasm';
+import type { Snapshot } from '@bpavl/wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
 import { SyncServer } from '../src/server.ts';
 import { type ServedTree, StaticTreeSource } from '../src/source.ts';
-import { MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
+import { bigValueTree, MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
 
 let snap: Snapshot;
 let big: Snapshot;
@@ -127,12 +127,7 @@ describe('answers', () => {
   });
 
   it('a RANGE answer above the 8 MiB response limit is cut to fit: an incomplete proof with a resume key', async () => {
-    // 200 values of 64 KiB: about 13 MB in all.
-    const big = new Tree(64);
-    const value = new Uint8Array(65536).fill(7);
-    for (let i = 0; i < 200; i++) big.insert(Uint8Array.of(1, i), value);
-    big.commit();
-    const tree = big.snapshot();
+    const tree = bigValueTree(1).snapshot();
     const { c } = serve({}, tree);
     const r = await c.request({ kind: Kind.Range, root: tree.root, start: new Uint8Array(0), limit: 65536 });
     expect(r.status).toBe(Status.Ok);

@@ -281,6 +281,18 @@ export function smallTree(entries: number, capacity: number, seed = 7n): { tree:
   return { tree, keys, values };
 }
 
+/**
+ * A committed tree of 200 entries with 64 KiB values (about 13 MB): a RANGE
+ * over it exceeds the 8 MiB response limit. Keys are `[tag, i]`.
+ */
+export function bigValueTree(tag: number): Tree {
+  const tree = new Tree(64);
+  const value = new Uint8Array(65536).fill(tag);
+  for (let i = 0; i < 200; i++) tree.insert(Uint8Array.of(tag, i), value);
+  tree.commit();
+  return tree;
+}
+
 /** Bytewise compare, as the tree orders keys. */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
