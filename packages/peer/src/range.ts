@@ -3,9 +3,10 @@
  * limits"). A valid `RANGE` whose proof would exceed the limit is answered
  * with the proof of the longest prefix of its results that fits: an
  * incomplete range proof, whose successor key is where the client resumes.
- * The proof is never built whole first: a small probe measures the bytes per
- * result, and each later attempt is sized from the last, so no attempt is
- * much bigger than the limit.
+ * The proof is never built whole first: a probe of 256 results measures the
+ * bytes per result, one attempt is sized from it (the whole `limit` if it
+ * should fit), and only an attempt that still comes out too big is followed
+ * by a smaller one, so no attempt is much bigger than the limit.
  * @module
  */
 
@@ -39,18 +40,21 @@ export function fittingRangeProof(
   maxBytes: number,
 ): Uint8Array | undefined {
   let results = Math.min(limit, RANGE_PROBE_RESULTS);
+  let probing = results < limit;
   let best: { proof: Uint8Array; results: number } | undefined;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const proof = tree.proveRange(start, end, results);
-    const sized = Math.floor((results * maxBytes * HEADROOM) / proof.length);
     if (proof.length <= maxBytes) {
-      if (results === limit) return proof;
+      // Fits: done, unless it was the probe; then one attempt sized from it.
+      if (results === limit || !probing) return proof;
+      probing = false;
       best = { proof, results };
-      const next = Math.min(limit, sized);
-      if (next <= results) return proof;
-      results = next;
+      const fit = Math.floor((results * maxBytes) / proof.length);
+      results = fit >= limit ? limit : Math.max(results, Math.floor(fit * HEADROOM));
+      if (results === best.results) return proof;
     } else {
-      const next = Math.max(1, Math.min(results - 1, sized));
+      probing = false;
+      const next = Math.max(1, Math.min(results - 1, Math.floor((results * maxBytes * HEADROOM) / proof.length)));
       if (best !== undefined && next <= best.results) return best.proof;
       if (results === 1) return undefined;
       results = next;
