@@ -209,6 +209,7 @@ describe('bpavl CLI', () => {
       [['serve', '--chunk', '1'], /--chunk must be in 2 … 4096/],
       [['serve', '--file', 'x', '--entries', '3'], /exclude each other/],
       [['serve', '--ws-port', 'off', '--libp2p-port', 'off'], /nothing to serve on/],
+      [['serve', '--memory-budget', '8'], /--memory-budget must be in 16 … /],
       [['serve', '--bogus'], /Unknown option '--bogus'/],
       [['generate', '--entries', '10'], /--out FILE is required/],
     ];
