@@ -23,7 +23,7 @@
 //      loopback  no emulation;
 //      wan       each peer emulates its own link (`--delay-ms D --rate-mb-s 25`):
 //                one-way delay D drawn in 10 … 40 ms (responses held back 2·D),
-//                25 MB/s per connection (packages/peer/src/link.ts);
+//                25 MB/s per connection (packages/testnet/src/link.ts);
 //    every peer serves both states (`--baseline`), bpavl's envelopes from
 //    memory as the Baseline's chunks are (`--cache-chunks`);
 // 4. after one untimed warm-up sync per strategy, runs both strategies
@@ -136,7 +136,8 @@ const wasm = await import('@bpavl/wasm');
 const baselineWasm = await import('@bpavl/baseline-wasm');
 const { syncState, connectWebSocket } = await import('@bpavl/light-client/sync');
 const { Kind, Status } = await import('@bpavl/light-client/wire');
-const { SeededRandom, workloadEntry } = await import('@bpavl/peer');
+const { workloadEntry } = await import('@bpavl/peer');
+const { SeededRandom } = await import('../packages/testnet/src/byzantine.ts');
 const { baselineSync } = await import('./sync/baseline-sync.mjs');
 await wasm.init();
 await baselineWasm.init();

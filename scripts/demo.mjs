@@ -19,10 +19,11 @@ import { extname, join, resolve, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BYZANTINE_MODES as MODES } from '../packages/peer/src/byzantine.ts';
+import { BYZANTINE_MODES as MODES } from '../packages/testnet/src/byzantine.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BPAVL = join(ROOT, 'packages/peer/bin/bpavl.mjs');
+// The peers lie through the test network's serve (packages/testnet).
+const BPAVL = join(ROOT, 'packages/testnet/bin/bpavl-testnet.mjs');
 const DIST = join(ROOT, 'packages/demo-web/dist');
 const DEFAULT_PORT = 5180;
 const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
@@ -48,7 +49,7 @@ page. Prints the page's URL with the trusted root filled in. Ctrl-C stops it all
   -h, --help        this text
 
 Lying peers are spread over the list; each lies on RATE (default 1) of its
-answers, as packages/peer/README.md describes ("Byzantine modes").`;
+answers, as packages/testnet/README.md describes ("Byzantine modes").`;
 
 class UsageError extends Error {}
 

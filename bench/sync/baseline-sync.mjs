@@ -16,7 +16,7 @@
 // does not parse) ends its attempt early, as CometBFT's app would reject the chunk.
 import { TransportError } from '@bpavl/light-client/sync';
 import { encodeFrame, FrameDecoder, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
-import { BaselineKind, decodeBaselineResponse, decodeBaselineRootsPayload, encodeBaselineRequest } from '@bpavl/peer';
+import { BaselineKind, decodeBaselineResponse, decodeBaselineRootsPayload, encodeBaselineRequest } from '../../packages/testnet/src/baseline.ts';
 import { Importer } from '@bpavl/baseline-wasm';
 
 /** One WebSocket to a serving peer, with pipelined Baseline requests. */

@@ -1,5 +1,6 @@
-// Serving peers for bench:sync: `bpavl serve` child processes
-// (packages/peer/bin/bpavl.mjs), each started on a free port on 127.0.0.1,
+// Serving peers for bench:sync: `bpavl-testnet serve` child processes
+// (packages/testnet/bin/bpavl-testnet.mjs: the peer with link emulation, lies
+// and the Baseline), each started on a free port on 127.0.0.1,
 // and every one of them stopped at the end, also on an error or Ctrl-C.
 //
 // A child is started with --exit-on-stdin-end and a pipe as its stdin, so
@@ -8,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const BPAVL = fileURLToPath(new URL('../../packages/peer/bin/bpavl.mjs', import.meta.url));
+const BPAVL = fileURLToPath(new URL('../../packages/testnet/bin/bpavl-testnet.mjs', import.meta.url));
 
 /** Every child still running, by pid. */
 const children = new Map();

@@ -11,7 +11,7 @@ import { createClient, QueryError, type Client, type ClientOptions, type QueryEv
 import { connectAuto } from '../../packages/light-client/src/transport/auto.js';
 import { Status } from '../../packages/light-client/src/wire/constants.js';
 import { verifyRange } from '../../packages/light-client/src/verify.js';
-import type { ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import type { ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import { startPeer } from '../../packages/peer/src/peer.ts';
 import { StaticTreeSource } from '../../packages/peer/src/source.ts';
 import { rng } from '../support.js';

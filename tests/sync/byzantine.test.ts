@@ -1,4 +1,4 @@
-// Every Byzantine mode of the real serving peer (packages/peer/src/byzantine.ts)
+// Every Byzantine mode of the real serving peer (packages/testnet/src/byzantine.ts)
 // against the sync engine, with 9 peers of which 1, then 4, lie; WebSocket
 // and libp2p peers mixed in every run. Each sync must finish with the exact
 // tree; not one invalid chunk may be accepted (every chunk-verified event is
@@ -9,7 +9,7 @@
 // modes that only delay, stall, truncate or hang up ban nobody.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BYZANTINE_MODES, type ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import { BYZANTINE_MODES, type ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import {
   closeAll,
   expectCleanSync,
@@ -46,7 +46,9 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   'wrong-key': null,
   'absence-for-present': null,
   'existence-for-absent': null,
-  busy: null,
+  busy: null, // never serves: BUSY only
+  twice: new Set(['RESPONSE_DUPLICATE']), // a second response on the same connection: a protocol fault
+  'twice-corrupt': new Set(['RESPONSE_DUPLICATE']),
 };
 const PROOF_ONLY_LIES: ReadonlySet<ByzantineMode> = new Set(['wrong-key', 'absence-for-present', 'existence-for-absent']);
 
@@ -135,8 +137,9 @@ describe.each(CASES.map((c, i) => ({ ...c, i })))('Byzantine $name', ({ name, li
       else expect(bans.size).toBeGreaterThan(0);
     }
 
-    // A liar at rate 1 never has a chunk accepted, unless its lie is only a delay or is about PROOF answers only.
-    if ((liar.rate ?? 1) === 1 && liar.mode !== 'slow' && !PROOF_ONLY_LIES.has(liar.mode)) {
+    // A liar at rate 1 never has a chunk accepted, unless its lie is only a
+    // delay, a second copy after the honest answer, or about PROOF answers only.
+    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode) && !PROOF_ONLY_LIES.has(liar.mode)) {
       const fromLiars = run.events.filter((e) => e.type === 'chunk-verified' && liarAddrs.has(e.peer));
       expect(fromLiars).toEqual([]);
     }

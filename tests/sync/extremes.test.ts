@@ -4,7 +4,7 @@
 // libp2p peers are mixed in every run.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ByzantineMode } from '../../packages/peer/src/byzantine.ts';
+import type { ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import { SyncError } from '../../packages/light-client/src/sync/index.js';
 import {
   closeAll,

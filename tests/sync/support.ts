@@ -19,8 +19,9 @@ import {
 } from '../../packages/light-client/src/sync/index.js';
 import { Kind, Status } from '../../packages/light-client/src/wire/constants.js';
 import { stopLibp2pClient } from '../../packages/light-client/src/transport/libp2p.js';
-import { Byzantine, type ByzantineMode } from '../../packages/peer/src/byzantine.ts';
-import { type PeerOptions, startPeer, type RunningPeer } from '../../packages/peer/src/peer.ts';
+import { Byzantine, type ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
+import type { PeerOptions, RunningPeer } from '../../packages/peer/src/peer.ts';
+import { startPeer } from '../../packages/testnet/src/peer.ts';
 import { StaticTreeSource } from '../../packages/peer/src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../../packages/peer/src/workload.ts';
 import { PROOF_CODES } from '../support.js';
@@ -122,6 +123,7 @@ export async function closeAll(): Promise<void> {
 /** One CHUNK request as the client saw it, checked independently of the engine. */
 export interface Exchange {
   peer: string;
+  /** The chunk asked for; -1: no request, a protocol fault that closed the connection. */
   index: number;
   outcome: 'ok' | 'status' | 'wire-error' | 'transport-error' | 'pending';
   /** OK: the payload is byte-identical to the source's envelope of `index`. */
@@ -175,15 +177,21 @@ export function recorder(source: Source, barrier = 0, gate?: (address: string, c
     release = r;
   });
   if (barrier > 0) setTimeout(release, 5000).unref();
-  rec.connect = async (address, signal) => {
+  rec.connect = async (address, signal, opts) => {
     const first = !tried.has(address);
     tried.add(address);
     let inner: PeerConnection;
     try {
-      inner = await connectAuto(address, signal);
+      inner = await connectAuto(address, signal, opts);
     } finally {
       if (first && ++firsts >= barrier) release();
     }
+    // A protocol fault with no request pending (a duplicate response) closes
+    // the connection without failing a request: record it as well (index -1).
+    inner.onClose((reason) => {
+      if (reason.name !== 'WireError') return;
+      rec.exchanges.push({ peer: address, index: -1, outcome: 'wire-error', code: (reason as { code?: string }).code, processed: !rec.over });
+    });
     rec.opened.set(address, (rec.opened.get(address) ?? 0) + 1);
     if (first && barrier > 0) await allOpen;
     if (first) await gate?.(address, inner);

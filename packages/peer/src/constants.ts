@@ -5,8 +5,22 @@
  * @module
  */
 
-/** Connections (WebSockets plus libp2p streams) served at once; the excess is closed on arrival. */
+/**
+ * Connections (WebSockets plus libp2p streams) served at once. "At the cap, a
+ * new connection evicts the connection with nothing in flight that has been
+ * idle longest; if every connection has requests in flight, the new one is
+ * closed" (`spec/wire.md`, "Server limits").
+ */
 export const DEFAULT_MAX_CONNECTIONS = 256;
+
+/**
+ * "Answers queued in transports, over all connections, count against one
+ * memory budget, in bytes" (`spec/wire.md`, "Server limits"): 256 MiB.
+ */
+export const DEFAULT_MEMORY_BUDGET_BYTES = 256 * 1024 * 1024;
+
+/** A WebSocket whose upgrade request is not complete after this long is closed (Node's `headersTimeout`). */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** A connection with nothing received and nothing in flight for this long is closed. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
@@ -36,5 +50,3 @@ export const MAX_WS_MESSAGE_BYTES = 64 * (4096 + 4);
 /** libp2p streams of `/bpavl/sync/1.0.0` one libp2p connection may open at once. */
 export const MAX_STREAMS_PER_LIBP2P_CONNECTION = 8;
 
-/** Default delay of the `slow` Byzantine mode. */
-export const DEFAULT_SLOW_MS = 1500;

@@ -17,39 +17,11 @@
 
 export { SyncServer, type SyncServerOptions, type SyncServerStats } from './server.ts';
 export type { ByteConnection, ConnectionEvents } from './connection.ts';
+export type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
 export { StaticTreeSource, CachedTree, toHex, fromHex, type ServedTree, type TreeSource } from './source.ts';
 export { startPeer, type PeerOptions, type RunningPeer } from './peer.ts';
 export { wsConnection, listenWs, type WsListener } from './transports/ws.ts';
 export { streamConnection, listenLibp2p, type Libp2pListener } from './transports/libp2p.ts';
-export {
-  Byzantine,
-  BYZANTINE_MODES,
-  parseByzantine,
-  SeededRandom,
-  type ByzantineMode,
-  type ByzantineOptions,
-  type ByzantineSpec,
-  type Lie,
-} from './byzantine.ts';
 export { buildWorkloadTree, workloadEntry, VALUE_LEN, type WorkloadSpec } from './workload.ts';
 export { readTreeFile, writeTreeFile, parseTreeFileHeader, TreeFileError, type TreeFileHeader } from './treefile.ts';
 export * from './constants.ts';
-export { shapeConnection, isShaping, DEFAULT_BURST_BYTES, type LinkOptions } from './link.ts';
-export {
-  BaselineKind,
-  baselineBuilder,
-  decodeBaselineRequest,
-  decodeBaselineResponse,
-  decodeBaselineRootsPayload,
-  encodeBaselineRequest,
-  encodeBaselineResponse,
-  encodeBaselineRootsPayload,
-  encodeVarint,
-  isBaselineBody,
-  DEFAULT_BASELINE_CHUNK_BYTES,
-  type BaselineBuilder,
-  type BaselineRequest,
-  type BaselineResponse,
-  type BaselineRootInfo,
-  type BaselineServed,
-} from './baseline.ts';

@@ -4,6 +4,13 @@
  * answers every request frame with exactly one response frame, from a
  * `TreeSource`.
  *
+ * Limits (`spec/wire.md`, "Server limits"): at the connection cap a new
+ * connection evicts the longest-idle one with nothing in flight; every answer
+ * queued in any transport counts against one memory budget, in bytes, and a
+ * connection waits for budget before an answer is built (a client that does
+ * not read its answers is closed to make room); a `RANGE` answer is cut to
+ * fit the response limit (`./range.ts`).
+ *
  * Per connection: one `FrameDecoder(MAX_REQUEST_BYTES)`; a bad length prefix
  * (`FRAME_TOO_LARGE`, `FRAME_MALFORMED`) or a body whose header (version,
  * kind, id) does not parse closes the connection; any other malformed
@@ -15,18 +22,15 @@
  * internal error text never goes on the wire: an unexpected failure is
  * answered `BUSY` ("retry later") and logged.
  *
- * For benchmarks only: with `baseline`, the Baseline kinds 5 and 6
- * (`./baseline.ts`) are answered too, through the same queue, limits and
- * lies; with `link`, every connection's output crosses an emulated link
- * (`./link.ts`).
+ * A `ServerHook` (`./hook.ts`) may wrap connections and replace answers;
+ * tests, benchmarks and the demo plug lies, the Baseline and link emulation
+ * in that way (`packages/testnet`).
  * @module
  */
 
 import {
   decodeRequest,
-  encodeFrame,
   encodeProofPayload,
-  encodeResponse,
   encodeResponseFrame,
   encodeRootsPayload,
   FrameDecoder,
@@ -38,63 +42,57 @@ import {
   Status,
   WireError,
 } from '@bpavl/light-client/wire';
-import {
-  BaselineKind,
-  type BaselineRequest,
-  type BaselineServed,
-  decodeBaselineRequest,
-  encodeBaselineResponse,
-  encodeBaselineRootsPayload,
-  isBaselineBody,
-} from './baseline.ts';
-import type { Byzantine, Lie } from './byzantine.ts';
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
+import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
+import { fittingRangeProof } from './range.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MEMORY_BUDGET_BYTES,
   OUTPUT_HIGH_WATER_BYTES,
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
-import { isShaping, type LinkOptions, shapeConnection } from './link.ts';
-import type { ServedTree, TreeSource } from './source.ts';
+import type { TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
 export interface SyncServerOptions {
-  /** Connections served at once (default 256); the excess is closed on arrival. */
+  /**
+   * Connections served at once (default 256). At the cap a new connection
+   * evicts the longest-idle one with nothing in flight; if every connection
+   * has requests in flight, the new one is closed on arrival.
+   */
   maxConnections?: number;
+  /**
+   * Bytes of answers queued in transports, across all connections, at most
+   * (default 256 MiB; at least 2 × 8 MiB). An answer is built only when a
+   * maximal one (8 MiB) still fits.
+   */
+  memoryBudget?: number;
   /** Close a connection after this long without receiving anything (default 120 s). */
   idleTimeoutMs?: number;
   /** Requests in flight per connection (default 64, `spec/wire.md`). */
   maxInFlight?: number;
-  /** Lie on some answers (tests and demos only). */
-  byzantine?: Byzantine;
+  /** Wraps connections and may replace answers (tests, benchmarks and the demo; `./hook.ts`). */
+  hook?: ServerHook;
   /** Diagnostics (connection faults, internal errors); silent by default. */
   log?: (message: string) => void;
-  /**
-   * Also serve this Baseline state (benchmark-only request kinds 5 and 6,
-   * `spec/wire.md` "Benchmark-only extension"; `./baseline.ts`). Without it
-   * those kinds are answered `BAD_REQUEST`, as any unknown kind.
-   */
-  baseline?: BaselineServed;
-  /** Emulate a wide-area link on every connection's output (benchmarks; `./link.ts`). */
-  link?: LinkOptions;
-}
-
-/** A request the server queues: a `spec/wire.md` one, or a Baseline one. */
-type AnyRequest = Request | BaselineRequest;
-
-function isBaselineRequest(req: AnyRequest): req is BaselineRequest {
-  return req.kind === BaselineKind.Chunk || req.kind === BaselineKind.Roots;
 }
 
 /** Counters, for tests and logs. */
 export interface SyncServerStats {
   /** Connections accepted so far. */
   connections: number;
-  /** Connections refused because `maxConnections` were open. */
+  /** Connections refused because `maxConnections` were open, all with requests in flight. */
   refused: number;
+  /** Idle connections closed to admit a new one at the cap. */
+  evicted: number;
+  /** Connections closed because they did not read their answers while the memory budget was spent. */
+  budgetEvicted: number;
+  /** Answer bytes queued in transports now, and at most so far (never above `memoryBudget`). */
+  answerBytes: number;
+  peakAnswerBytes: number;
   /** Request frames received. */
   requests: number;
   /** Responses by status. */
@@ -111,6 +109,7 @@ export interface SyncServerStats {
   internalErrors: number;
 }
 
+/** Core errors that mean the request broke a limit: `BAD_REQUEST`. */
 const SIZE_LIMITED_CODES = new Set(['QUERY_INVALID', 'KEY_EMPTY', 'KEY_TOO_LONG', 'VALUE_TOO_LONG']);
 
 /**
@@ -127,6 +126,10 @@ export class SyncServer {
   readonly stats: SyncServerStats = {
     connections: 0,
     refused: 0,
+    evicted: 0,
+    budgetEvicted: 0,
+    answerBytes: 0,
+    peakAnswerBytes: 0,
     requests: 0,
     ok: 0,
     unknownRoot: 0,
@@ -138,13 +141,14 @@ export class SyncServer {
     internalErrors: 0,
   };
   readonly maxConnections: number;
+  readonly memoryBudget: number;
   readonly idleTimeoutMs: number;
   readonly maxInFlight: number;
-  readonly byzantine: Byzantine | undefined;
-  readonly baseline: BaselineServed | undefined;
-  readonly link: LinkOptions | undefined;
+  readonly hook: ServerHook | undefined;
   readonly #log: (message: string) => void;
   readonly #sessions = new Set<Session>();
+  /** Sessions waiting for memory budget, first come first served. */
+  readonly #waiting = new Set<Session>();
   /** @internal Output buffers of response frames, shared by every connection (`./frame-pool.ts`). */
   readonly frames = new FramePool();
   #closed = false;
@@ -152,11 +156,11 @@ export class SyncServer {
   constructor(source: TreeSource, opts: SyncServerOptions = {}) {
     this.source = source;
     this.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.memoryBudget = opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET_BYTES;
+    if (!(this.memoryBudget >= 2 * MAX_RESPONSE_BYTES)) throw new RangeError('memoryBudget must be at least 2 × 8 MiB');
     this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION;
-    this.byzantine = opts.byzantine;
-    this.baseline = opts.baseline;
-    this.link = isShaping(opts.link) ? opts.link : undefined;
+    this.hook = opts.hook;
     this.#log = opts.log ?? (() => {});
   }
 
@@ -165,24 +169,39 @@ export class SyncServer {
     return this.#sessions.size;
   }
 
-  /** Whether a new connection would be accepted now. */
+  /** Whether a new connection would be accepted now (maybe by evicting an idle one). */
   get hasRoom(): boolean {
-    return !this.#closed && this.#sessions.size < this.maxConnections;
+    return !this.#closed && (this.#sessions.size < this.maxConnections || this.#idlest() !== undefined);
+  }
+
+  /** The connection with nothing in flight that has been idle longest. */
+  #idlest(): Session | undefined {
+    let pick: Session | undefined;
+    for (const s of this.#sessions) if (s.isIdle && (pick === undefined || s.lastActive < pick.lastActive)) pick = s;
+    return pick;
   }
 
   /**
-   * Starts serving `conn`. Returns false (and aborts `conn`) when the server
-   * is closed or `maxConnections` are already open.
+   * Starts serving `conn`. At the cap, evicts the longest-idle connection
+   * with nothing in flight; returns false (and aborts `conn`) when the
+   * server is closed or every connection has requests in flight.
    */
   handleConnection(conn: ByteConnection): boolean {
-    if (!this.hasRoom) {
+    if (!this.#closed && this.#sessions.size >= this.maxConnections) {
+      const idle = this.#idlest();
+      if (idle !== undefined) {
+        this.stats.evicted++;
+        idle.abort();
+      }
+    }
+    if (this.#closed || this.#sessions.size >= this.maxConnections) {
       this.stats.refused++;
       conn.attach({ bytes() {}, fault() {}, drain() {}, end() {}, closed() {} });
       conn.abort();
       return false;
     }
     this.stats.connections++;
-    const session = new Session(this, this.link ? shapeConnection(conn, this.link) : conn);
+    const session = new Session(this, this.hook?.connection?.(conn) ?? conn);
     this.#sessions.add(session);
     session.start();
     return true;
@@ -197,6 +216,45 @@ export class SyncServer {
   /** @internal */
   forget(session: Session): void {
     this.#sessions.delete(session);
+    this.#waiting.delete(session);
+  }
+
+  /** @internal Counts `delta` answer bytes queued (negative: flushed or dropped). */
+  charge(delta: number): void {
+    if (delta === 0) return;
+    const s = this.stats;
+    s.answerBytes += delta;
+    if (s.answerBytes > s.peakAnswerBytes) s.peakAnswerBytes = s.answerBytes;
+    if (delta < 0 && this.#waiting.size > 0 && this.#fits()) {
+      const waiting = [...this.#waiting];
+      this.#waiting.clear();
+      for (const w of waiting) w.budgetFreed();
+    }
+  }
+
+  /** Whether a maximal answer still fits the budget. */
+  #fits(): boolean {
+    return this.stats.answerBytes + MAX_RESPONSE_BYTES <= this.memoryBudget;
+  }
+
+  /**
+   * @internal Whether `session` may build an answer now. If the budget is
+   * spent, closes the connection with the most unread answer bytes (one
+   * that stopped reading: over the per-connection high-water mark); if that
+   * is not enough, `session` waits (`budgetFreed`).
+   */
+  admit(session: Session): boolean {
+    if (this.#fits()) return true;
+    let hog: Session | undefined;
+    for (const s of this.#sessions) if (s !== session && s.unread > OUTPUT_HIGH_WATER_BYTES && (hog === undefined || s.unread > hog.unread)) hog = s;
+    if (hog !== undefined) {
+      this.stats.budgetEvicted++;
+      this.log(`${hog.label}: does not read its answers while the memory budget is spent, closing`);
+      hog.abort();
+      if (this.#fits()) return true;
+    }
+    this.#waiting.add(session);
+    return false;
   }
 
   /** @internal */
@@ -222,7 +280,7 @@ export class SyncServer {
    * The honest answer to `req`: a status, the OK payload, and the tree it
    * came from. Never throws.
    */
-  answer(req: Request): { status: Status; payload?: Uint8Array; tree?: ServedTree } {
+  answer(req: Request): Answer {
     try {
       if (req.kind === Kind.Roots) {
         const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunks: t.chunkCount }));
@@ -244,14 +302,14 @@ export class SyncServer {
               : encodeProofPayload({ present: true, value, proof: tree.proveExistence(req.key) });
           break;
         }
-        case Kind.Range:
-          payload = tree.proveRange(req.start, req.end, req.limit);
+        case Kind.Range: {
+          // Cut to fit, as an incomplete proof (the header is at most 11 bytes: version, kind, 8-byte id, status).
+          const proof = fittingRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
+          if (proof === undefined) return { status: Status.Busy };
+          payload = proof;
           break;
+        }
       }
-      // The header is at most 11 bytes (version, kind, 8-byte id, status).
-      // A RANGE with a big limit can exceed the response limit: the request
-      // broke a limit, so BAD_REQUEST.
-      if (payload.length + 11 > MAX_RESPONSE_BYTES) return { status: Status.BadRequest };
       return { status: Status.Ok, payload, tree };
     } catch (e) {
       const code = (e as { code?: unknown } | null)?.code;
@@ -264,66 +322,65 @@ export class SyncServer {
   }
 }
 
-/**
- * The honest answer to a Baseline request (kinds 5 and 6). Never throws.
- * @internal
- */
-function answerBaseline(baseline: BaselineServed, req: BaselineRequest): { status: Status; payload?: Uint8Array } {
-  if (req.kind === BaselineKind.Roots) {
-    return { status: Status.Ok, payload: encodeBaselineRootsPayload([{ root: baseline.root, chunks: baseline.chunks.length }]) };
-  }
-  if (!equalBytes(req.root, baseline.root)) return { status: Status.UnknownRoot };
-  if (req.index >= baseline.chunks.length) return { status: Status.OutOfRange };
-  const payload = baseline.chunks[req.index]!;
-  if (payload.length + 11 > MAX_RESPONSE_BYTES) return { status: Status.Busy };
-  return { status: Status.Ok, payload };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** A response body of either protocol. */
-function responseBody(req: AnyRequest, status: Status, payload?: Uint8Array): Uint8Array {
-  return isBaselineRequest(req)
-    ? encodeBaselineResponse({ id: req.id, kind: req.kind, status }, payload)
-    : encodeResponse({ id: req.id, kind: req.kind, status }, payload);
-}
-
-/**
- * A whole response frame of either protocol, in one allocation and one copy
- * of the payload (the header is the same for both; kind is echoed as sent).
- */
-function responseFrame(req: AnyRequest, status: Status, payload?: Uint8Array, alloc?: (size: number) => Uint8Array): Uint8Array {
-  return encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, alloc);
-}
-
 /** One served connection. */
 class Session {
   readonly #server: SyncServer;
   readonly #conn: ByteConnection;
   readonly #decoder = new FrameDecoder(MAX_REQUEST_BYTES);
   /** Decoded requests waiting for an answer (a queue: `#head` is the next). */
-  #queue: AnyRequest[] = [];
+  #queue: IncomingRequest[] = [];
   #head = 0;
-  /** Requests received and not yet answered (queued, or delayed by `slow`). */
+  /** Requests received and not yet answered (queued, or delayed by a hook). */
   #inFlight = 0;
   /** Reading and answering stopped until output drains. */
   #waitingDrain = false;
-  /** Truncate/oversize sent a broken frame: nothing more may be sent. */
+  /** A hook sent a broken frame: nothing more may be sent. */
   #muted = false;
   /** The remote half-closed: close once everything is answered. */
   #ended = false;
   #closed = false;
   #scheduled = false;
+  /** Waiting for memory budget (`SyncServer.admit`). */
+  #waitingBudget = false;
+  /** The answer bytes this connection has counted against the budget (its transport's `bufferedAmount`). */
+  #charged = 0;
+  /** When it last received bytes or was sent an answer (ms, performance.now()). */
+  lastActive = performance.now();
   #idle: NodeJS.Timeout | undefined;
   readonly #timers = new Set<NodeJS.Timeout>();
 
   constructor(server: SyncServer, conn: ByteConnection) {
     this.#server = server;
     this.#conn = conn;
+  }
+
+  get label(): string {
+    return this.#conn.label;
+  }
+
+  /** Nothing in flight: closing it loses no answer. */
+  get isIdle(): boolean {
+    return this.#inFlight === 0;
+  }
+
+  /** Answer bytes handed to the transport and not yet written. */
+  get unread(): number {
+    return this.#charged;
+  }
+
+  /** Brings this connection's share of the budget up to date with its transport. */
+  #account(): void {
+    if (this.#closed) return;
+    const now = this.#conn.bufferedAmount;
+    const delta = now - this.#charged;
+    this.#charged = now;
+    this.#server.charge(delta);
+  }
+
+  /** The budget has room again. */
+  budgetFreed(): void {
+    this.#waitingBudget = false;
+    this.#schedule();
   }
 
   start(): void {
@@ -361,6 +418,8 @@ class Session {
   #cleanup(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#server.charge(-this.#charged);
+    this.#charged = 0;
     if (this.#idle) clearTimeout(this.#idle);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
@@ -378,6 +437,7 @@ class Session {
   #onBytes(data: Uint8Array): void {
     if (this.#closed || this.#muted) return;
     this.#idle?.refresh();
+    this.lastActive = performance.now();
     let bodies: Uint8Array[];
     try {
       bodies = this.#decoder.push(data);
@@ -395,17 +455,18 @@ class Session {
 
   #onRequest(body: Uint8Array): void {
     this.#server.stats.requests++;
-    let req: AnyRequest;
+    let req: IncomingRequest;
     try {
-      req = this.#server.baseline !== undefined && isBaselineBody(body) ? decodeBaselineRequest(body) : decodeRequest(body);
+      const request = decodeRequest(body);
+      req = { id: request.id, kind: request.kind, body, request };
     } catch (e) {
-      if (e instanceof WireError && e.request !== undefined) {
-        // "A peer that receives a request with another version answers BAD_REQUEST with version = 1."
-        this.#sendStatus(e.request.id, e.request.kind, Status.BadRequest);
-        return;
-      }
       // No id to answer to.
-      return this.#fault(e instanceof WireError ? e.code : 'undecodable request');
+      if (!(e instanceof WireError) || e.request === undefined) return this.#fault(e instanceof WireError ? e.code : 'undecodable request');
+      // "A peer that receives a request with another version answers
+      // BAD_REQUEST with version = 1"; so does any malformed request, at
+      // once, unless a hook may know its kind.
+      if (this.#server.hook?.reply === undefined) return this.#sendStatus(e.request.id, e.request.kind, Status.BadRequest);
+      req = { id: e.request.id, kind: e.request.kind, body };
     }
     if (this.#inFlight >= this.#server.maxInFlight) {
       this.#sendStatus(req.id, req.kind, Status.Busy);
@@ -417,17 +478,18 @@ class Session {
 
   #sendStatus(id: number, kind: number, status: Status): void {
     this.#server.count(status);
-    // The header is the same for both protocols; kind is echoed as sent.
-    this.#send(encodeResponseFrame({ id, kind: kind as Kind, status }));
+    // The kind is echoed as sent, known or not.
+    this.#write(encodeResponseFrame({ id, kind: kind as Kind, status }));
   }
 
-  #send(frame: Uint8Array): void {
+  #write(frame: Uint8Array): void {
     if (this.#closed || this.#muted) return;
     this.#conn.send(frame);
+    this.#account();
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#head >= this.#queue.length) return;
+    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#waitingBudget || this.#head >= this.#queue.length) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -439,6 +501,10 @@ class Session {
   #pump(): void {
     let n = 0;
     while (!this.#closed && !this.#waitingDrain && this.#head < this.#queue.length && n < REQUESTS_PER_TURN) {
+      if (!this.#server.admit(this)) {
+        this.#waitingBudget = true;
+        break;
+      }
       const req = this.#queue[this.#head++]!;
       n++;
       this.#respond(req);
@@ -454,76 +520,50 @@ class Session {
     this.#schedule();
   }
 
-  #respond(req: AnyRequest): void {
-    const byz = this.#server.byzantine;
-    let status: Status;
-    let payload: Uint8Array | undefined;
-    let lie: Lie | undefined;
-    if (isBaselineRequest(req)) {
-      const baseline = this.#server.baseline!;
-      ({ status, payload } = answerBaseline(baseline, req));
-      if (status === Status.Ok && byz !== undefined) lie = byz.decideBaseline(req, baseline, payload!);
-    } else {
-      let tree: ServedTree | undefined;
-      ({ status, payload, tree } = this.#server.answer(req));
-      if (status === Status.Ok && byz !== undefined && tree !== undefined) lie = byz.decide(req, tree, payload!);
-    }
-    if (lie === undefined) return this.#finish(req, status, payload);
-    switch (lie.kind) {
-      case 'payload':
-        return this.#finish(req, Status.Ok, lie.payload);
-      case 'silent':
-        this.#inFlight--; // dropped: it no longer holds a slot
+  #respond(req: IncomingRequest): void {
+    const honest: Answer = req.request === undefined ? { status: Status.BadRequest } : this.#server.answer(req.request);
+    this.#send(req, this.#server.hook?.reply?.(req, honest) ?? { kind: 'answer', status: honest.status, payload: honest.payload });
+  }
+
+  /** Carries out `reply` to `req`, which leaves the in-flight count (at once, or once a delayed reply is sent). */
+  #send(req: IncomingRequest, reply: Reply): void {
+    switch (reply.kind) {
+      case 'answer':
+        return this.#finish(req, reply.status, reply.payload);
+      case 'drop':
+        this.#inFlight--;
         this.#maybeEnd();
         return;
-      case 'slow': {
+      case 'delay': {
         const t = setTimeout(() => {
           this.#timers.delete(t);
-          this.#guard(() => this.#finish(req, status, payload));
-        }, lie.ms);
+          this.#guard(() => this.#send(req, reply.reply));
+        }, reply.ms);
         this.#timers.add(t);
         return;
       }
-      case 'truncate': {
-        const body = responseBody(req, status, payload);
-        const frame = encodeFrame(body);
+      case 'raw':
         this.#inFlight--;
-        this.#send(frame.subarray(0, frame.length - body.length + (body.length >> 1)));
-        this.#muted = true;
+        this.#write(reply.bytes);
+        if (reply.then === 'mute') this.#muted = true;
+        else if (reply.then === 'close') {
+          this.#conn.close();
+          this.#cleanup();
+        } else this.#maybeEnd();
         return;
-      }
-      case 'oversize': {
-        const prefix = [0x81, 0x80, 0x80, 0x04]; // uvarint(8 MiB + 1)
-        const body = responseBody(req, status, payload);
-        this.#inFlight--;
-        const out = new Uint8Array(prefix.length + Math.min(1024, body.length));
-        out.set(prefix, 0);
-        out.set(body.subarray(0, out.length - prefix.length), prefix.length);
-        this.#send(out);
-        this.#muted = true;
-        return;
-      }
-      case 'busy':
-        return this.#finish(req, Status.Busy, undefined);
-      case 'disconnect': {
-        const frame = encodeFrame(responseBody(req, status, payload));
-        this.#inFlight--;
-        this.#send(frame.subarray(0, frame.length >> 1));
-        this.#conn.close();
-        this.#cleanup();
-        return;
-      }
     }
   }
 
-  #finish(req: AnyRequest, status: Status, payload: Uint8Array | undefined): void {
+  #finish(req: IncomingRequest, status: Status, payload: Uint8Array | undefined): void {
     this.#inFlight--;
     if (this.#closed) return;
     this.#server.count(status);
     if (this.#closed || this.#muted) return;
     let space: FrameSpace | undefined;
-    const frame = responseFrame(req, status, payload, (size) => (space = this.#server.frames.take(size)).bytes);
+    const frame = encodeResponseFrame({ id: req.id, kind: req.kind as Kind, status }, payload, (size) => (space = this.#server.frames.take(size)).bytes);
     this.#conn.send(frame, space?.release);
+    this.lastActive = performance.now();
+    this.#account();
     this.#checkBackpressure();
     this.#maybeEnd();
   }
@@ -536,6 +576,7 @@ class Session {
   }
 
   #onDrain(): void {
+    this.#account();
     if (this.#waitingDrain && !this.#closed && this.#conn.bufferedAmount <= OUTPUT_LOW_WATER_BYTES) {
       this.#waitingDrain = false;
       this.#conn.resume();

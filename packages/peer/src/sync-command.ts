@@ -6,7 +6,14 @@
  */
 
 import { parseArgs } from 'node:util';
-import { closeTransports, SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
+import {
+  closeTransports,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_STALL_TIMEOUT_MS,
+  SyncError,
+  type SyncEvent,
+  syncState,
+} from '@bpavl/light-client/sync';
 import cliProgress from 'cli-progress';
 import { fromHex, toHex } from './source.ts';
 
@@ -20,7 +27,11 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
   --root HEX           the trusted root (64 hex digits)
   --peer ADDRESS       a peer; repeat for more
   --timeout MS         per-request deadline (default 10000)
-  --json               print one JSON line at the end instead of the summary
+  --connect-timeout MS deadline of one connection attempt, handshakes included (default 5000)
+  --stall-timeout MS   give up on a peer that sends no valid chunk for MS while it only
+                       answers BUSY, times out or cannot connect (default 20000; spec/wire.md)
+  --json               print one JSON line at the end instead of the summary; on failure
+                       {error, message, peers: [{peer, outcome, reason, code}]}
 
 Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interrupted.`;
 
@@ -74,6 +85,8 @@ function parse(argv: string[]) {
       root: { type: 'string' },
       peer: { type: 'string', multiple: true },
       timeout: { type: 'string' },
+      'connect-timeout': { type: 'string' },
+      'stall-timeout': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -82,9 +95,20 @@ function parse(argv: string[]) {
   if (values.help) return { help: true as const };
   if (!values.root || !/^[0-9a-fA-F]{64}$/.test(values.root)) throw new Error('--root must be 64 hex digits');
   if (!values.peer?.length) throw new Error('give at least one --peer');
-  const timeout = values.timeout === undefined ? 10_000 : Number(values.timeout);
-  if (!Number.isInteger(timeout) || timeout <= 0) throw new Error('--timeout must be a positive integer');
-  return { help: false as const, root: fromHex(values.root), peers: values.peer, timeout, json: values.json };
+  const ms = (name: string, text: string | undefined, def: number) => {
+    const v = text === undefined ? def : Number(text);
+    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
+    return v;
+  };
+  return {
+    help: false as const,
+    root: fromHex(values.root),
+    peers: values.peer,
+    timeout: ms('timeout', values.timeout, 10_000),
+    connectTimeout: ms('connect-timeout', values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS),
+    stallTimeout: ms('stall-timeout', values['stall-timeout'], DEFAULT_STALL_TIMEOUT_MS),
+    json: values.json,
+  };
 }
 
 /** Runs `bpavl sync`; `usageError` wraps argument errors for the CLI. */
@@ -122,6 +146,8 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       peers: opts.peers,
       signal: ctl.signal,
       requestTimeoutMs: opts.timeout,
+      connectTimeoutMs: opts.connectTimeout,
+      stallTimeoutMs: opts.stallTimeout,
       onEvent: (e) => {
         tally.on(e);
         if (bar) {
@@ -166,8 +192,9 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     }
     const code = e instanceof SyncError ? e.code : 'SYNC_FAILED';
     const message = e instanceof Error ? e.message : String(e);
-    if (opts.json) process.stdout.write(`${JSON.stringify({ error: code, message })}\n`);
-    else process.stderr.write(`sync failed: ${message} (${code})\n`);
+    const peers = e instanceof SyncError ? e.peers : [];
+    if (opts.json) process.stdout.write(`${JSON.stringify({ error: code, message, peers })}\n`);
+    else process.stderr.write(`sync failed: ${message} (${code})\n${peers.map((p) => `  ${p.outcome} ${p.peer}: ${p.reason} (${p.code})\n`).join('')}`);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);

@@ -4,6 +4,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
 import { Tree } from '@bpavl/wasm';
@@ -26,19 +27,26 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** The test network's CLI (packages/testnet): `bpavl` whose `serve` can lie. */
+const TESTNET_BIN = fileURLToPath(new URL('../../testnet/bin/bpavl-testnet.mjs', import.meta.url));
+
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
-/** Runs the CLI to completion (bounded). */
-function run(args: string[], ms = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const cli = spawnCli(args, 'ignore', ms);
+/** Runs the CLI (or the test network's, `bin`) to completion (bounded). */
+function run(args: string[], ms = 30_000, bin = BIN): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = spawnCli(args, 'ignore', ms, bin);
   children.push(cli.child);
   return cli.done;
 }
 
-/** Starts `bpavl serve … --json` and resolves with its JSON line and the process. */
+/**
+ * Starts `bpavl serve … --json` (a liar: `bpavl-testnet serve … --byzantine`)
+ * and resolves with its JSON line and the process.
+ */
 function serve(args: string[]): Promise<{ info: Record<string, unknown> & { root: string; ws: string; libp2p: string }; child: ChildProcess }> {
+  const bin = args.includes('--byzantine') ? TESTNET_BIN : BIN;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, 'serve', '--json', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     let err = '';
@@ -171,21 +179,25 @@ describe('bpavl CLI', () => {
       [[], /usage: bpavl <command>/],
       [['nope'], /unknown command "nope"/],
       [['serve', '--chunk', '1'], /--chunk must be in 2 … 4096/],
-      [['serve', '--byzantine', 'lie-a-lot'], /unknown Byzantine mode/],
-      [['serve', '--byzantine', 'silent:2'], /rate must be in \(0, 1\]/],
       [['serve', '--file', 'x', '--entries', '3'], /exclude each other/],
       [['serve', '--ws-port', 'off', '--libp2p-port', 'off'], /nothing to serve on/],
+      [['serve', '--memory-budget', '8'], /--memory-budget must be in 16 … /],
       [['serve', '--bogus'], /Unknown option '--bogus'/],
       [['generate', '--entries', '10'], /--out FILE is required/],
     ];
-    for (const [args, message] of cases) {
-      const r = await run(args);
+    const testnetCases: [string[], RegExp][] = [
+      [['serve', '--byzantine', 'lie-a-lot'], /unknown Byzantine mode/],
+      [['serve', '--byzantine', 'silent:2'], /rate must be in \(0, 1\]/],
+    ];
+    for (const [args, message, bin] of [...cases.map((c) => [...c, BIN] as const), ...testnetCases.map((c) => [...c, TESTNET_BIN] as const)]) {
+      const r = await run(args, 30_000, bin);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr + r.stdout, args.join(' ')).toMatch(message);
     }
-    const help = await run(['serve', '--help']);
+    const help = await run(['serve', '--help'], 30_000, TESTNET_BIN);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('--byzantine MODE[:RATE]');
+    expect((await run(['serve', '--help'])).stdout).not.toContain('--byzantine');
   }, 60_000);
 
   it('a missing or corrupt --file exits 1 with the code', async () => {
@@ -222,6 +234,13 @@ describe('bpavl sync, against peers in other processes', () => {
     const r = await run(['sync', '--root', liar.info.root, '--peer', liar.info.ws, '--json']);
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout.trim()).error).toBe('NO_HONEST_PEERS');
+    expect(JSON.parse(r.stdout.trim()).peers).toEqual([{ peer: liar.info.ws, outcome: 'banned', reason: 'sent an invalid chunk', code: 'ROOT_MISMATCH' }]);
+    // A peer that answers only BUSY: reported as such, within the stall bound.
+    const busy = await serve(['--entries', '500', '--chunk', '8', '--byzantine', 'busy', '--libp2p-port', 'off']);
+    const b = await run(['sync', '--root', busy.info.root, '--peer', busy.info.ws, '--stall-timeout', '1000', '--json']);
+    expect(b.code).toBe(1);
+    expect(JSON.parse(b.stdout.trim())).toMatchObject({ error: 'NO_HONEST_PEERS', peers: [{ peer: busy.info.ws, outcome: 'busy', code: 'BUSY' }] });
+    busy.child.kill('SIGTERM');
     liar.child.kill('SIGTERM');
     const bad = await run(['sync', '--root', 'abc', '--peer', 'ws://127.0.0.1:1']);
     expect(bad.code).toBe(2);

@@ -3,16 +3,17 @@
 // and too many connections. Another client connected at the same time keeps
 // getting correct answers, and memory stays bounded.
 
-import { encodeFrame, Kind, Status } from '@bpavl/light-client/wire';
+import { createConnection } from 'node:net';
+import { encodeFrame, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
 import type { Snapshot } from '@bpavl/wasm';
 import type { Libp2p } from 'libp2p';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
+import { HANDSHAKE_TIMEOUT_MS, MAX_WS_MESSAGE_BYTES } from '../src/constants.ts';
 import { startPeer, type RunningPeer } from '../src/peer.ts';
 import { StaticTreeSource } from '../src/source.ts';
-import { libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
+import { bigValueTree, libp2pClient, libp2pDialer, sleep, smallTree, wasmReady, type WireClient, wsClient } from './support.ts';
 
 let snap: Snapshot;
 let peer: RunningPeer;
@@ -161,11 +162,35 @@ describe('floods', () => {
 });
 
 describe('connection cap', () => {
-  it('sockets beyond maxConnections are closed with 1013', async () => {
-    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 3, libp2pPort: null });
+  it('idle sockets up to the cap: an honest client connects and is served, the idlest socket is evicted', async () => {
+    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 8, libp2pPort: null });
+    const idle: WireClient[] = [];
+    try {
+      for (let i = 0; i < 8; i++) idle.push(await wsClient(small.wsUrl!));
+      const honest = await wsClient(small.wsUrl!);
+      idle.push(honest);
+      const r = await honest.request({ kind: Kind.Chunk, root: snap.root, index: 0 });
+      expect(r.status).toBe(Status.Ok);
+      verifyChunk(snap.root, 0, r.payload);
+      expect(await idle[0]!.waitClosed(3000)).toBe(true); // the first, idle longest
+      expect(idle.slice(1).every((c) => !c.closed)).toBe(true);
+      expect(small.server.stats.evicted).toBe(1);
+      expect(small.server.connectionCount).toBe(8);
+    } finally {
+      for (const c of idle) c.close();
+      await small.close();
+    }
+  });
+
+  it('sockets beyond maxConnections are closed with 1013 while every connection has requests in flight', async () => {
+    // Answers held for a minute: every admitted connection has a request in flight.
+    const hold = { reply: () => ({ kind: 'delay', ms: 60_000, reply: { kind: 'answer', status: Status.Ok } }) as const };
+    const small = await startPeer(new StaticTreeSource([snap]), { maxConnections: 3, libp2pPort: null, hook: hold });
     const clients: WireClient[] = [];
     try {
       for (let i = 0; i < 3; i++) clients.push(await wsClient(small.wsUrl!));
+      for (const c of clients) c.send({ kind: Kind.Roots });
+      for (let i = 0; i < 300 && small.server.stats.requests < 3; i++) await sleep(10);
       const code = await new Promise<number>((resolve, reject) => {
         const ws = new WebSocket(small.wsUrl!);
         const t = setTimeout(() => reject(new Error('not closed')), 3000);
@@ -177,11 +202,76 @@ describe('connection cap', () => {
       });
       expect(code).toBe(1013);
       expect(small.server.stats.refused).toBe(1);
-      // The three admitted clients still work.
-      for (const c of clients) expect((await c.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+      // The three admitted clients are still connected.
+      expect(clients.every((c) => !c.closed)).toBe(true);
     } finally {
       for (const c of clients) c.close();
       await small.close();
     }
   });
+});
+
+describe('memory budget', () => {
+  it('a flood of large RANGEs that are never read: answer bytes stay within the budget, a bystander is answered within 1 s', async () => {
+    // Every RANGE with a large limit is cut to fit (~7.5 MB).
+    const tree = bigValueTree(2).snapshot();
+    const budget = 48 * 1024 * 1024;
+    const server = await startPeer(new StaticTreeSource([tree]), { memoryBudget: budget, libp2pPort: null });
+    const flooders: WireClient[] = [];
+    const bystander = await wsClient(server.wsUrl!);
+    try {
+      for (let i = 0; i < 12; i++) {
+        const c = await wsClient(server.wsUrl!);
+        (c as WireClient & { ws: WebSocket }).ws.pause(); // never reads: answers pile up in the server
+        flooders.push(c);
+        c.pipe.send(concat(Array.from({ length: 16 }, () => c.frame({ kind: Kind.Range, root: tree.root, start: new Uint8Array(0), limit: 65536 }))));
+      }
+      let slowest = 0;
+      for (let i = 0; i < 20; i++) {
+        const t0 = performance.now();
+        const r = await bystander.request({ kind: Kind.Chunk, root: tree.root, index: i % tree.chunkCount }, 5000);
+        slowest = Math.max(slowest, performance.now() - t0);
+        expect(r.status).toBe(Status.Ok);
+        await sleep(50);
+      }
+      const s = server.server.stats;
+      expect(s.peakAnswerBytes).toBeLessThanOrEqual(budget);
+      // The flood did press on the budget: the test would see a server without one.
+      expect(s.peakAnswerBytes + MAX_RESPONSE_BYTES).toBeGreaterThan(budget);
+      expect(slowest).toBeLessThan(1000);
+    } finally {
+      for (const c of flooders) c.close();
+      bystander.close();
+      await server.close();
+    }
+    expect(server.server.stats.answerBytes).toBe(0);
+  }, 60_000);
+});
+
+describe('handshake deadline', () => {
+  it('a socket that never finishes its WebSocket upgrade is closed after HANDSHAKE_TIMEOUT_MS; an open WebSocket is not', async () => {
+    const p = await startPeer(new StaticTreeSource([snap]), { libp2pPort: null });
+    const open = await wsClient(p.wsUrl!);
+    const raw = createConnection(Number(new URL(p.wsUrl!).port), '127.0.0.1');
+    raw.on('error', () => {});
+    raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // the headers never end
+    const t0 = performance.now();
+    const closedAfter = await new Promise<number>((resolve) => {
+      const t = setTimeout(() => resolve(Infinity), HANDSHAKE_TIMEOUT_MS + 5000);
+      raw.on('close', () => {
+        clearTimeout(t);
+        resolve(performance.now() - t0);
+      });
+    });
+    try {
+      expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
+      expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
+      expect(open.closed).toBe(false);
+      expect((await open.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+    } finally {
+      open.close();
+      raw.destroy();
+      await p.close();
+    }
+  }, 30_000);
 });

@@ -4,7 +4,8 @@
 
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Byzantine } from '../src/byzantine.ts';
+import { Byzantine } from '../../testnet/src/byzantine.ts';
+import { startPeer as startTestPeer } from '../../testnet/src/peer.ts';
 import { startPeer, type RunningPeer } from '../src/peer.ts';
 import { StaticTreeSource } from '../src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
@@ -23,7 +24,7 @@ beforeAll(async () => {
   const snapshot = buildWorkloadTree({ entries: N, seed: SEED }, 32).snapshot();
   root = hex(snapshot.root);
   const source = new StaticTreeSource([snapshot]);
-  liar = await startPeer(source, { libp2pPort: null, byzantine: new Byzantine({ mode: 'corrupt-proof', rate: 1, seed: 1n }) });
+  liar = await startTestPeer(source, { libp2pPort: null, byzantine: new Byzantine({ mode: 'corrupt-proof', rate: 1, seed: 1n }) });
   honest = await startPeer(source, { libp2pPort: null });
 });
 

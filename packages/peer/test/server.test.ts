@@ -10,13 +10,13 @@ import {
   type Request,
   Status,
 } from '@bpavl/light-client/wire';
-import { verifyChunk } from '@bpavl/light-client/verify';
+import { verifyChunk, verifyRange } from '@bpavl/light-client/verify';
 import type { Snapshot } from '@bpavl/wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
 import { SyncServer } from '../src/server.ts';
 import { type ServedTree, StaticTreeSource } from '../src/source.ts';
-import { MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
+import { bigValueTree, MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
 
 let snap: Snapshot;
 let big: Snapshot;
@@ -126,32 +126,56 @@ describe('answers', () => {
     expect(conn.closed).toBe(false);
   });
 
-  it('a RANGE answer above the 8 MiB response limit is BAD_REQUEST', async () => {
-    const huge: ServedTree = {
-      root: snap.root,
-      version: 1,
-      chunkCount: snap.chunkCount,
-      exportChunk: (i) => snap.exportChunk(i),
-      get: (k) => snap.get(k),
-      proveExistence: (k) => snap.proveExistence(k),
-      proveAbsence: (k) => snap.proveAbsence(k),
-      proveRange: () => new Uint8Array(MAX_RESPONSE_BYTES),
-    };
-    const { c } = serve({}, huge);
-    const r = await c.request({ kind: Kind.Range, root: snap.root, start: new Uint8Array(0), limit: 65536 });
-    expect(r.status).toBe(Status.BadRequest);
+  it('a RANGE answer above the 8 MiB response limit is cut to fit: an incomplete proof with a resume key', async () => {
+    const tree = bigValueTree(1).snapshot();
+    const { c } = serve({}, tree);
+    const r = await c.request({ kind: Kind.Range, root: tree.root, start: new Uint8Array(0), limit: 65536 });
+    expect(r.status).toBe(Status.Ok);
+    expect(r.payload.length).toBeLessThanOrEqual(MAX_RESPONSE_BYTES - 11);
+    // spec/wire.md: the client verifies a cut answer with limit = the results it carries.
+    let verified: ReturnType<typeof verifyRange> | undefined;
+    for (let k = 128; k >= 1 && verified === undefined; k--) {
+      try {
+        verified = verifyRange(tree.root, new Uint8Array(0), undefined, k, r.payload);
+      } catch {
+        // not this k
+      }
+    }
+    expect(verified?.complete).toBe(false);
+    expect(verified!.entries.length).toBeGreaterThan(64);
+    expect(verified!.resumeKey).toEqual(Uint8Array.of(1, verified!.entries.length));
   });
 });
 
 describe('limits and lifecycle', () => {
-  it('refuses connections above maxConnections', () => {
+  it('at maxConnections, a new connection evicts the longest-idle one with nothing in flight', async () => {
     const server = new SyncServer(new StaticTreeSource([snap]), { maxConnections: 2 });
-    const conns = [new MemoryConnection(), new MemoryConnection(), new MemoryConnection()];
-    expect(conns.map((c) => server.handleConnection(c))).toEqual([true, true, false]);
-    expect(conns[2]!.aborted).toBe(true);
+    const conns = [new MemoryConnection(), new MemoryConnection()];
+    for (const conn of conns) expect(server.handleConnection(conn)).toBe(true);
+    await sleep(5);
+    conns[0]!.client.send({ kind: Kind.Roots }); // conns[0] active, answered: conns[1] is now the idlest
+    expect(await conns[0]!.client.waitResponses(1, 2000)).toBe(true);
+    const third = new MemoryConnection();
+    expect(server.handleConnection(third)).toBe(true);
+    expect(conns.map((c) => c.aborted)).toEqual([false, true]);
+    expect(server.stats.evicted).toBe(1);
+    expect((await third.client.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+  });
+
+  it('at maxConnections with every connection waiting for answers, a new one is refused', () => {
+    // A hook that holds every answer: each connection keeps a request in flight.
+    const hold = { reply: () => ({ kind: 'delay', ms: 60_000, reply: { kind: 'drop' } }) as const };
+    const server = new SyncServer(new StaticTreeSource([snap]), { maxConnections: 2, hook: hold });
+    const conns = [new MemoryConnection(), new MemoryConnection()];
+    for (const conn of conns) {
+      server.handleConnection(conn);
+      conn.client.send({ kind: Kind.Roots });
+    }
+    const third = new MemoryConnection();
+    expect(server.handleConnection(third)).toBe(false);
+    expect(third.aborted).toBe(true);
     expect(server.stats.refused).toBe(1);
-    conns[0]!.close();
-    expect(server.handleConnection(new MemoryConnection())).toBe(true);
+    server.close();
   });
 
   it('closes an idle connection', async () => {

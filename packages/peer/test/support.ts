@@ -281,6 +281,18 @@ export function smallTree(entries: number, capacity: number, seed = 7n): { tree:
   return { tree, keys, values };
 }
 
+/**
+ * A committed tree of 200 entries with 64 KiB values (about 13 MB): a RANGE
+ * over it exceeds the 8 MiB response limit. Keys are `[tag, i]`.
+ */
+export function bigValueTree(tag: number): Tree {
+  const tree = new Tree(64);
+  const value = new Uint8Array(65536).fill(tag);
+  for (let i = 0; i < 200; i++) tree.insert(Uint8Array.of(tag, i), value);
+  tree.commit();
+  return tree;
+}
+
 /** Bytewise compare, as the tree orders keys. */
 export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
@@ -292,12 +304,12 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
 export const BIN = fileURLToPath(new URL('../bin/bpavl.mjs', import.meta.url));
 
 /**
- * Runs `bpavl …args` as a child process. `done` resolves with its exit code
- * and output when it exits, or rejects (after SIGKILL) when it takes longer
- * than `ms`; `stdout()` is the output so far.
+ * Runs `bpavl …args` (or another CLI entry, `bin`) as a child process.
+ * `done` resolves with its exit code and output when it exits, or rejects
+ * (after SIGKILL) when it takes longer than `ms`; `stdout()` is the output so far.
  */
-export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000) {
-  const child: ChildProcess = spawn(process.execPath, [BIN, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
+export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms = 30_000, bin = BIN) {
+  const child: ChildProcess = spawn(process.execPath, [bin, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

@@ -12,12 +12,12 @@ import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
-import { TransportError } from '../transport/types.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, TransportError } from '../transport/types.js';
 import { Kind, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import type { Response } from '../wire/messages.js';
 import { PeerState } from './peer.js';
-import { type BannedPeer, SyncError, type SyncEvent, type SyncOptions, type SyncResult } from './types.js';
+import { type BannedPeer, type PeerOutcome, type PeerReport, SyncError, type SyncEvent, type SyncOptions, type SyncResult } from './types.js';
 
 /**
  * Endgame hedging: once nothing is left to hand out, an outstanding request
@@ -31,10 +31,14 @@ const HEDGE_LATENCY_FACTOR = 2;
 /** Never hedge a request younger than this (ms), however fast the peers answer. */
 const HEDGE_MIN_MS = 10;
 
+/** Default of `SyncOptions.stallTimeoutMs` (`spec/wire.md`, "Giving up"). */
+export const DEFAULT_STALL_TIMEOUT_MS = 20_000;
+
 /**
  * Syncs the whole state under `root` from `peers` and resolves with the
- * rebuilt tree. Rejects with `SyncError` (`NO_HONEST_PEERS`) when every peer
- * is banned or unreachable, and with the signal's reason on abort.
+ * rebuilt tree. Rejects with `SyncError` (`NO_HONEST_PEERS`, with a report
+ * per peer) when every peer is banned or unusable, and with the signal's
+ * reason on abort.
  *
  * @example
  * ```ts
@@ -68,6 +72,8 @@ class SyncSession {
   private readonly connect: Connect;
   private readonly timeoutMs: number;
   private readonly maxFailures: number;
+  private readonly connectTimeoutMs: number;
+  private readonly stallMs: number;
   private readonly peers: PeerState[];
   private readonly started = performance.now();
   private readonly rebuilder: Rebuilder;
@@ -96,6 +102,8 @@ class SyncSession {
   private wakeAt = Infinity;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly banned: BannedPeer[] = [];
+  /** Every peer given up on, and why. */
+  private readonly reports: PeerReport[] = [];
   private total: number | undefined;
   private bytes = 0;
   private verifiedBytes = 0;
@@ -112,9 +120,11 @@ class SyncSession {
     this.connect = opts.connect ?? connectAuto;
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
     this.maxFailures = opts.maxFailures ?? 4;
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.stallMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     const initial = opts.initialWindow ?? 4;
     const max = opts.maxWindow ?? 32;
-    this.peers = [...new Set(opts.peers)].map((a) => new PeerState(a, initial, max));
+    this.peers = [...new Set(opts.peers)].map((a) => new PeerState(a, initial, max, this.started));
     this.rebuilder = new Rebuilder(this.root);
   }
 
@@ -128,6 +138,7 @@ class SyncSession {
       if (capacity !== undefined) return this.completeEmpty(capacity);
       if (this.peers.length === 0) return this.fail(new SyncError('NO_PEERS', 'no peers given'));
       for (const p of this.peers) this.open(p);
+      this.pump(); // arms the give-up timer even if no connection ever opens
     });
   }
 
@@ -139,9 +150,9 @@ class SyncSession {
     }
   }
 
-  private setPeer(p: PeerState, status: PeerState['status'], reason?: string, code?: string): void {
+  private setPeer(p: PeerState, status: PeerState['status'], reason?: string, code?: string, outcome?: PeerOutcome): void {
     p.status = status;
-    this.emit({ type: 'peer', peer: p.address, status, ...(reason && { reason }), ...(code && { code }) });
+    this.emit({ type: 'peer', peer: p.address, status, ...(reason && { reason }), ...(code && { code }), ...(outcome && { outcome }) });
   }
 
   private later(ms: number, f: () => void): void {
@@ -155,16 +166,20 @@ class SyncSession {
   private open(p: PeerState): void {
     if (this.finished || !p.usable || p.connecting) return;
     p.connecting = true;
-    this.connect(p.address, this.opts.signal).then(
+    this.connect(p.address, this.opts.signal, { timeoutMs: this.connectTimeoutMs }).then(
       (conn) => {
         p.connecting = false;
         if (this.finished || !p.usable) return conn.close();
         p.conn = conn;
-        // An idle connection the peer closes has no request to fail: notice it here.
-        conn.onClose(() => {
+        p.connected = true;
+        // An idle connection the peer closes has no request to fail: notice it
+        // here. A protocol fault (a duplicate response, say) bans the peer
+        // even when no request was pending.
+        conn.onClose((reason) => {
           if (this.finished || !p.usable || p.conn !== conn) return;
           p.conn = undefined;
-          this.lost(p, 'connection closed');
+          if (reason instanceof WireError) this.ban(p, 'broke the wire protocol', reason.code);
+          else this.lost(p, 'connection closed');
         });
         if (p.status === 'connecting') this.setPeer(p, 'active');
         this.pump();
@@ -180,7 +195,10 @@ class SyncSession {
   /** A failed connection or request: back off, reconnect, or drop. */
   private lost(p: PeerState, reason: string): void {
     p.onFailure(performance.now());
-    if (p.failures >= this.maxFailures) return this.drop(p, reason);
+    if (p.failures >= this.maxFailures) {
+      const { outcome, code } = p.stallOutcome;
+      return this.drop(p, reason, outcome, code);
+    }
     if (p.status === 'slow') this.setPeer(p, 'slow', reason);
     if (!p.conn || p.conn.isClosed) {
       p.conn = undefined;
@@ -189,9 +207,11 @@ class SyncSession {
     this.pump();
   }
 
-  private drop(p: PeerState, reason: string): void {
+  /** Gives up on a peer that is not lying but cannot help. */
+  private drop(p: PeerState, reason: string, outcome: Exclude<PeerOutcome, 'banned'>, code: string): void {
     if (!p.usable) return;
-    this.setPeer(p, 'failed', reason);
+    this.reports.push({ peer: p.address, outcome, reason, code });
+    this.setPeer(p, 'failed', reason, code, outcome);
     p.conn?.close();
     this.checkStuck();
   }
@@ -199,7 +219,8 @@ class SyncSession {
   private ban(p: PeerState, reason: string, code: string): void {
     if (!p.usable) return;
     this.banned.push({ peer: p.address, reason, code });
-    this.setPeer(p, 'banned', reason, code);
+    this.reports.push({ peer: p.address, outcome: 'banned', reason, code });
+    this.setPeer(p, 'banned', reason, code, 'banned');
     this.emit({ type: 'peer-banned', peer: p.address, reason, code });
     p.conn?.close();
     this.checkStuck();
@@ -210,8 +231,9 @@ class SyncSession {
       this.fail(
         new SyncError(
           'NO_HONEST_PEERS',
-          `every peer is banned or unreachable (${this.received.size} of ${this.total ?? '?'} chunks)`,
+          `every peer is banned or unusable (${this.received.size} of ${this.total ?? '?'} chunks)`,
           this.banned,
+          this.reports,
         ),
       );
     }
@@ -279,6 +301,15 @@ class SyncSession {
     // Healthy peers first, so that stallers do not take the scarce work.
     const order = this.peers.filter((p) => p.usable).sort((a, b) => a.failures - b.failures);
     for (const p of order) {
+      // "Giving up": no valid chunk for stallMs while only BUSY, failures or a pending connect.
+      if (p.stalled(now, this.stallMs)) {
+        const { outcome, code } = p.stallOutcome;
+        this.drop(p, `no valid chunk in ${this.stallMs} ms`, outcome, code);
+        if (this.finished) return;
+        continue;
+      }
+      if (now - p.lastProgress >= this.stallMs) p.lastProgress = now; // idle, not stalled: a new period
+      soonest = Math.min(soonest, p.lastProgress + this.stallMs);
       if (p.notBefore > now) soonest = Math.min(soonest, p.notBefore);
       if (!p.wantsWork(now)) continue;
       while (p.canRequest(now)) {
@@ -352,11 +383,11 @@ class SyncSession {
         this.requeue(index);
         break;
       case Status.UnknownRoot:
-        this.drop(p, 'does not serve this root');
+        this.drop(p, 'does not serve this root', 'refused', 'UNKNOWN_ROOT');
         this.requeue(index);
         break;
       default:
-        this.drop(p, 'refused a valid request');
+        this.drop(p, 'refused a valid request', 'refused', 'BAD_REQUEST');
         this.requeue(index);
     }
     this.pump();

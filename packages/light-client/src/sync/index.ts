@@ -4,7 +4,7 @@
  * @module
  */
 
-export { syncState } from './engine.js';
+export { DEFAULT_STALL_TIMEOUT_MS, syncState } from './engine.js';
 export * from './types.js';
 export { closeTransports, connectAuto } from '../transport/auto.js';
 export { connectWebSocket } from '../transport/ws.js';

@@ -29,11 +29,19 @@ export class PeerState {
   connecting = false;
   /** Requests sent to this peer so far. */
   requests = 0;
+  /** Whether a connection to it ever opened. */
+  connected = false;
+  /** When it last sent a valid chunk (or when the session started; ms, performance.now()). */
+  lastProgress: number;
+  /** Since `lastProgress`: BUSY answers, and timeouts, lost connections or failed connects. */
+  busySince = 0;
+  failedSince = 0;
   served = 0;
   bytes = 0;
 
-  constructor(address: string, initialWindow: number, maxWindow: number) {
+  constructor(address: string, initialWindow: number, maxWindow: number, now: number) {
     this.address = address;
+    this.lastProgress = now;
     this.window = Math.min(initialWindow, maxWindow);
     this.maxWindow = maxWindow;
     this.threshold = maxWindow;
@@ -71,6 +79,9 @@ export class PeerState {
     const step = this.window < this.threshold ? 1 : 1 / Math.floor(this.window);
     this.window = Math.min(this.maxWindow, this.window + step);
     this.failures = 0;
+    this.lastProgress = performance.now();
+    this.busySince = 0;
+    this.failedSince = 0;
     this.served += 1;
     this.bytes += bytes;
     if (this.status === 'slow') this.status = 'active';
@@ -79,14 +90,31 @@ export class PeerState {
   /** A timeout or a lost connection: shrink, back off, and mark slow. */
   onFailure(now: number): void {
     this.failures += 1;
+    this.failedSince += 1;
     this.window = Math.max(1, this.window / 2);
     this.threshold = this.window;
     this.notBefore = now + Math.min(2000, 100 * 2 ** this.failures);
     if (this.status === 'active') this.status = 'slow';
   }
 
+  /**
+   * Whether the peer made no progress for `stallMs` while it was tried (a
+   * peer with nothing to do is not stalled).
+   */
+  stalled(now: number, stallMs: number): boolean {
+    return now - this.lastProgress >= stallMs && (this.busySince + this.failedSince > 0 || this.connecting);
+  }
+
+  /** Why a peer that made no progress is unusable (`spec/wire.md`, "Giving up"). */
+  get stallOutcome(): { outcome: 'unreachable' | 'unresponsive' | 'busy'; code: string } {
+    if (!this.connected) return { outcome: 'unreachable', code: 'CONNECT_FAILED' };
+    if (this.failedSince === 0 && this.busySince > 0) return { outcome: 'busy', code: 'BUSY' };
+    return { outcome: 'unresponsive', code: 'TIMEOUT' };
+  }
+
   /** `BUSY`: back off without counting a failure. */
   onBusy(now: number): void {
+    this.busySince += 1;
     this.window = Math.max(1, this.window - 1);
     this.threshold = this.window;
     this.notBefore = now + 100;

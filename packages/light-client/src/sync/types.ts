@@ -11,7 +11,7 @@ export type PeerStatus = 'connecting' | 'active' | 'slow' | 'banned' | 'failed';
 
 /** What a sync reports while it runs. */
 export type SyncEvent =
-  | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string }
+  | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
   | { type: 'chunk-rejected'; index: number; peer: string; code: string }
@@ -53,6 +53,29 @@ export interface SyncOptions {
   maxWindow?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;
+  /** Deadline of one connection attempt, TCP and handshakes included (default 5,000 ms). */
+  connectTimeoutMs?: number;
+  /**
+   * A peer that sends no valid chunk for this long, and meanwhile only
+   * answered `BUSY`, timed out, lost its connection or could not connect, is
+   * unusable (default 20,000 ms; `spec/wire.md`, "Giving up").
+   */
+  stallTimeoutMs?: number;
+}
+
+/** Why a peer stopped counting in a session (`spec/wire.md`, "Giving up"). */
+export type PeerOutcome = 'banned' | 'unreachable' | 'unresponsive' | 'busy' | 'refused';
+
+/** A peer the session gave up on, and why. */
+export interface PeerReport {
+  peer: string;
+  outcome: PeerOutcome;
+  reason: string;
+  /**
+   * `banned`: the verification or wire code; `unreachable`: `CONNECT_FAILED`;
+   * `unresponsive`: `TIMEOUT`; `busy`: `BUSY`; `refused`: `UNKNOWN_ROOT` or `BAD_REQUEST`.
+   */
+  code: string;
 }
 
 /** A peer the session banned, and why. */
@@ -85,10 +108,13 @@ export type SyncErrorCode = 'NO_HONEST_PEERS' | 'NO_PEERS';
 export class SyncError extends Error {
   readonly code: SyncErrorCode;
   readonly banned: BannedPeer[];
-  constructor(code: SyncErrorCode, message: string, banned: BannedPeer[] = []) {
+  /** Every peer and why it was given up on (`NO_HONEST_PEERS`). */
+  readonly peers: PeerReport[];
+  constructor(code: SyncErrorCode, message: string, banned: BannedPeer[] = [], peers: PeerReport[] = []) {
     super(message);
     this.name = 'SyncError';
     this.code = code;
     this.banned = banned;
+    this.peers = peers;
   }
 }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type PeerConnection, TransportError } from './types.js';
+import { type ConnectOptions, type PeerConnection, TransportError } from './types.js';
 import { connectWebSocket } from './ws.js';
 
 let libp2p: Promise<typeof import('./libp2p.js')> | undefined;
@@ -25,11 +25,11 @@ export async function closeTransports(): Promise<void> {
  * await connectAuto('ws://127.0.0.1:7001');
  * ```
  */
-export async function connectAuto(address: string, signal?: AbortSignal): Promise<PeerConnection> {
-  if (/^wss?:\/\//i.test(address)) return connectWebSocket(address, signal);
+export async function connectAuto(address: string, signal?: AbortSignal, opts?: ConnectOptions): Promise<PeerConnection> {
+  if (/^wss?:\/\//i.test(address)) return connectWebSocket(address, signal, opts);
   if (address.startsWith('/')) {
     libp2p ??= import('./libp2p.js');
-    return (await libp2p).connectLibp2p(address, signal);
+    return (await libp2p).connectLibp2p(address, signal, opts);
   }
   throw new TransportError('CONNECT_FAILED', `unsupported peer address ${address}`);
 }

@@ -23,6 +23,13 @@ export interface BytePipe {
  */
 const MAX_BATCH_BYTES = 64 * 1024;
 
+/**
+ * Ids of requests that timed out, remembered so that their late answers are
+ * told from duplicates; the oldest are forgotten past this many (a late
+ * answer to a forgotten one then counts as unexpected).
+ */
+const MAX_TIMED_OUT_IDS = 4096;
+
 interface Pending {
   kind: number;
   resolve: (r: Response) => void;
@@ -40,6 +47,8 @@ export class FramedConnection implements PeerConnection {
   private readonly decoder = new FrameDecoder(MAX_RESPONSE_BYTES);
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
+  /** Requests that timed out and whose answer may still arrive, once. */
+  private readonly timedOut = new Set<number>();
   /** Request frames not sent yet (sent together at the end of the turn). */
   private outbox: Uint8Array[] = [];
   private outboxBytes = 0;
@@ -61,6 +70,8 @@ export class FramedConnection implements PeerConnection {
     return new Promise<Response>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        this.timedOut.add(id);
+        if (this.timedOut.size > MAX_TIMED_OUT_IDS) this.timedOut.delete(this.timedOut.values().next().value!);
         reject(new TransportError('TIMEOUT', `no answer from ${this.address} in ${opts.timeoutMs} ms`));
       }, opts.timeoutMs);
       this.pending.set(id, { kind: req.kind, resolve, reject, timer });
@@ -107,9 +118,11 @@ export class FramedConnection implements PeerConnection {
         const res = decodeResponse(body);
         const p = this.pending.get(res.id);
         if (!p) {
-          // An answer to a request that already timed out is harmless; an id
-          // never sent is a protocol fault.
-          if (res.id < this.nextId) continue;
+          // A late answer to a request that timed out is harmless, once; a
+          // second answer to a request, or an answer to one never sent, is a
+          // protocol fault (`spec/wire.md`, "What the client checks").
+          if (this.timedOut.delete(res.id)) continue;
+          if (res.id < this.nextId) throw new WireError('RESPONSE_DUPLICATE', `second response to request ${res.id}`);
           throw new WireError('MESSAGE_MALFORMED', `response to unknown request ${res.id}`);
         }
         if (p.kind !== res.kind) throw new WireError('MESSAGE_MALFORMED', 'response kind differs from request');
@@ -137,6 +150,7 @@ export class FramedConnection implements PeerConnection {
       p.reject(err);
     }
     this.pending.clear();
+    this.timedOut.clear();
     try {
       this.pipe.close();
     } catch {

@@ -12,7 +12,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { PROTOCOL_ID } from '../wire/constants.js';
 import { FramedConnection } from './framed.js';
-import { type PeerConnection, TransportError } from './types.js';
+import { type ConnectOptions, DEFAULT_CONNECT_TIMEOUT_MS, type PeerConnection, TransportError } from './types.js';
 
 /** Whether a multiaddr names this machine (127.0.0.0/8, ::1, localhost). */
 function isLoopback(ma: Multiaddr): boolean {
@@ -65,7 +65,7 @@ export async function stopLibp2pClient(): Promise<void> {
  * const conn = await connectLibp2p('/ip4/127.0.0.1/tcp/7002/ws/p2p/12D3Koo…');
  * ```
  */
-export async function connectLibp2p(address: string, signal?: AbortSignal): Promise<PeerConnection> {
+export async function connectLibp2p(address: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<PeerConnection> {
   let ma: Multiaddr;
   try {
     ma = multiaddr(address);
@@ -74,8 +74,10 @@ export async function connectLibp2p(address: string, signal?: AbortSignal): Prom
   }
   const node = await clientNode();
   let stream;
+  // One deadline for the dial, the WebSocket upgrade, noise, yamux and protocol negotiation.
+  const deadline = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
   try {
-    stream = await node.dialProtocol(ma, PROTOCOL_ID, signal ? { signal } : {});
+    stream = await node.dialProtocol(ma, PROTOCOL_ID, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
   } catch (e) {
     if (signal?.aborted) throw signal.reason;
     throw new TransportError('CONNECT_FAILED', `cannot open ${PROTOCOL_ID} to ${address}: ${(e as Error).message}`);

@@ -43,5 +43,19 @@ export interface PeerConnection {
   onClose(listener: (reason: Error) => void): void;
 }
 
+/** Options of a {@link Connect}. */
+export interface ConnectOptions {
+  /**
+   * Deadline of the whole attempt: TCP, the WebSocket upgrade and, for
+   * libp2p, noise, yamux and protocol negotiation (default
+   * {@link DEFAULT_CONNECT_TIMEOUT_MS}). Past it the attempt rejects with
+   * `CONNECT_FAILED` (`spec/wire.md`, "Giving up").
+   */
+  timeoutMs?: number;
+}
+
+/** Default deadline of a connection attempt. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+
 /** Opens a connection to `address`. */
-export type Connect = (address: string, signal?: AbortSignal) => Promise<PeerConnection>;
+export type Connect = (address: string, signal?: AbortSignal, opts?: ConnectOptions) => Promise<PeerConnection>;

@@ -11,10 +11,12 @@
 
 import { WireError } from '../wire/errors.js';
 import { FramedConnection } from './framed.js';
-import { type PeerConnection, TransportError } from './types.js';
+import { type ConnectOptions, DEFAULT_CONNECT_TIMEOUT_MS, type PeerConnection, TransportError } from './types.js';
 
 /**
- * Opens a WebSocket connection to a serving peer.
+ * Opens a WebSocket connection to a serving peer. Rejects with
+ * `CONNECT_FAILED` if the connection and its upgrade are not done within
+ * `opts.timeoutMs` (default 5 s).
  *
  * @example
  * ```ts
@@ -22,7 +24,7 @@ import { type PeerConnection, TransportError } from './types.js';
  * const res = await conn.request({ kind: Kind.Chunk, root, index: 0 }, { timeoutMs: 5000 });
  * ```
  */
-export function connectWebSocket(url: string, signal?: AbortSignal): Promise<PeerConnection> {
+export function connectWebSocket(url: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<PeerConnection> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     let ws: WebSocket;
@@ -38,12 +40,20 @@ export function connectWebSocket(url: string, signal?: AbortSignal): Promise<Pee
     });
     let open = false;
     const onAbort = () => {
+      clearTimeout(deadline);
       conn.close();
       if (!open) reject(signal!.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const deadline = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      reject(new TransportError('CONNECT_FAILED', `no WebSocket handshake with ${url} within ${timeoutMs} ms`));
+      conn.close();
+    }, timeoutMs);
     ws.onopen = () => {
       open = true;
+      clearTimeout(deadline);
       resolve(conn);
     };
     ws.onmessage = (ev: MessageEvent) => {
@@ -51,6 +61,7 @@ export function connectWebSocket(url: string, signal?: AbortSignal): Promise<Pee
       else conn.receive(new Uint8Array(ev.data as ArrayBuffer));
     };
     ws.onclose = () => {
+      clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);
       conn.fail(new TransportError('CONNECTION_CLOSED', `${url} closed`));
       if (!open) reject(new TransportError('CONNECT_FAILED', `cannot connect to ${url}`));

@@ -6,7 +6,7 @@
  */
 
 /** Every code a wire decoder can throw (`spec/errors.md`, "Wire"). */
-export type WireErrorCode = 'FRAME_TOO_LARGE' | 'FRAME_MALFORMED' | 'MESSAGE_MALFORMED' | 'VERSION_UNSUPPORTED';
+export type WireErrorCode = 'FRAME_TOO_LARGE' | 'FRAME_MALFORMED' | 'MESSAGE_MALFORMED' | 'VERSION_UNSUPPORTED' | 'RESPONSE_DUPLICATE';
 
 /**
  * Thrown by the frame and message decoders.

@@ -6,10 +6,11 @@
  * @module
  */
 
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ByteConnection, ConnectionEvents } from '../connection.ts';
-import { MAX_WS_MESSAGE_BYTES } from '../constants.ts';
+import { HANDSHAKE_TIMEOUT_MS, MAX_WS_MESSAGE_BYTES } from '../constants.ts';
 import type { SyncServer } from '../server.ts';
 
 /** How long a closing socket may take for the close handshake before it is destroyed. */
@@ -93,20 +94,28 @@ export interface WsListener {
  * with 1013 (try again later).
  */
 export async function listenWs(server: SyncServer, opts: { host: string; port: number }): Promise<WsListener> {
+  // A socket that does not finish its upgrade in time is destroyed, so
+  // half-open handshakes cannot hold sockets (spec/wire.md, "Server limits");
+  // the deadline is lifted once the WebSocket is open.
+  const http = createServer((_req, res) => res.writeHead(426).end());
+  http.on('connection', (socket) => socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy()));
   const wss = new WebSocketServer({
-    host: opts.host,
-    port: opts.port,
+    server: http,
     maxPayload: MAX_WS_MESSAGE_BYTES,
     perMessageDeflate: false,
     clientTracking: true,
   });
   await new Promise<void>((resolve, reject) => {
-    wss.once('listening', resolve);
-    wss.once('error', reject);
+    http.once('error', reject);
+    http.listen(opts.port, opts.host, () => {
+      http.off('error', reject);
+      resolve();
+    });
   });
   wss.on('error', () => {});
   let n = 0;
   wss.on('connection', (ws, req) => {
+    req.socket.setTimeout(0);
     n++;
     ws.binaryType = 'nodebuffer';
     if (!server.hasRoom) {
@@ -117,7 +126,7 @@ export async function listenWs(server: SyncServer, opts: { host: string; port: n
     }
     server.handleConnection(wsConnection(ws, `ws#${n} ${req.socket.remoteAddress}:${req.socket.remotePort}`));
   });
-  const port = (wss.address() as AddressInfo).port;
+  const port = (http.address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   return {
     url: `ws://${host}:${port}`,
@@ -125,7 +134,10 @@ export async function listenWs(server: SyncServer, opts: { host: string; port: n
     close: () =>
       new Promise<void>((resolve) => {
         for (const ws of wss.clients) ws.terminate();
-        wss.close(() => resolve());
+        wss.close(() => {
+          http.closeAllConnections();
+          http.close(() => resolve());
+        });
       }),
   };
 }

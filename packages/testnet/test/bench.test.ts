@@ -19,11 +19,12 @@ import {
   encodeBaselineResponse,
 } from '../src/baseline.ts';
 import { Byzantine } from '../src/byzantine.ts';
-import type { ByteConnection, ConnectionEvents } from '../src/connection.ts';
+import type { ByteConnection, ConnectionEvents } from '../../peer/src/connection.ts';
+import { testnetHook, type TestnetOptions } from '../src/hook.ts';
 import { shapeConnection } from '../src/link.ts';
-import { SyncServer, type SyncServerOptions } from '../src/server.ts';
-import { CachedTree, StaticTreeSource } from '../src/source.ts';
-import { MemoryConnection, sleep, smallTree, spawnCli, wasmReady } from './support.ts';
+import { SyncServer } from '../../peer/src/server.ts';
+import { CachedTree, StaticTreeSource } from '../../peer/src/source.ts';
+import { MemoryConnection, sleep, smallTree, spawnTestnet, wasmReady } from './support.ts';
 
 let snap: Snapshot;
 
@@ -47,8 +48,8 @@ const fake: BaselineServed = {
   ],
 };
 
-function serve(opts: SyncServerOptions = {}) {
-  const server = new SyncServer(new StaticTreeSource([snap]), { baseline: fake, ...opts });
+function serve(opts: TestnetOptions = {}) {
+  const server = new SyncServer(new StaticTreeSource([snap]), { hook: testnetHook({ baseline: fake, ...opts }) });
   const conn = new MemoryConnection();
   server.handleConnection(conn);
   return { server, conn };
@@ -235,7 +236,7 @@ describe('link emulation', () => {
   });
 
   it('a server with a link answers late but correctly', async () => {
-    const server = new SyncServer(new StaticTreeSource([snap]), { link: { delayMs: 20, bytesPerSecond: 25e6 } });
+    const server = new SyncServer(new StaticTreeSource([snap]), { hook: testnetHook({ link: { delayMs: 20, bytesPerSecond: 25e6 } }) });
     const conn = new MemoryConnection();
     server.handleConnection(conn);
     const t0 = performance.now();
@@ -261,7 +262,7 @@ describe('cached chunk envelopes', () => {
 const baselineBuilt = existsSync(fileURLToPath(new URL('../../baseline-wasm/pkg/bpavl_baseline_wasm_bg.wasm', import.meta.url)));
 
 
-describe('bpavl serve: benchmark flags', () => {
+describe('bpavl-testnet serve: benchmark flags', () => {
   it('usage errors exit 2', async () => {
     const cases: [string[], RegExp][] = [
       [['serve', '--file', 'x', '--baseline'], /--baseline needs the workload/],
@@ -271,14 +272,14 @@ describe('bpavl serve: benchmark flags', () => {
       [['serve', '--delay-ms=-1'], /--delay-ms must be a non-negative integer/],
     ];
     for (const [args, message] of cases) {
-      const r = await spawnCli(args).done;
+      const r = await spawnTestnet(args).done;
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toMatch(message);
     }
   }, 60_000);
 
   it('--exit-on-stdin-end stops when stdin closes; the link and cache flags are reported', async () => {
-    const p = spawnCli(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--exit-on-stdin-end'], 'pipe');
+    const p = spawnTestnet(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--exit-on-stdin-end'], 'pipe');
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);
@@ -296,7 +297,7 @@ describe('bpavl serve: benchmark flags', () => {
       Importer: new () => { addChunk(chunk: Uint8Array): void; finish(): Uint8Array };
     };
     await init();
-    const p = spawnCli(['serve', '--json', '--entries', '2000', '--libp2p-port', 'off', '--baseline', '--baseline-chunk-bytes', '50000', '--exit-on-stdin-end'], 'pipe');
+    const p = spawnTestnet(['serve', '--json', '--entries', '2000', '--libp2p-port', 'off', '--baseline', '--baseline-chunk-bytes', '50000', '--exit-on-stdin-end'], 'pipe');
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);

@@ -1,7 +1,7 @@
 /**
  * The Baseline extension of the wire protocol, for `npm run bench:sync` only
- * (`spec/wire.md`, "Benchmark-only extension: Baseline chunks"). A peer
- * started with `bpavl serve --baseline` also serves the B+AVL paper's
+ * (`spec/benchmarks.md`). A peer
+ * started with `bpavl-testnet serve --baseline` also serves the B+AVL paper's
  * Baseline state (`crates/baseline` through `@bpavl/baseline-wasm`): the same
  * workload in an IAVL-style AVL+ tree, exported by traversal into fixed-size
  * chunks that carry no proof. Two request kinds, in the version-1 frame and

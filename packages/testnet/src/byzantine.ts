@@ -20,10 +20,13 @@
  * | `wrong-key` | PROOF: a valid existence proof of another key of the tree, with its value | `ROOT_MISMATCH` (the proof does not fold for the asked key) |
  * | `absence-for-present` | PROOF of a present key: a valid absence proof of the absent key just after it | `ABSENCE_INVALID` |
  * | `existence-for-absent` | PROOF of an absent key: "present", with a neighbour's value and valid existence proof | `ROOT_MISMATCH` |
- * | `busy` | answers every CHUNK, PROOF and RANGE request `BUSY` | back-off, then another peer |
+ * | `busy` | answers `BUSY` instead | a peer that never serves (unusable, `spec/wire.md` "Giving up") |
+ * | `twice` | sends the honest response twice on the connection | a duplicate response: a protocol fault |
+ * | `twice-corrupt` | sends the honest response, then a copy with `corrupt-value`'s flipped bit | a duplicate response: a protocol fault |
  *
- * The last four are the query client's lies (`@bpavl/light-client/client`):
- * the first three only touch PROOF answers and answer the rest honestly.
+ * `wrong-key`, `absence-for-present` and `existence-for-absent` are the query
+ * client's lies (`@bpavl/light-client/client`): they only touch PROOF
+ * answers and answer the rest honestly.
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
@@ -40,7 +43,7 @@
 import { createHash } from 'node:crypto';
 import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
-import type { ServedTree } from './source.ts';
+import type { ServedTree } from '../../peer/src/source.ts';
 
 /** The lies about which key a PROOF answer proves (see {@link lieAboutKey}). */
 const PROOF_LIES = ['wrong-key', 'absence-for-present', 'existence-for-absent'] as const;
@@ -60,7 +63,12 @@ export const BYZANTINE_MODES = [
   'disconnect',
   ...PROOF_LIES,
   'busy',
+  'twice',
+  'twice-corrupt',
 ] as const;
+
+/** Default delay of `slow`. */
+export const DEFAULT_SLOW_MS = 1500;
 
 /** One of `BYZANTINE_MODES`. */
 export type ByzantineMode = (typeof BYZANTINE_MODES)[number];
@@ -163,8 +171,10 @@ export type Lie =
   | { kind: 'silent' }
   /** Send half the frame, then close. */
   | { kind: 'disconnect' }
-  /** Answer `BUSY` instead. */
-  | { kind: 'busy' };
+  /** Answer BUSY. */
+  | { kind: 'busy' }
+  /** Send the honest response, then a second response to the same request with `payload`. */
+  | { kind: 'twice'; payload: Uint8Array };
 
 /**
  * Decides, answer by answer, whether and how to lie.
@@ -190,7 +200,7 @@ export class Byzantine {
     this.mode = opts.mode;
     this.rate = opts.rate;
     this.#rng = new SeededRandom(opts.seed);
-    this.#slowMs = opts.slowMs ?? 1500;
+    this.#slowMs = opts.slowMs ?? DEFAULT_SLOW_MS;
     this.#other = opts.otherTree;
   }
 
@@ -221,6 +231,8 @@ export class Byzantine {
       case 'disconnect':
       case 'busy':
         return { kind: this.mode };
+      case 'twice':
+        return { kind: 'twice', payload };
       case 'slow':
         return { kind: 'slow', ms: this.#slowMs };
       case 'random-bytes':
@@ -234,6 +246,10 @@ export class Byzantine {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
     switch (this.mode) {
+      case 'twice-corrupt': {
+        const second = corruptBaselineLeaf(payload, 'value');
+        return second === undefined ? undefined : { kind: 'twice', payload: second };
+      }
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptBaselineLeaf(payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
@@ -253,6 +269,10 @@ export class Byzantine {
       case 'corrupt-value':
       case 'corrupt-key':
         return tamper(corruptEntry(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
+      case 'twice-corrupt': {
+        const second = corruptEntry(req.kind, payload, 'value');
+        return second === undefined ? undefined : { kind: 'twice', payload: second };
+      }
       case 'corrupt-proof':
         return tamper(req.kind === Kind.Chunk ? corruptEnvelopePath(payload) : flipLastByte(payload));
       case 'wrong-index': {

@@ -8,7 +8,7 @@ import type { Libp2p } from 'libp2p';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Byzantine, type ByzantineMode, parseByzantine, SeededRandom } from '../src/byzantine.ts';
 import { startPeer, type RunningPeer } from '../src/peer.ts';
-import { StaticTreeSource } from '../src/source.ts';
+import { StaticTreeSource } from '../../peer/src/source.ts';
 import { libp2pClient, libp2pDialer, smallTree, sleep, wasmReady, type WireClient, wsClient } from './support.ts';
 
 let snap: Snapshot;
@@ -198,7 +198,7 @@ describe('rate', () => {
         const r = await c.request({ kind: Kind.Chunk, root: snap.root, index });
         if (codeOf(() => verifyChunk(snap.root, index, r.payload)) !== undefined) bad.push(i);
       }
-      expect(bad.length).toBe(peer.server.byzantine!.lies);
+      expect(bad.length).toBe(peer.byzantine!.lies);
       return bad;
     };
     const first = await run();

@@ -20,7 +20,7 @@
  * @module
  */
 
-import type { ByteConnection, ConnectionEvents } from './connection.ts';
+import type { ByteConnection, ConnectionEvents } from '../../peer/src/connection.ts';
 
 /** An emulated link. */
 export interface LinkOptions {
