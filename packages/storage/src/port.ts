@@ -1,0 +1,49 @@
+/**
+ * The storage port: the small asynchronous interface that every state-store
+ * backend implements (an embedded database in Node, IndexedDB in browsers,
+ * memory for tests), in the manner of automerge-repo's storage adapters and
+ * jmt's TreeReader/TreeWriter. Keys and values are bytes; records live in
+ * named tables fixed when the backend is opened. Asynchronous because
+ * IndexedDB is.
+ * @module
+ */
+
+/** One atomic, durable write: every put and delete applies, or none does. */
+export interface WriteBatch {
+  readonly puts?: ReadonlyArray<readonly [table: string, key: Uint8Array, value: Uint8Array]>;
+  readonly deletes?: ReadonlyArray<readonly [table: string, key: Uint8Array]>;
+}
+
+/** Keys of one table in unsigned byte order with `start ≤ key < end`, at most `limit` of them. */
+export interface ScanRange {
+  readonly start?: Uint8Array;
+  readonly end?: Uint8Array;
+  readonly limit?: number;
+}
+
+/** What a backend is opened with. */
+export interface BackendOptions {
+  /** The tables the caller uses; any other table name is a `RangeError`. */
+  readonly tables: readonly string[];
+  /** Open for reading only: no writer lock is taken, and `write` fails. */
+  readonly readOnly?: boolean;
+}
+
+/** A storage backend. Errors carry a stable `code` (spec/errors.md). */
+export interface StorageBackend {
+  /** `'sqlite'`, `'indexeddb'`, `'memory'`, … */
+  readonly kind: string;
+  readonly readOnly: boolean;
+  /** One record, or `undefined` when absent. */
+  get(table: string, key: Uint8Array): Promise<Uint8Array | undefined>;
+  /** Many records of one table in one round trip, in the order asked. */
+  getMany(table: string, keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>>;
+  /** Records of one table in key order. */
+  scan(table: string, range?: ScanRange): AsyncIterable<readonly [key: Uint8Array, value: Uint8Array]>;
+  /** Applies `batch` atomically; once the promise resolves, the batch survives a killed process. */
+  write(batch: WriteBatch): Promise<void>;
+  /** Bytes the backend occupies (on disk; in memory for `memory`). */
+  sizeBytes(): Promise<number>;
+  /** Releases the writer lock and every handle; later calls fail with `STORE_CLOSED`. */
+  close(): Promise<void>;
+}
