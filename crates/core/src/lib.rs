@@ -22,6 +22,7 @@ pub mod path;
 mod proof;
 mod prove;
 mod rebuild;
+pub mod record;
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 mod sha256x4;
 mod tree;
@@ -30,7 +31,7 @@ mod verify_batch;
 mod invariants;
 
 pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
-pub use error::{ProofError, RebuildError, TreeError};
+pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
 pub use path::{ChunkPath, Folded, PathStep};
 pub use proof::{
