@@ -17,8 +17,10 @@ mod envelope;
 mod error;
 pub mod hash;
 pub mod limits;
+mod load;
 mod node;
 pub mod path;
+mod persist;
 mod proof;
 mod prove;
 mod rebuild;
@@ -33,7 +35,9 @@ mod invariants;
 pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
 pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
+pub use load::Loader;
 pub use path::{ChunkPath, Folded, PathStep};
+pub use persist::WriteSet;
 pub use proof::{
     check_range_query, verify_absence, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkProof,
     EntryPosition, EntryWitness, ExistenceProof, Neighbour, RangeProof, RangeResult, Segment, FORMAT_ABSENCE,

@@ -46,7 +46,7 @@ impl Ref {
 }
 
 /// The tables whose records can go stale (`stale` keys name them by id).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
     Nodes = 1,
     Chunks = 2,
