@@ -11,11 +11,16 @@ export {
   verifyRange,
   verifyChunkProof,
   verifyChunk,
+  Loader,
+  encodeStoreRecord,
+  decodeStoreRecord,
   type Commit,
   type EntryPosition,
   type ChunkPosition,
   type RangeResult,
   type BpavlError,
+  type WriteSet,
+  type RecordTable,
 } from './pkg/bpavl_wasm.js';
 
 /**

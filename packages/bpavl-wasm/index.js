@@ -15,6 +15,9 @@ export {
   verifyRange,
   verifyChunkProof,
   verifyChunk,
+  Loader,
+  encodeStoreRecord,
+  decodeStoreRecord,
 } from './pkg/bpavl_wasm.js';
 
 let loading;

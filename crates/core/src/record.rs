@@ -35,6 +35,13 @@ impl Ref {
         k
     }
 
+    /// The ref a record key names; `None` unless the key is 40 bytes.
+    pub fn from_key(key: &[u8]) -> Option<Ref> {
+        let key: &[u8; RECORD_KEY_LEN] = key.try_into().ok()?;
+        let birth = u64::from_be_bytes(key[..8].try_into().expect("8 bytes"));
+        Some(Ref { birth, hash: key[8..].try_into().expect("32 bytes") })
+    }
+
     fn put(&self, out: &mut Vec<u8>) {
         put_varint(out, self.birth);
         out.extend_from_slice(&self.hash);
