@@ -19,6 +19,7 @@ pub mod hash;
 pub mod limits;
 mod load;
 mod node;
+pub mod pages;
 pub mod path;
 mod persist;
 mod proof;
