@@ -12,6 +12,9 @@ export {
   verifyChunkProof,
   verifyChunk,
   Loader,
+  Pages,
+  versionTop,
+  entryValue,
   encodeStoreRecord,
   decodeStoreRecord,
   type Commit,
@@ -21,6 +24,7 @@ export {
   type BpavlError,
   type WriteSet,
   type RecordTable,
+  type Lookup,
 } from './pkg/bpavl_wasm.js';
 
 /**

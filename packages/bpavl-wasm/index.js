@@ -16,6 +16,9 @@ export {
   verifyChunkProof,
   verifyChunk,
   Loader,
+  Pages,
+  versionTop,
+  entryValue,
   encodeStoreRecord,
   decodeStoreRecord,
 } from './pkg/bpavl_wasm.js';

@@ -125,3 +125,15 @@ export function tableKeys(tables, flat) {
   }
   return out;
 }
+
+/** A `Lookup`: records needed (kind 0), the entry found (1), or the entries bracketing an absence (2). */
+export function lookupResult(kind, tables, flat, ends) {
+  if (kind === 0) return { need: tableKeys(tables, flat) };
+  if (kind === 1) return { found: flat.slice() };
+  return { absent: pairs(flat, ends) };
+}
+
+/** `[table, key]` for one record. */
+export function tableKey(table, key) {
+  return [RECORD_TABLES[table], key.slice()];
+}

@@ -43,6 +43,8 @@ extern "C" {
     ) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
     fn table_keys(tables: &[u8], flat: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = tableKey)]
+    fn table_key(table: u8, key: &[u8]) -> JsValue;
 }
 
 fn table(name: &str) -> Result<Table, JsValue> {
@@ -136,4 +138,124 @@ pub fn encode_store_record(capacity: &Number) -> Result<Vec<u8>, JsValue> {
 #[wasm_bindgen(js_name = decodeStoreRecord)]
 pub fn decode_store_record(record: &Bytes) -> Result<f64, JsValue> {
     decode_store(&bytes(record, "record")?).map(|c| c as f64).map_err(throw)
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const LOOKUP_TYPES: &str = r#"
+/** What `Pages.lookup` answers (`bpavl_core::pages`). */
+export type Lookup =
+  /** Fetch these records, `supply` them, and look up again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The key's entry record (its record key); `entryValue` checks it and gives the value. */
+  | { found: Uint8Array }
+  /** Absent once each of these entry records checks with its slot's key (`entryValue`). */
+  | { absent: [entryKey: Uint8Array, slotKey: Uint8Array][] };
+"#;
+
+#[wasm_bindgen(module = "/src/convert.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = lookupResult)]
+    fn lookup_result(kind: u8, tables: &[u8], flat: &[u8], ends: &[u32]) -> JsValue;
+}
+
+/// Lookups in stored versions with chunks cached under a byte budget
+/// (`docs/store.md`, "Bounded memory"). Inner nodes stay once loaded.
+#[wasm_bindgen]
+pub struct Pages(core::pages::Pages);
+
+#[wasm_bindgen]
+impl Pages {
+    /// Pages of a store of chunk `capacity`, caching at most `budget` bytes
+    /// of chunks (raised to what one chunk of the longest keys needs).
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: &Number, budget: &Number) -> Result<Pages, JsValue> {
+        Ok(Pages(core::pages::Pages::new(count(capacity, "capacity")?, count(budget, "budget")?)))
+    }
+
+    /// Looks `key` up in the version whose top `versionTop` names. Throws
+    /// StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(unchecked_return_type = "Lookup")]
+    pub fn lookup(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
+        let top = match table(top_table)? {
+            Table::Nodes => core::record::Child::Node(record_ref(top_key)?),
+            Table::Chunks => core::record::Child::Chunk(record_ref(top_key)?),
+            Table::Entries => return Err(range_error("a version's top is a node or a chunk")),
+        };
+        let (mut tables, mut flat, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        let kind = match self.0.lookup(top, &bytes(key, "key")?).map_err(throw)? {
+            core::pages::Lookup::Need(wanted) => {
+                for (t, r) in wanted {
+                    tables.push(t as u8);
+                    flat.extend_from_slice(&r.key());
+                }
+                0
+            }
+            core::pages::Lookup::Found(entry) => {
+                flat.extend_from_slice(&entry.key());
+                1
+            }
+            core::pages::Lookup::Absent(bracket) => {
+                for (entry, slot_key) in bracket {
+                    flat.extend_from_slice(&entry.key());
+                    ends.push(flat.len() as u32);
+                    flat.extend_from_slice(&slot_key);
+                    ends.push(flat.len() as u32);
+                }
+                2
+            }
+        };
+        Ok(lookup_result(kind, &tables, &flat, &ends))
+    }
+
+    /// Hands over a record a lookup needed (`undefined`: the store lacks it).
+    /// Throws StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.supply(t, &r, value.as_deref()).map_err(throw)
+    }
+
+    /// Bytes of chunks cached now, counted from their contents (never above `budget`).
+    #[wasm_bindgen(getter, js_name = residentBytes)]
+    pub fn resident_bytes(&self) -> f64 {
+        self.0.resident_bytes() as f64
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn budget(&self) -> f64 {
+        self.0.budget() as f64
+    }
+
+    /// Chunk lookups served from the cache.
+    #[wasm_bindgen(getter)]
+    pub fn hits(&self) -> f64 {
+        self.0.hits_and_misses().0 as f64
+    }
+
+    /// Chunks loaded from the store.
+    #[wasm_bindgen(getter)]
+    pub fn misses(&self) -> f64 {
+        self.0.hits_and_misses().1 as f64
+    }
+}
+
+/// The top of a version as `[table, key]`, or `undefined` for the empty
+/// tree, from its version record. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = versionTop, unchecked_return_type = "[table: RecordTable, key: Uint8Array] | undefined")]
+pub fn version_top(version_record: &Bytes, capacity: &Number) -> Result<JsValue, JsValue> {
+    let record =
+        core::record::VersionRecord::decode(&bytes(version_record, "versionRecord")?, count(capacity, "capacity")?)
+            .map_err(throw)?;
+    Ok(match record.top {
+        None => JsValue::UNDEFINED,
+        Some(core::record::Child::Node(r)) => table_key(Table::Nodes as u8, &r.key()),
+        Some(core::record::Child::Chunk(r)) => table_key(Table::Chunks as u8, &r.key()),
+    })
+}
+
+/// The value of an entry record, checked against its record key's hash and
+/// the key its slot lists. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = entryValue)]
+pub fn entry_value(entry_key: &Bytes, record: &Bytes, slot_key: &Bytes) -> Result<Vec<u8>, JsValue> {
+    let (r, record, slot_key) = (record_ref(entry_key)?, bytes(record, "record")?, bytes(slot_key, "slotKey")?);
+    core::record::decode_entry(&record, &r.hash, &slot_key).map(<[u8]>::to_vec).map_err(throw)
 }

@@ -2,7 +2,7 @@
 // version back from its records, and StoreError codes. The store's own
 // behaviour is tested in packages/store.
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, encodeStoreRecord, init, Loader, Tree } from '../index.js';
+import { decodeStoreRecord, encodeStoreRecord, entryValue, init, Loader, Pages, Tree, versionTop } from '../index.js';
 import { thrown, toHex, utf8 } from './helpers.js';
 
 await init();
@@ -76,5 +76,32 @@ describe('the store record', () => {
   it('round-trips the capacity and rejects garbage', () => {
     expect(decodeStoreRecord(encodeStoreRecord(256))).toBe(256);
     expect(thrown(() => decodeStoreRecord(utf8('SQLite format 3')))).toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+});
+
+describe('Pages, versionTop and entryValue', () => {
+  it('look keys up in a stored version, found or bracketed', () => {
+    const { w, records } = committed();
+    const top = versionTop(w.versionRecord, 4)!;
+    const pages = new Pages(4, 0);
+    const get = (key: Uint8Array): Uint8Array | undefined => {
+      for (let round = 0; round < 64; round++) {
+        const answer = pages.lookup(top[0], top[1], key);
+        if ('found' in answer) return entryValue(answer.found, records.get(`entries/${toHex(answer.found)}`)!, key);
+        if ('absent' in answer) {
+          for (const [entry, slotKey] of answer.absent) entryValue(entry, records.get(`entries/${toHex(entry)}`)!, slotKey);
+          return undefined;
+        }
+        for (const [t, k] of answer.need) pages.supply(t, k, records.get(`${t}/${toHex(k)}`));
+      }
+      throw new Error('too many rounds');
+    };
+    expect(get(utf8('k12'))).toEqual(utf8('v12'));
+    expect(get(utf8('k125'))).toBeUndefined();
+    expect(pages.misses).toBeGreaterThan(0);
+    expect(pages.residentBytes).toBeLessThanOrEqual(pages.budget);
+    const [entryKey] = [...records.keys()].filter((k) => k.startsWith('entries/'));
+    const key = Buffer.from(entryKey!.slice(8), 'hex');
+    expect(thrown(() => entryValue(key, utf8('nonsense'), utf8('k1')))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
   });
 });
