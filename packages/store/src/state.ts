@@ -5,13 +5,15 @@
  * core (through `@bpavl/wasm`); this module moves records between the core
  * and the backend.
  *
- * This first version keeps each version it reads resident (the whole tree);
- * chunks paged in and out under a byte budget come next (docs/store.md,
- * "Bounded memory").
+ * Reads of versions other than the head go through `Pages`: inner nodes
+ * loaded on demand, chunks cached under `cacheBytes`, every answer checked
+ * against the entry records that prove it. The head (which takes writes)
+ * and the versions that proofs are taken from are still loaded whole;
+ * paging them too is the next step (docs/store.md, "Status").
  * @module
  */
 
-import { decodeStoreRecord, encodeStoreRecord, Loader, type Snapshot, Tree } from '@bpavl/wasm';
+import { decodeStoreRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, versionTop } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
@@ -36,28 +38,54 @@ export interface StoreStats {
   readonly chunks: number;
   readonly versions: number;
   readonly bytesOnDisk: number;
+  /** Chunk lookups of paged reads served from the cache, and chunks they loaded. */
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  /** Bytes of chunks cached now, counted from their contents (never above the budget). */
+  readonly cachedChunkBytes: number;
 }
+
+/** The default chunk cache of paged reads. */
+export const DEFAULT_CACHE_BYTES = 64 << 20;
 
 /** Records deleted per atomic write when pruning or rolling back. */
 const DELETE_BATCH = 10_000;
 /** Old versions kept loaded for reads, most recent first. */
 const LOADED_VERSIONS = 4;
 
+/** Rounds of record fetches a read may take: 48 levels of nodes, then chunks, bases and entries. */
+const MAX_ROUNDS = 64;
+
+/** Fetches `wanted` records (one `getMany` per table) and hands each to `supply`. */
+async function fetchRecords(
+  backend: StorageBackend,
+  wanted: readonly (readonly [RecordTable, Uint8Array])[],
+  supply: (table: RecordTable, key: Uint8Array, value: Uint8Array | undefined) => void,
+): Promise<void> {
+  for (const table of BORN_TABLES) {
+    const keys = wanted.filter(([t]) => t === table).map(([, k]) => k);
+    if (keys.length === 0) continue;
+    const values = await backend.getMany(table, keys);
+    keys.forEach((k, i) => supply(table, k, values[i]));
+  }
+}
+
 /** Loads `version` from `backend`, checking every record (`STORE_CORRUPT`). */
 async function loadTree(backend: StorageBackend, version: number, record: Uint8Array, capacity: number): Promise<Tree> {
   const loader = new Loader(version, record, capacity);
-  // A version is at most 48 levels of nodes, then chunks, bases and entries.
-  for (let round = 0; round < 64; round++) {
+  for (let round = 0; round < MAX_ROUNDS; round++) {
     const wanted = loader.wanted();
     if (wanted.length === 0) return loader.finish();
-    for (const table of BORN_TABLES) {
-      const keys = wanted.filter(([t]) => t === table).map(([, k]) => k);
-      if (keys.length === 0) continue;
-      const values = await backend.getMany(table, keys);
-      keys.forEach((k, i) => loader.supply(table, k, values[i]));
-    }
+    await fetchRecords(backend, wanted, (t, k, v) => loader.supply(t, k, v));
   }
   throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
+}
+
+/** The value of the entry record `key` names, checked against `slotKey`. */
+async function readEntry(backend: StorageBackend, key: Uint8Array, slotKey: Uint8Array): Promise<Uint8Array> {
+  const record = await backend.get('entries', key);
+  if (record === undefined) throw new StoreError('STORE_CORRUPT', 'an entry record is missing');
+  return entryValue(key, record, slotKey);
 }
 
 /** Keys of `table` from `start` on, at most `limit`. */
@@ -75,17 +103,19 @@ export class State {
   /** Version → root of every retained version, ascending. */
   #versions: Map<number, Uint8Array>;
   #loaded = new Map<number, Snapshot>();
+  readonly #pages: Pages;
   #closed = false;
 
-  private constructor(backend: StorageBackend, capacity: number, tree: Tree, versions: Map<number, Uint8Array>) {
+  private constructor(backend: StorageBackend, capacity: number, tree: Tree, versions: Map<number, Uint8Array>, cacheBytes: number) {
     this.#backend = backend;
     this.capacity = capacity;
     this.#tree = tree;
     this.#versions = versions;
+    this.#pages = new Pages(capacity, cacheBytes);
   }
 
   /** Opens the state a backend holds, or starts one (`capacity`, default 256). */
-  static async open(backend: StorageBackend, capacity = 256): Promise<State> {
+  static async open(backend: StorageBackend, capacity = 256, cacheBytes = DEFAULT_CACHE_BYTES): Promise<State> {
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
       if (backend.readOnly) throw new StoreError('STORE_CORRUPT', 'a read-only open of an empty store');
@@ -105,7 +135,7 @@ export class State {
       // The head is checked by its load; the others by theirs, when read.
       versions.set(version, version === head ? tree.root : rootOf(record));
     }
-    return new State(backend, stored, tree, versions);
+    return new State(backend, stored, tree, versions, cacheBytes);
   }
 
   #open(): void {
@@ -152,8 +182,30 @@ export class State {
     return snapshot;
   }
 
-  async get(key: Uint8Array, at?: AtVersion): Promise<Uint8Array | undefined> {
-    return (await this.snapshot(at)).get(key);
+  async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
+    this.#open();
+    const version = at.version ?? this.#tree.version;
+    if (version === this.#tree.version) return this.#tree.snapshot().get(key);
+    return this.#pagedGet(version, key);
+  }
+
+  /** A read of a stored version through the chunk cache. */
+  async #pagedGet(version: number, key: Uint8Array): Promise<Uint8Array | undefined> {
+    if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    const record = await this.#backend.get('versions', versionKey(version));
+    if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
+    const top = versionTop(record, this.capacity);
+    if (top === undefined) return undefined;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const answer = this.#pages.lookup(top[0], top[1], key);
+      if ('found' in answer) return readEntry(this.#backend, answer.found, key);
+      if ('absent' in answer) {
+        for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
+        return undefined;
+      }
+      await fetchRecords(this.#backend, answer.need, (t, k, v) => this.#pages.supply(t, k, v));
+    }
+    throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
   }
 
   async has(key: Uint8Array, at?: AtVersion): Promise<boolean> {
@@ -265,7 +317,16 @@ export class State {
   async stats(): Promise<StoreStats> {
     this.#open();
     const snapshot = this.#tree.snapshot();
-    const stats = { entries: snapshot.len, chunks: snapshot.chunkCount, versions: this.#versions.size, bytesOnDisk: await this.#backend.sizeBytes() };
+    const pages = this.#pages;
+    const stats = {
+      entries: snapshot.len,
+      chunks: snapshot.chunkCount,
+      versions: this.#versions.size,
+      bytesOnDisk: await this.#backend.sizeBytes(),
+      cacheHits: pages.hits,
+      cacheMisses: pages.misses,
+      cachedChunkBytes: pages.residentBytes,
+    };
     snapshot.free();
     return stats;
   }
@@ -277,6 +338,7 @@ export class State {
     this.#tree.free();
     for (const s of this.#loaded.values()) s.free();
     this.#loaded.clear();
+    this.#pages.free();
     await this.#backend.close();
   }
 }

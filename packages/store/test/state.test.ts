@@ -216,3 +216,32 @@ describe('corruption is STORE_CORRUPT on the read that touches it', () => {
     await expect(attempt()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
   });
 });
+
+describe('paged reads of old versions', () => {
+  it('keep the cached chunk bytes within cacheBytes, counted from their contents', async () => {
+    const data: MemoryData = new Map();
+    const cacheBytes = 20_000;
+    const state = await openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity: 8, cacheBytes });
+    const models: Model[] = [];
+    const model: Model = new Map();
+    for (let v = 0; v < 5; v++) {
+      for (let k = v; k < 600; k += 3) {
+        state.put(key(k), value(k, v));
+        model.set(hex(key(k)), value(k, v));
+      }
+      await state.commit();
+      models.push(new Map(model));
+    }
+    const pick = rng(11);
+    for (let i = 0; i < 400; i++) {
+      const version = 1 + pick(4);
+      const k = pick(620);
+      expect(await state.get(key(k), { version })).toEqual(models[version - 1]!.get(hex(key(k))));
+      expect((await state.stats()).cachedChunkBytes).toBeLessThanOrEqual(cacheBytes);
+    }
+    const stats = await state.stats();
+    expect(stats.cacheMisses).toBeGreaterThan(0);
+    expect(stats.cacheHits).toBeGreaterThan(0);
+    await state.close();
+  });
+});
