@@ -13,6 +13,9 @@ use bpavl_core::record::{stale_key, Child, ChunkRecord, NodeRecord, Ref, Table, 
 use bpavl_core::{Loader, StoreError, Tree, WriteSet};
 use proptest::prelude::*;
 
+mod model_keys;
+use model_keys::{key, value};
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type Records = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -144,16 +147,6 @@ enum Op {
     Prune(u8),
     Rollback(u8),
     Reopen,
-}
-
-fn key(k: u16) -> Vec<u8> {
-    let mut v = k.to_be_bytes().to_vec();
-    v.extend(std::iter::repeat_n(b'k', (k % 3) as usize));
-    v
-}
-
-fn value(k: u16, seed: u8) -> Vec<u8> {
-    vec![seed; (k as usize + seed as usize) % 40]
 }
 
 fn op(domain: u16) -> impl Strategy<Value = Op> {

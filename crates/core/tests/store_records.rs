@@ -11,14 +11,11 @@ use bpavl_core::record::{
 use bpavl_core::StoreError;
 use proptest::prelude::*;
 
-fn key(k: u16) -> Vec<u8> {
-    let mut v = k.to_be_bytes().to_vec();
-    v.extend(std::iter::repeat_n(b'k', (k % 3) as usize));
-    v
-}
+mod model_keys;
+use model_keys::{key, value};
 
 fn entry_ref(k: u16, seed: u8, birth: u64) -> Ref {
-    Ref { birth, hash: entry_hash(&key(k), &[seed; 7]) }
+    Ref { birth, hash: entry_hash(&key(k), &value(k, seed)) }
 }
 
 /// Slots for the sorted, distinct keys `keys`, each with its value seed.
@@ -143,7 +140,7 @@ fn full_chunks_verify_and_a_flipped_slot_key_is_caught_by_its_entry() {
         assert_eq!(changed.len(), 1);
         let i = changed[0];
         let (k, seed) = (3 * i as u16, i as u8);
-        let record = encode_entry(&key(k), &[seed; 7]);
+        let record = encode_entry(&key(k), &value(k, seed));
         if g[i].key != s[i].key {
             assert_eq!(decode_entry(&record, &g[i].entry.hash, &g[i].key), Err(StoreError::Corrupt));
         } else {
