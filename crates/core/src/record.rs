@@ -392,18 +392,23 @@ pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
 /// How a changed chunk is stored: as a delta of `base` when its encoding is
 /// at most a quarter of the full chunk's, else whole (a new base).
 pub fn chunk_record(base: Option<(&Ref, &[Slot])>, now: &[Slot]) -> ChunkRecord {
-    let full = ChunkRecord::Full(now.to_vec());
-    let Some((base_ref, base_slots)) = base else { return full };
-    let edits = diff_slots(base_slots, now);
-    if edits.is_empty() {
-        return full;
+    if let Some((base_ref, base_slots)) = base {
+        let edits = diff_slots(base_slots, now);
+        if !edits.is_empty() {
+            let delta = ChunkRecord::Delta { base: *base_ref, edits };
+            if 4 * delta.encode().len() <= full_chunk_len(now) {
+                return delta;
+            }
+        }
     }
-    let delta = ChunkRecord::Delta { base: *base_ref, edits };
-    if 4 * delta.encode().len() <= full.encode().len() {
-        delta
-    } else {
-        full
-    }
+    ChunkRecord::Full(now.to_vec())
+}
+
+/// The length of `ChunkRecord::Full(slots).encode()`, without encoding it.
+fn full_chunk_len(slots: &[Slot]) -> usize {
+    let varint_len = |v: u64| (64 - v.max(1).leading_zeros() as usize).div_ceil(7);
+    let slot_len = |s: &Slot| varint_len(s.key.len() as u64) + s.key.len() + varint_len(s.entry.birth) + 32;
+    1 + varint_len(slots.len() as u64) + slots.iter().map(slot_len).sum::<usize>()
 }
 
 /// Checks that `slots` hash to the chunk hash `expected`, and returns the

@@ -213,3 +213,27 @@ fn one_changed_entry_in_a_large_chunk_is_stored_as_a_small_delta() {
     assert!(record.encode().len() < 100);
     assert!(matches!(chunk_record(None, &now), ChunkRecord::Full(_)));
 }
+
+#[test]
+fn a_delta_is_chosen_by_the_full_chunks_encoded_length() {
+    // Keys of 1 … 300 bytes and births across varint boundaries: the
+    // threshold must compare with the real encoding.
+    let base: Vec<Slot> = (0..64u16)
+        .map(|k| {
+            let mut key = key(k);
+            key.extend(std::iter::repeat_n(b'x', k as usize * 5));
+            Slot { key, entry: Ref { birth: 1u64 << (k % 40), hash: [k as u8; 32] } }
+        })
+        .collect();
+    let full = ChunkRecord::Full(base.clone()).encode().len();
+    let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
+    for changed in 1..64 {
+        let mut now = base.clone();
+        for s in now.iter_mut().take(changed) {
+            s.entry.hash[0] ^= 1;
+        }
+        let delta = ChunkRecord::Delta { base: base_ref, edits: diff_slots(&base, &now) }.encode().len();
+        let record = chunk_record(Some((&base_ref, &base)), &now);
+        assert_eq!(matches!(record, ChunkRecord::Delta { .. }), 4 * delta <= full, "{changed} changed slots");
+    }
+}
