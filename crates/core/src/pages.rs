@@ -14,17 +14,23 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::error::StoreError;
+use crate::hash::{multiproof, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
+use crate::path::{ChunkPath, PathStep};
+use crate::proof::EntryWitness;
 use crate::record::{apply_edits, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
 
 /// Resident bytes counted for a cached chunk besides its keys: per slot the
-/// entry ref and the key's bookkeeping.
-const SLOT_BYTES: usize = 40 + 24;
+/// entry ref, the key's bookkeeping and two in-chunk hashes (its leaf and
+/// about one inner node).
+const SLOT_BYTES: usize = 40 + 24 + 64;
 const CHUNK_BYTES: usize = 64;
 
 /// A chunk verified against its hash.
 struct CachedChunk {
     slots: Vec<Slot>,
+    /// The in-chunk tree (`hash::inchunk_tree`), which existence proofs read.
+    tree: Vec<Hash>,
     bytes: usize,
     last_used: u64,
     /// When it was loaded, to tell a cache hit from a chunk loaded for the lookup at hand.
@@ -41,6 +47,18 @@ pub enum Lookup {
     /// The key is absent once these adjacent entry records check with these
     /// keys (one at either end of the tree, else two).
     Absent(Vec<(Ref, Vec<u8>)>),
+}
+
+/// What `Pages::witness` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Witness {
+    /// Fetch these records, [`Pages::supply`] them, and ask again.
+    Need(Vec<(Table, Ref)>),
+    /// The entry record (check it with `decode_entry`) and its witness: an
+    /// existence proof once wrapped in `ExistenceProof`.
+    Found(Ref, EntryWitness),
+    /// No slot holds the key (`lookup` proves the absence).
+    NotFound,
 }
 
 /// Inner nodes and a byte-bounded chunk cache over a store's records.
@@ -130,7 +148,7 @@ impl Pages {
     }
 
     fn cache(&mut self, r: Ref, slots: Vec<Slot>) -> Result<(), StoreError> {
-        verify_slots(&slots, &r.hash)?;
+        let tree = verify_slots(&slots, &r.hash)?;
         if self.chunks.contains_key(&r) {
             return Ok(());
         }
@@ -143,7 +161,7 @@ impl Pages {
         self.clock += 1;
         self.lru.insert(self.clock, r);
         self.resident += bytes;
-        self.chunks.insert(r, CachedChunk { slots, bytes, last_used: self.clock, loaded_at: self.clock });
+        self.chunks.insert(r, CachedChunk { slots, tree, bytes, last_used: self.clock, loaded_at: self.clock });
         Ok(())
     }
 
@@ -171,6 +189,60 @@ impl Pages {
         }
     }
 
+    fn descend(&self, top: Child, key: &[u8]) -> Result<Descent, Step> {
+        let (mut lower, mut upper, mut path) = (None, None, Vec::new());
+        let mut child = top;
+        loop {
+            match child {
+                Child::Chunk(at) => return Ok(Descent { at, lower, upper, path }),
+                Child::Node(r) => {
+                    let n = self.nodes.get(&r).ok_or(Step::Need(Table::Nodes, r))?;
+                    let left = key < n.key_copy.as_slice();
+                    let (next, other) = if left { (n.left, n.right) } else { (n.right, n.left) };
+                    path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
+                    if left {
+                        upper = Some((n.key_copy.clone(), n.right));
+                    } else {
+                        lower = Some(n.key_copy.clone());
+                    }
+                    child = next;
+                }
+            }
+        }
+    }
+
+    /// The witness of `key`'s entry in the version whose top is `top`
+    /// (`spec/proof-format.md`), with the entry record that holds its value.
+    pub fn witness(&mut self, top: Child, key: &[u8]) -> Result<Witness, StoreError> {
+        let d = match self.descend(top, key) {
+            Ok(d) => d,
+            Err(Step::Need(t, r)) => return Ok(Witness::Need(vec![(t, r)])),
+            Err(Step::Corrupt) => return Err(StoreError::Corrupt),
+        };
+        let c = match self.chunk(&d.at) {
+            Ok(c) => c,
+            Err(need) => return Ok(Witness::Need(vec![need])),
+        };
+        let Ok(position) = c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)) else {
+            return Ok(Witness::NotFound);
+        };
+        let m = c.slots.len();
+        let inchunk = multiproof(&c.tree, m, position, position + 1);
+        let (mut chunks, mut entries, mut steps) = (1u64, m as u64, Vec::with_capacity(d.path.len()));
+        for &(went_left, parent_height, parent_chunks, parent_entries, sibling_hash) in d.path.iter().rev() {
+            steps.push(PathStep {
+                sibling_is_left: !went_left,
+                parent_height,
+                sibling_chunks: parent_chunks.checked_sub(chunks).ok_or(StoreError::Corrupt)?,
+                sibling_entries: parent_entries.checked_sub(entries).ok_or(StoreError::Corrupt)?,
+                sibling_hash,
+            });
+            (chunks, entries) = (parent_chunks, parent_entries);
+        }
+        let witness = EntryWitness { chunk_entries: m, position, inchunk, path: ChunkPath { steps } };
+        Ok(Witness::Found(c.slots[position].entry, witness))
+    }
+
     /// Looks `key` up in the version whose top is `top`.
     pub fn lookup(&mut self, top: Child, key: &[u8]) -> Result<Lookup, StoreError> {
         match self.lookup_step(top, key) {
@@ -181,26 +253,7 @@ impl Pages {
     }
 
     fn lookup_step(&mut self, top: Child, key: &[u8]) -> Result<Lookup, Step> {
-        // `lower`: the key copy where the search last went right; `upper`:
-        // where it last went left, with that node's right subtree.
-        let mut lower: Option<Vec<u8>> = None;
-        let mut upper: Option<(Vec<u8>, Child)> = None;
-        let mut child = top;
-        let at = loop {
-            match child {
-                Child::Chunk(r) => break r,
-                Child::Node(r) => {
-                    let n = self.nodes.get(&r).ok_or(Step::Need(Table::Nodes, r))?;
-                    if key < n.key_copy.as_slice() {
-                        upper = Some((n.key_copy.clone(), n.right));
-                        child = n.left;
-                    } else {
-                        lower = Some(n.key_copy.clone());
-                        child = n.right;
-                    }
-                }
-            }
-        };
+        let Descent { at, lower, upper, .. } = self.descend(top, key)?;
         let answered_at = self.answered_at;
         let c = self.chunk(&at)?;
         let hit = c.loaded_at <= answered_at;
@@ -235,6 +288,18 @@ impl Pages {
         self.answered_at = self.clock;
         Ok(answer)
     }
+}
+
+/// Where a search for a key ends: the chunk, the key copies that bound it
+/// (where the search last went right, and where it last went left with that
+/// node's right subtree), and the nodes passed, top first.
+struct Descent {
+    at: Ref,
+    lower: Option<Vec<u8>>,
+    upper: Option<(Vec<u8>, Child)>,
+    /// Per node passed: whether the search went left, the node's height and
+    /// counts, and the hash of the child it did not take.
+    path: Vec<(bool, u8, u64, u64, Hash)>,
 }
 
 /// Why a lookup stopped early.

@@ -6,14 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use bpavl_core::pages::{Lookup, Pages};
+use bpavl_core::pages::{Lookup, Pages, Witness};
 use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
-use bpavl_core::{StoreError, Tree};
+use bpavl_core::{verify_existence, ExistenceProof, Hash, StoreError, Tree};
 use proptest::prelude::*;
 
 type Records = BTreeMap<(u8, [u8; 40]), Vec<u8>>;
-/// A stored version: its top, and the entries it holds.
-type Version = (Child, BTreeMap<Vec<u8>, Vec<u8>>);
+/// A stored version: its top, its root, and the entries it holds.
+type Version = (Child, Hash, BTreeMap<Vec<u8>, Vec<u8>>);
 
 /// Stores `rounds` versions of random writes; returns the records and, per
 /// version, its top and its entries.
@@ -41,7 +41,7 @@ fn stored(capacity: usize, seed: u64, rounds: usize) -> (Records, Vec<Version>) 
         }
         let v = VersionRecord::decode(&w.version_record, capacity).unwrap();
         let entries = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-        versions.push((v.top.expect("never empty"), entries));
+        versions.push((v.top.expect("never empty"), v.root, entries));
     }
     (records, versions)
 }
@@ -90,7 +90,7 @@ proptest! {
         let (records, versions) = stored(capacity, seed, 6);
         let mut pages = Pages::new(capacity, budget);
         for k in 0..320u16 {
-            let (top, entries) = &versions[k as usize % versions.len()];
+            let (top, _, entries) = &versions[k as usize % versions.len()];
             let key = k.to_be_bytes();
             prop_assert_eq!(get(&mut pages, &records, *top, &key).unwrap(), entries.get(key.as_slice()).cloned());
             prop_assert!(pages.resident_bytes() <= pages.budget());
@@ -115,7 +115,7 @@ fn a_flipped_record_never_gives_a_wrong_answer() {
                 bad.get_mut(which).unwrap()[at] ^= 0x01;
                 let mut pages = Pages::new(3, 4_000);
                 for k in 0..320u16 {
-                    let (top, entries) = &versions[k as usize % versions.len()];
+                    let (top, _, entries) = &versions[k as usize % versions.len()];
                     let key = k.to_be_bytes();
                     match get(&mut pages, &bad, *top, &key) {
                         Ok(answer) => {
@@ -132,7 +132,7 @@ fn a_flipped_record_never_gives_a_wrong_answer() {
 #[test]
 fn a_small_budget_evicts_and_counts_misses() {
     let (records, versions) = stored(4, 7, 3);
-    let (top, entries) = versions.last().unwrap();
+    let (top, _, entries) = versions.last().unwrap();
     let mut pages = Pages::new(4, 0);
     for key in entries.keys().chain(entries.keys()) {
         assert_eq!(get(&mut pages, &records, *top, key).unwrap().as_ref(), entries.get(key));
@@ -141,4 +141,37 @@ fn a_small_budget_evicts_and_counts_misses() {
     let (hits, misses) = pages.hits_and_misses();
     assert!(misses >= entries.len() as u64 / 4, "chunks are loaded again after eviction");
     assert!(hits > 0);
+}
+
+/// Existence proofs from the pages verify against their version's root.
+#[test]
+fn witnesses_from_pages_verify_against_each_versions_root() {
+    for capacity in [2, 3, 8] {
+        let (records, versions) = stored(capacity, 5, 5);
+        let mut pages = Pages::new(capacity, 0);
+        let mut proven = 0;
+        for k in 0..320u16 {
+            let (top, root, entries) = &versions[k as usize % versions.len()];
+            let key = k.to_be_bytes();
+            let (entry, witness) = loop {
+                match pages.witness(*top, &key).unwrap() {
+                    Witness::Found(e, w) => break Some((e, w)),
+                    Witness::NotFound => break None,
+                    Witness::Need(wanted) => {
+                        for (t, r) in wanted {
+                            pages.supply(t, &r, record(&records, t, &r)).unwrap();
+                        }
+                    }
+                }
+            }
+            .unzip();
+            assert_eq!(entry.is_some(), entries.contains_key(key.as_slice()));
+            let (Some(entry), Some(witness)) = (entry, witness) else { continue };
+            let value = decode_entry(record(&records, Table::Entries, &entry).unwrap(), &entry.hash, &key).unwrap();
+            let proof = ExistenceProof { capacity, witness }.encode();
+            verify_existence(root, &key, value, &proof).unwrap();
+            proven += 1;
+        }
+        assert!(proven > 20, "only {proven} keys were present");
+    }
 }
