@@ -25,6 +25,7 @@ export {
   type WriteSet,
   type RecordTable,
   type Lookup,
+  type Proven,
 } from './pkg/bpavl_wasm.js';
 
 /**

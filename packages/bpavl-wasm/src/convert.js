@@ -137,3 +137,8 @@ export function lookupResult(kind, tables, flat, ends) {
 export function tableKey(table, key) {
   return [RECORD_TABLES[table], key.slice()];
 }
+
+/** A `Proven`: the entry record's key and the proof, or not found. */
+export function provenResult(entryKey, proof) {
+  return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };
+}

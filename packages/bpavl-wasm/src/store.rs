@@ -150,18 +150,29 @@ export type Lookup =
   | { found: Uint8Array }
   /** Absent once each of these entry records checks with its slot's key (`entryValue`). */
   | { absent: [entryKey: Uint8Array, slotKey: Uint8Array][] };
+
+/** What `Pages.proveExistence` answers. */
+export type Proven =
+  /** Fetch these records, `supply` them, and ask again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The entry record (check it with `entryValue`) and the existence proof, to verify against the version's root. */
+  | { found: Uint8Array; proof: Uint8Array }
+  /** No entry holds the key. */
+  | { notFound: true };
 "#;
 
 #[wasm_bindgen(module = "/src/convert.js")]
 extern "C" {
     #[wasm_bindgen(js_name = lookupResult)]
     fn lookup_result(kind: u8, tables: &[u8], flat: &[u8], ends: &[u32]) -> JsValue;
+    #[wasm_bindgen(js_name = provenResult)]
+    fn proven_result(entry_key: Option<Vec<u8>>, proof: Option<Vec<u8>>) -> JsValue;
 }
 
 /// Lookups in stored versions with chunks cached under a byte budget
 /// (`docs/store.md`, "Bounded memory"). Inner nodes stay once loaded.
 #[wasm_bindgen]
-pub struct Pages(core::pages::Pages);
+pub struct Pages(core::pages::Pages, usize);
 
 #[wasm_bindgen]
 impl Pages {
@@ -169,18 +180,15 @@ impl Pages {
     /// of chunks (raised to what one chunk of the longest keys needs).
     #[wasm_bindgen(constructor)]
     pub fn new(capacity: &Number, budget: &Number) -> Result<Pages, JsValue> {
-        Ok(Pages(core::pages::Pages::new(count(capacity, "capacity")?, count(budget, "budget")?)))
+        let capacity = count(capacity, "capacity")?;
+        Ok(Pages(core::pages::Pages::new(capacity, count(budget, "budget")?), capacity))
     }
 
     /// Looks `key` up in the version whose top `versionTop` names. Throws
     /// StoreError `STORE_CORRUPT`.
     #[wasm_bindgen(unchecked_return_type = "Lookup")]
     pub fn lookup(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
-        let top = match table(top_table)? {
-            Table::Nodes => core::record::Child::Node(record_ref(top_key)?),
-            Table::Chunks => core::record::Child::Chunk(record_ref(top_key)?),
-            Table::Entries => return Err(range_error("a version's top is a node or a chunk")),
-        };
+        let top = child(top_table, top_key)?;
         let (mut tables, mut flat, mut ends) = (Vec::new(), Vec::new(), Vec::new());
         let kind = match self.0.lookup(top, &bytes(key, "key")?).map_err(throw)? {
             core::pages::Lookup::Need(wanted) => {
@@ -205,6 +213,25 @@ impl Pages {
             }
         };
         Ok(lookup_result(kind, &tables, &flat, &ends))
+    }
+
+    /// The existence proof of `key` in the version whose top `versionTop`
+    /// names, read from the cache. Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = proveExistence, unchecked_return_type = "Proven")]
+    pub fn prove_existence(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
+        let capacity = self.1;
+        Ok(match self.0.witness(child(top_table, top_key)?, &bytes(key, "key")?).map_err(throw)? {
+            core::pages::Witness::Need(wanted) => {
+                let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
+                let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
+                lookup_result(0, &tables, &flat, &[])
+            }
+            core::pages::Witness::Found(entry, witness) => {
+                let proof = core::ExistenceProof { capacity, witness }.encode();
+                proven_result(Some(entry.key().to_vec()), Some(proof))
+            }
+            core::pages::Witness::NotFound => proven_result(None, None),
+        })
     }
 
     /// Hands over a record a lookup needed (`undefined`: the store lacks it).
@@ -235,6 +262,15 @@ impl Pages {
     #[wasm_bindgen(getter)]
     pub fn misses(&self) -> f64 {
         self.0.hits_and_misses().1 as f64
+    }
+}
+
+/// A version's top from `[table, key]`.
+fn child(top_table: &str, top_key: &Bytes) -> Result<core::record::Child, JsValue> {
+    match table(top_table)? {
+        Table::Nodes => Ok(core::record::Child::Node(record_ref(top_key)?)),
+        Table::Chunks => Ok(core::record::Child::Chunk(record_ref(top_key)?)),
+        Table::Entries => Err(range_error("a version's top is a node or a chunk")),
     }
 }
 
