@@ -13,7 +13,7 @@
  * @module
  */
 
-import { decodeStoreRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, versionTop } from '@bpavl/wasm';
+import { decodeStoreRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, verifyExistence, versionTop } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
@@ -189,12 +189,50 @@ export class State {
     return this.#pagedGet(version, key);
   }
 
-  /** A read of a stored version through the chunk cache. */
-  async #pagedGet(version: number, key: Uint8Array): Promise<Uint8Array | undefined> {
+  /** The top of a retained stored version (`undefined`: the empty tree). */
+  async #top(version: number): Promise<[RecordTable, Uint8Array] | undefined> {
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     const record = await this.#backend.get('versions', versionKey(version));
     if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
-    const top = versionTop(record, this.capacity);
+    return versionTop(record, this.capacity);
+  }
+
+  /**
+   * The value of `key` and its existence proof (`spec/proof-format.md`),
+   * which verifies against the version's root; old versions are read
+   * through the chunk cache, and their proofs are verified before they are
+   * returned. Throws StoreError `KEY_NOT_FOUND` if the key is absent.
+   */
+  async proveExistence(key: Uint8Array, at: AtVersion = {}): Promise<{ value: Uint8Array; proof: Uint8Array }> {
+    this.#open();
+    const version = at.version ?? this.#tree.version;
+    if (version === this.#tree.version) {
+      const snapshot = this.#tree.snapshot();
+      const value = snapshot.get(key);
+      if (value === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
+      return { value, proof: snapshot.proveExistence(key) };
+    }
+    const top = await this.#top(version);
+    for (let round = 0; top !== undefined && round < MAX_ROUNDS; round++) {
+      const answer = this.#pages.proveExistence(top[0], top[1], key);
+      if ('notFound' in answer) break;
+      if ('found' in answer) {
+        const value = await readEntry(this.#backend, answer.found, key);
+        try {
+          verifyExistence(this.#versions.get(version)!, key, value, answer.proof);
+        } catch {
+          throw new StoreError('STORE_CORRUPT', `a record of version ${version} does not prove its entry`);
+        }
+        return { value, proof: answer.proof };
+      }
+      await fetchRecords(this.#backend, answer.need, (t, k, v) => this.#pages.supply(t, k, v));
+    }
+    throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
+  }
+
+  /** A read of a stored version through the chunk cache. */
+  async #pagedGet(version: number, key: Uint8Array): Promise<Uint8Array | undefined> {
+    const top = await this.#top(version);
     if (top === undefined) return undefined;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const answer = this.#pages.lookup(top[0], top[1], key);

@@ -48,8 +48,15 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
       const k = key(pick(domain));
       const want = model.get(hex(k));
       expect(await state.get(k, { version })).toEqual(want);
-      if (want) verifyExistence(root, k, want, snapshot.proveExistence(k));
-      else verifyAbsence(root, k, snapshot.proveAbsence(k));
+      if (want) {
+        verifyExistence(root, k, want, snapshot.proveExistence(k));
+        const paged = await state.proveExistence(k, { version });
+        expect(paged.value).toEqual(want);
+        verifyExistence(root, k, want, paged.proof);
+      } else {
+        verifyAbsence(root, k, snapshot.proveAbsence(k));
+        await expect(state.proveExistence(k, { version })).rejects.toMatchObject({ code: 'KEY_NOT_FOUND' });
+      }
     }
     const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
     const start = key(pick(domain));
