@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, Hash};
+use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, update_inchunk_leaf, Hash};
 use crate::record::{Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
@@ -23,6 +23,9 @@ pub(crate) struct Chunk {
     tree: Vec<Hash>,
     /// The chunk hash; `None` while the chunk has uncommitted changes.
     hash: Option<Hash>,
+    /// Whether entries were inserted or removed since `tree` was built, so
+    /// that its leaves no longer line up with the entries.
+    reshaped: bool,
     /// For a tree kept in a store (`spec/store-format.md`): the version
     /// whose commit wrote each entry's record, `None` until one does.
     births: Vec<Option<u64>>,
@@ -109,6 +112,7 @@ impl Chunk {
         self.values.insert(i, value.into());
         self.entry_hashes.insert(i, None);
         self.births.insert(i, None);
+        self.reshaped = true;
         self.changed();
     }
 
@@ -137,6 +141,7 @@ impl Chunk {
             *e -= key.len() as u32;
         }
         self.entry_hashes.remove(i);
+        self.reshaped = true;
         self.changed();
         (key, self.values.remove(i))
     }
@@ -146,6 +151,7 @@ impl Chunk {
         let start = self.key_start(at);
         let keys = self.keys.split_off(start);
         let key_ends = self.key_ends.split_off(at).into_iter().map(|e| e - start as u32).collect();
+        self.reshaped = true;
         self.changed();
         Chunk {
             key_ends,
@@ -169,6 +175,7 @@ impl Chunk {
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
         self.births.extend(other.births);
+        self.reshaped = true;
         self.changed();
     }
 
@@ -264,13 +271,23 @@ impl Chunk {
         if let Some(h) = self.hash {
             return h;
         }
-        let stale: Vec<usize> = (0..self.len()).filter(|&i| self.entry_hashes[i].is_none()).collect();
+        let m = self.len();
+        let stale: Vec<usize> = (0..m).filter(|&i| self.entry_hashes[i].is_none()).collect();
         let fresh = entry_hashes(stale.iter().map(|&i| (self.key(i), self.value(i))));
-        for (i, h) in stale.into_iter().zip(fresh) {
-            self.entry_hashes[i] = Some(h);
+        // A few changed values of an unreshaped chunk: rehash their paths only
+        // (about log2 M hashes each, against M − 1 for the whole tree).
+        let by_path = !self.reshaped && self.tree.len() + 1 == 2 * m && stale.len() * 8 < m;
+        for (&i, h) in stale.iter().zip(&fresh) {
+            self.entry_hashes[i] = Some(*h);
+            if by_path {
+                update_inchunk_leaf(&mut self.tree, m, i, *h);
+            }
         }
-        let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
-        self.tree = inchunk_tree(&leaves);
+        if !by_path {
+            let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
+            self.tree = inchunk_tree(&leaves);
+        }
+        self.reshaped = false;
         let h = chunk_hash(self.len(), &self.tree[0]);
         self.hash = Some(h);
         h
