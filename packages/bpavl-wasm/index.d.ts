@@ -11,6 +11,12 @@ export {
   verifyRange,
   verifyChunkProof,
   verifyChunk,
+  Loader,
+  Pages,
+  versionTop,
+  entryValue,
+  encodeStoreRecord,
+  decodeStoreRecord,
   type Commit,
   type EntryPosition,
   type Neighbour,
@@ -18,6 +24,10 @@ export {
   type ChunkPosition,
   type RangeResult,
   type BpavlError,
+  type WriteSet,
+  type RecordTable,
+  type Lookup,
+  type Proven,
 } from './pkg/bpavl_wasm.js';
 
 /**

@@ -15,6 +15,12 @@ export {
   verifyRange,
   verifyChunkProof,
   verifyChunk,
+  Loader,
+  Pages,
+  versionTop,
+  entryValue,
+  encodeStoreRecord,
+  decodeStoreRecord,
 } from './pkg/bpavl_wasm.js';
 
 let loading;

@@ -5,6 +5,7 @@ mod common;
 mod paper;
 mod par;
 mod peers;
+mod store_writes;
 mod summary;
 mod timing;
 mod workload;
@@ -22,7 +23,10 @@ commands:
                                 (N defaults to 100000, C to 256)
   paper   [--n N]               proof lengths and space efficiency for C = 16 … 4096;
                                 last stdout line is a JSON object (N defaults to 1000000)
-  summary [--n N] [--chunk C]   a readable summary of the workload tree (N defaults to 100000)";
+  summary [--n N] [--chunk C]   a readable summary of the workload tree (N defaults to 100000)
+  store-writes [--n N] [--chunk C]
+                                records a state store writes for the import and for 10,000 random
+                                updates; last stdout line is a JSON object (N defaults to 1000000)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,6 +44,8 @@ fn main() -> ExitCode {
         "paper" => Flags::parse(rest, &[("n", 1_000_000)]).map(|f| paper::run(f.get("n"))),
         "summary" => Flags::parse(rest, &[("n", 100_000), ("chunk", DEFAULT_CAPACITY)])
             .map(|f| summary::run(f.get("n"), f.get("chunk"))),
+        "store-writes" => Flags::parse(rest, &[("n", 1_000_000), ("chunk", DEFAULT_CAPACITY)])
+            .map(|f| store_writes::run(f.get("n"), f.get("chunk"))),
         other => Err(format!("unknown command `{other}`")),
     };
     match result {

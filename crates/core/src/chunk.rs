@@ -4,7 +4,10 @@
 //! Keys live in one sorted byte buffer with end offsets, so a binary search
 //! touches two small arrays instead of chasing a pointer per key.
 
-use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, Hash};
+use std::sync::Arc;
+
+use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, update_inchunk_leaf, Hash};
+use crate::record::{Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
@@ -20,6 +23,27 @@ pub(crate) struct Chunk {
     tree: Vec<Hash>,
     /// The chunk hash; `None` while the chunk has uncommitted changes.
     hash: Option<Hash>,
+    /// Whether entries were inserted or removed since `tree` was built, so
+    /// that its leaves no longer line up with the entries.
+    reshaped: bool,
+    /// For a tree kept in a store (`spec/store-format.md`): the version
+    /// whose commit wrote each entry's record, `None` until one does.
+    births: Vec<Option<u64>>,
+    /// This chunk's record in the store, and the full record it is a delta of.
+    pub(crate) stored: Option<StoredChunk>,
+    /// Whether the store holds this chunk as it is now.
+    pub(crate) persisted: bool,
+    /// Stored records this chunk stopped using since it was last persisted.
+    pub(crate) dropped: Vec<(Table, Ref)>,
+}
+
+/// Where a chunk lives in a store: its record, and the full record (base)
+/// that later versions write their deltas against.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredChunk {
+    pub record: Ref,
+    pub base: Ref,
+    pub base_slots: Arc<[Slot]>,
 }
 
 impl Chunk {
@@ -69,9 +93,11 @@ impl Chunk {
 
     pub fn set_value(&mut self, i: usize, value: &[u8]) {
         if *self.values[i] != *value {
+            self.drop_entry(i);
             self.values[i] = value.into();
             self.entry_hashes[i] = None;
-            self.hash = None;
+            self.births[i] = None;
+            self.changed();
         }
     }
 
@@ -85,11 +111,28 @@ impl Chunk {
         self.prefixes.insert(i, prefix(key));
         self.values.insert(i, value.into());
         self.entry_hashes.insert(i, None);
+        self.births.insert(i, None);
+        self.reshaped = true;
+        self.changed();
+    }
+
+    /// Marks the chunk changed since its last commit and its last persist.
+    fn changed(&mut self) {
         self.hash = None;
+        self.persisted = false;
+    }
+
+    /// Notes that entry `i`'s stored record (if any) is no longer used here.
+    fn drop_entry(&mut self, i: usize) {
+        if let (Some(birth), Some(hash)) = (self.births[i], self.entry_hashes[i]) {
+            self.dropped.push((Table::Entries, Ref { birth, hash }));
+        }
     }
 
     /// Removes entry `i` and returns it.
     pub fn remove_at(&mut self, i: usize) -> (Box<[u8]>, Box<[u8]>) {
+        self.drop_entry(i);
+        self.births.remove(i);
         let (start, end) = (self.key_start(i), self.key_ends[i] as usize);
         let key: Box<[u8]> = self.keys.drain(start..end).collect();
         self.key_ends.remove(i);
@@ -98,7 +141,8 @@ impl Chunk {
             *e -= key.len() as u32;
         }
         self.entry_hashes.remove(i);
-        self.hash = None;
+        self.reshaped = true;
+        self.changed();
         (key, self.values.remove(i))
     }
 
@@ -107,27 +151,45 @@ impl Chunk {
         let start = self.key_start(at);
         let keys = self.keys.split_off(start);
         let key_ends = self.key_ends.split_off(at).into_iter().map(|e| e - start as u32).collect();
-        self.hash = None;
+        self.reshaped = true;
+        self.changed();
         Chunk {
             key_ends,
             prefixes: self.prefixes.split_off(at),
             keys,
             values: self.values.split_off(at),
             entry_hashes: self.entry_hashes.split_off(at),
-            tree: Vec::new(),
-            hash: None,
+            births: self.births.split_off(at),
+            ..Chunk::default()
         }
     }
 
-    /// Appends every entry of `other`, whose keys are all greater.
-    pub fn append(&mut self, other: Chunk) {
+    /// Appends every entry of `other`, whose keys are all greater; `other`'s
+    /// stored records are no longer used.
+    pub fn append(&mut self, mut other: Chunk) {
+        self.dropped.append(&mut other.take_stored());
         let base = self.keys.len() as u32;
         self.keys.extend_from_slice(&other.keys);
         self.key_ends.extend(other.key_ends.iter().map(|e| e + base));
         self.prefixes.extend(other.prefixes);
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
-        self.hash = None;
+        self.births.extend(other.births);
+        self.reshaped = true;
+        self.changed();
+    }
+
+    /// Every stored record this chunk uses or has dropped, for a chunk that
+    /// leaves the tree (its entries' records stay if they moved elsewhere).
+    pub fn take_stored(&mut self) -> Vec<(Table, Ref)> {
+        let mut out = std::mem::take(&mut self.dropped);
+        if let Some(s) = self.stored.take() {
+            out.push((Table::Chunks, s.record));
+            if s.base != s.record {
+                out.push((Table::Chunks, s.base));
+            }
+        }
+        out
     }
 
     /// Builds a chunk from verified sorted entries, their in-chunk tree
@@ -144,6 +206,43 @@ impl Chunk {
         }
         // Leaves sit in pre-order too; gather them rather than hashing again.
         c.entry_hashes = leaves_in_order(&c.tree, m).into_iter().map(Some).collect();
+        c.births = vec![None; m];
+        c
+    }
+
+    /// The chunk as store slots (keys and entry records). Entries without a
+    /// record get one born at `version`, handed to `new_entry` to be written.
+    /// The chunk must be committed (every entry hashed).
+    pub fn slots(&mut self, version: u64, mut new_entry: impl FnMut(&[u8], &[u8], Ref)) -> Vec<Slot> {
+        (0..self.len())
+            .map(|i| {
+                let hash = self.entry_hashes[i].expect("chunk hashed at commit");
+                let entry = match self.births[i] {
+                    Some(birth) => Ref { birth, hash },
+                    None => {
+                        self.births[i] = Some(version);
+                        let entry = Ref { birth: version, hash };
+                        new_entry(self.key(i), self.value(i), entry);
+                        entry
+                    }
+                };
+                Slot { key: self.key(i).to_vec(), entry }
+            })
+            .collect()
+    }
+
+    /// A chunk loaded from a store: its verified slots, in-chunk tree and
+    /// hash, and the values of its verified entry records.
+    pub fn from_stored(slots: &[Slot], values: Vec<Box<[u8]>>, tree: Vec<Hash>, stored: StoredChunk) -> Chunk {
+        let mut c = Chunk { hash: Some(stored.record.hash), tree, values, persisted: true, ..Chunk::default() };
+        for s in slots {
+            c.keys.extend_from_slice(&s.key);
+            c.key_ends.push(c.keys.len() as u32);
+            c.prefixes.push(prefix(&s.key));
+            c.entry_hashes.push(Some(s.entry.hash));
+            c.births.push(Some(s.entry.birth));
+        }
+        c.stored = Some(stored);
         c
     }
 
@@ -172,13 +271,23 @@ impl Chunk {
         if let Some(h) = self.hash {
             return h;
         }
-        let stale: Vec<usize> = (0..self.len()).filter(|&i| self.entry_hashes[i].is_none()).collect();
+        let m = self.len();
+        let stale: Vec<usize> = (0..m).filter(|&i| self.entry_hashes[i].is_none()).collect();
         let fresh = entry_hashes(stale.iter().map(|&i| (self.key(i), self.value(i))));
-        for (i, h) in stale.into_iter().zip(fresh) {
-            self.entry_hashes[i] = Some(h);
+        // A few changed values of an unreshaped chunk: rehash their paths only
+        // (about log2 M hashes each, against M − 1 for the whole tree).
+        let by_path = !self.reshaped && self.tree.len() + 1 == 2 * m && stale.len() * 8 < m;
+        for (&i, h) in stale.iter().zip(&fresh) {
+            self.entry_hashes[i] = Some(*h);
+            if by_path {
+                update_inchunk_leaf(&mut self.tree, m, i, *h);
+            }
         }
-        let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
-        self.tree = inchunk_tree(&leaves);
+        if !by_path {
+            let leaves: Vec<Hash> = self.entry_hashes.iter().map(|h| h.expect("just hashed")).collect();
+            self.tree = inchunk_tree(&leaves);
+        }
+        self.reshaped = false;
         let h = chunk_hash(self.len(), &self.tree[0]);
         self.hash = Some(h);
         h

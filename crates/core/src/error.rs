@@ -189,3 +189,33 @@ impl From<ProofError> for RebuildError {
         RebuildError::Chunk(e)
     }
 }
+
+/// Why a state-store record was refused (`spec/store-format.md`). Storage is
+/// not trusted: a record that fails any check is corrupt, whatever rule it
+/// broke, so callers never mistake it for bad input of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// A record is missing, malformed, or does not hash to what its parent names.
+    #[error("store record is corrupt")]
+    Corrupt,
+    /// The version was never committed, or was pruned or rolled back.
+    #[error("unknown version")]
+    VersionUnknown,
+}
+
+impl StoreError {
+    /// The stable code from `spec/errors.md`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Corrupt => "STORE_CORRUPT",
+            StoreError::VersionUnknown => "VERSION_UNKNOWN",
+        }
+    }
+}
+
+/// A decoding rule broken by a stored record makes the record corrupt.
+impl From<ProofError> for StoreError {
+    fn from(_: ProofError) -> Self {
+        StoreError::Corrupt
+    }
+}

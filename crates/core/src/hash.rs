@@ -249,6 +249,27 @@ pub fn inchunk_tree(leaves: &[Hash]) -> Vec<Hash> {
     out
 }
 
+/// Sets leaf `i` of the pre-order in-chunk tree `tree` over `m` leaves
+/// (`inchunk_tree`) to `leaf` and rehashes its path to the root: ⌈log2 m⌉
+/// hashes where rebuilding the tree would take m − 1.
+pub(crate) fn update_inchunk_leaf(tree: &mut [Hash], m: usize, i: usize, leaf: Hash) {
+    let (mut p, mut a, mut n) = (0, 0, m);
+    let mut path = Vec::with_capacity(16);
+    while n > 1 {
+        path.push((p, n));
+        let k = left_size(n);
+        if i < a + k {
+            (p, n) = (p + 1, k);
+        } else {
+            (p, a, n) = (p + 2 * k, a + k, n - k);
+        }
+    }
+    tree[p] = leaf;
+    for &(q, n) in path.iter().rev() {
+        tree[q] = inchunk_node(&tree[q + 1], &tree[q + 2 * left_size(n)]);
+    }
+}
+
 /// The in-chunk multiproof for leaves `[lo, hi)` of a chunk of `m` entries,
 /// read from its cached tree: the hashes of the maximal subtrees outside the
 /// range, in left-to-right depth-first order.

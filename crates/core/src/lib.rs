@@ -17,11 +17,15 @@ mod envelope;
 mod error;
 pub mod hash;
 pub mod limits;
+mod load;
 mod node;
+pub mod pages;
 pub mod path;
+mod persist;
 mod proof;
 mod prove;
 mod rebuild;
+pub mod record;
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 mod sha256x4;
 mod tree;
@@ -30,9 +34,11 @@ mod verify_batch;
 mod invariants;
 
 pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
-pub use error::{ProofError, RebuildError, TreeError};
+pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
+pub use load::Loader;
 pub use path::{ChunkPath, Folded, PathStep};
+pub use persist::WriteSet;
 pub use proof::{
     check_range_query, verify_absence, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, AbsenceResult,
     ChunkProof, EntryPosition, EntryWitness, ExistenceProof, Neighbour, ProvenNeighbour, RangeProof, RangeResult,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::chunk::{prefix, Chunk};
 use crate::hash::{inner_hash, Hash};
+use crate::record::{Ref, Table};
 
 #[derive(Clone, Debug)]
 pub(crate) enum Node {
@@ -25,6 +26,10 @@ pub(crate) struct Inner {
     pub entries: u64,
     /// `None` while the subtree has uncommitted changes.
     pub hash: Option<Hash>,
+    /// This node's record in a store, once written (`spec/store-format.md`).
+    pub stored: Option<Ref>,
+    /// Whether the store holds this subtree as it is now.
+    pub persisted: bool,
 }
 
 impl Node {
@@ -187,6 +192,7 @@ impl Node {
         } else {
             if !n.right.set_separator(index - lc, key) {
                 n.key = KeyCopy::new(key);
+                n.persisted = false;
             }
             true
         }
@@ -194,8 +200,9 @@ impl Node {
 
     /// Removes the leaf at `index` (never the leftmost of the whole tree) and
     /// rebalances. Returns a key copy orphaned by the removal, which the
-    /// caller above sets where the path last turned right.
-    pub fn remove_leaf(&mut self, index: u64) -> Option<KeyCopy> {
+    /// caller above sets where the path last turned right. The records of
+    /// the removed leaf and of its parent, if stored, go to `dropped`.
+    pub fn remove_leaf(&mut self, index: u64, dropped: &mut Vec<(Table, Ref)>) -> Option<KeyCopy> {
         let n = self.inner_mut();
         let lc = n.left.chunks();
         let orphan = if index < lc {
@@ -203,18 +210,20 @@ impl Node {
                 // The leaf is the leftmost of this subtree: its separator lies
                 // above, and this node's key (the right subtree's smallest) takes
                 // its place there.
+                n.drop_records(true, dropped);
                 let (right, key) = (n.right.clone(), n.key.clone());
                 *self = right;
                 return Some(key);
             }
-            n.left.remove_leaf(index)
+            n.left.remove_leaf(index, dropped)
         } else {
             if let Node::Leaf(_) = n.right {
+                n.drop_records(false, dropped);
                 let left = n.left.clone();
                 *self = left;
                 return None;
             }
-            if let Some(key) = n.right.remove_leaf(index - lc) {
+            if let Some(key) = n.right.remove_leaf(index - lc, dropped) {
                 n.key = key;
             }
             None
@@ -250,9 +259,19 @@ impl KeyCopy {
 
 impl Inner {
     pub fn new(left: Node, right: Node, key: KeyCopy) -> Inner {
-        let mut n = Inner { left, right, height: 0, key, chunks: 0, entries: 0, hash: None };
+        let mut n =
+            Inner { left, right, height: 0, key, chunks: 0, entries: 0, hash: None, stored: None, persisted: false };
         n.refresh();
         n
+    }
+
+    /// Moves this node's record and its left (or right) leaf's records to
+    /// `dropped`: both leave the tree.
+    fn drop_records(&mut self, left_leaf: bool, dropped: &mut Vec<(Table, Ref)>) {
+        dropped.extend(self.stored.take().map(|r| (Table::Nodes, r)));
+        if let Node::Leaf(c) = if left_leaf { &mut self.left } else { &mut self.right } {
+            dropped.append(&mut Arc::make_mut(c).take_stored());
+        }
     }
 
     /// Recomputes height and counts from the children and marks the hash stale.
@@ -261,6 +280,7 @@ impl Inner {
         self.chunks = self.left.chunks() + self.right.chunks();
         self.entries = self.left.entries() + self.right.entries();
         self.hash = None;
+        self.persisted = false;
     }
 
     /// `P(L(a, b), c)` → `L(a, P(b, c))`, in place. Key copies travel with

@@ -125,6 +125,8 @@ impl Rebuilder {
                 chunks: 0,
                 entries: 0,
                 hash: None,
+                stored: None,
+                persisted: false,
             });
         }
         while let Some(t) = stack.pop() {

@@ -9,6 +9,7 @@ use crate::error::{ProofError, TreeError};
 use crate::hash::{empty_root, root_hash, Hash};
 use crate::limits::{min_fill, DEFAULT_CAPACITY, MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
 use crate::node::{Inner, KeyCopy, Node};
+use crate::record::{Ref, Table};
 
 /// What `commit()` returns: the new version and its root hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,8 @@ pub struct Tree {
     top: Option<Node>,
     capacity: usize,
     committed: Snapshot,
+    /// Stored records that left the tree since it was last persisted.
+    pub(crate) dropped: Vec<(Table, Ref)>,
 }
 
 impl Default for Tree {
@@ -68,13 +71,13 @@ impl Tree {
             return Err(TreeError::CapacityInvalid);
         }
         let committed = Snapshot { top: None, capacity, version: 0, root: empty_root(capacity) };
-        Ok(Tree { top: None, capacity, committed })
+        Ok(Tree { top: None, capacity, committed, dropped: Vec::new() })
     }
 
     /// A tree rebuilt from verified parts; `top` is fully hashed.
     pub(crate) fn from_committed(top: Option<Node>, capacity: usize, version: u64, root: Hash) -> Tree {
         let committed = Snapshot { top: top.clone(), capacity, version, root };
-        Tree { top, capacity, committed }
+        Tree { top, capacity, committed, dropped: Vec::new() }
     }
 
     pub fn capacity(&self) -> usize {
@@ -136,6 +139,7 @@ impl Tree {
         });
         if top.chunks() == 1 {
             if len == 0 {
+                self.dropped.append(&mut top.with_chunk(0, Chunk::take_stored));
                 self.top = None;
             }
             return true;
@@ -144,7 +148,7 @@ impl Tree {
             fix_separator(top, index);
         }
         if len < min_fill(self.capacity) {
-            refill(top, index, self.capacity);
+            refill(top, index, self.capacity, &mut self.dropped);
         }
         true
     }
@@ -162,7 +166,13 @@ impl Tree {
     /// Hashes what changed since the last commit and makes the working state
     /// the new committed version.
     pub fn commit(&mut self) -> Commit {
-        let root = match self.top.as_mut() {
+        let root = self.hash_changes();
+        self.take_snapshot(root)
+    }
+
+    /// Hashes what changed since the last commit; returns the new root.
+    pub(crate) fn hash_changes(&mut self) -> Hash {
+        match self.top.as_mut() {
             None => empty_root(self.capacity),
             Some(top) => {
                 let mut dirty = Vec::new();
@@ -171,7 +181,11 @@ impl Tree {
                 let h = top.rehash();
                 root_hash(self.capacity, top.chunks(), top.entries(), &h)
             }
-        };
+        }
+    }
+
+    /// Makes the (hashed) working state the next committed version.
+    pub(crate) fn take_snapshot(&mut self, root: Hash) -> Commit {
         let version = self.committed.version + 1;
         self.committed = Snapshot { top: self.top.clone(), capacity: self.capacity, version, root };
         Commit { version, root }
@@ -195,6 +209,14 @@ impl Tree {
     /// The working state's AVL top node, for invariant checks.
     pub(crate) fn top(&self) -> Option<&Node> {
         self.top.as_ref()
+    }
+
+    /// The working top, for writing store records. The previous snapshot
+    /// lets go of the nodes first, so that marking them stored copies
+    /// nothing it shared (the next snapshot replaces it at once).
+    pub(crate) fn top_for_store(&mut self) -> Option<&mut Node> {
+        self.committed.top = None;
+        self.top.as_mut()
     }
 }
 
@@ -335,7 +357,7 @@ fn fix_separator(top: &mut Node, index: u64) {
 /// Brings the under-filled chunk `index` back to ⌈C/2⌉ entries: borrow one
 /// entry from a neighbour that can spare it (the right one if there is one),
 /// else merge the pair into its left chunk.
-fn refill(top: &mut Node, index: u64, capacity: usize) {
+fn refill(top: &mut Node, index: u64, capacity: usize, dropped: &mut Vec<(Table, Ref)>) {
     let right_exists = index + 1 < top.chunks();
     let neighbour = if right_exists { index + 1 } else { index - 1 };
     if top.chunk_at(neighbour).len() > min_fill(capacity) {
@@ -360,7 +382,7 @@ fn refill(top: &mut Node, index: u64, capacity: usize) {
         top.with_chunk(left, |c| c.append(moved));
         // An orphaned key copy comes back only for the tree's leftmost chunk,
         // which the right member of a pair never is.
-        let orphan = top.remove_leaf(right);
+        let orphan = top.remove_leaf(right, dropped);
         debug_assert!(orphan.is_none());
         fix_separator(top, left);
     }

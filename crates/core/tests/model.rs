@@ -8,6 +8,9 @@ use bpavl_core::{verify_absence, verify_chunk, verify_existence, verify_range, R
 use bpavl_testkit::rng::SplitMix64;
 use proptest::prelude::*;
 
+mod model_keys;
+use model_keys::{key, value};
+
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 #[derive(Debug, Clone)]
@@ -17,17 +20,6 @@ enum Op {
     Get(u16),
     Range(u16, u16),
     Commit,
-}
-
-/// Keys from a small domain so that updates and removals hit; lengths vary.
-fn key(k: u16) -> Vec<u8> {
-    let mut v = k.to_be_bytes().to_vec();
-    v.extend(std::iter::repeat_n(b'k', (k % 3) as usize));
-    v
-}
-
-fn value(k: u16, seed: u8) -> Vec<u8> {
-    vec![seed; (k as usize + seed as usize) % 40]
 }
 
 fn op(domain: u16) -> impl Strategy<Value = Op> {

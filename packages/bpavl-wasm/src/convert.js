@@ -107,3 +107,47 @@ export function copyExistenceItems(items, flat, ends) {
     ends[e++] = at += proof.length;
   }
 }
+
+const RECORD_TABLES = [undefined, 'nodes', 'chunks', 'entries'];
+const RECORD_KEY_LEN = 40;
+const STALE_KEY_LEN = 49;
+
+/** A WriteSet from records laid end to end (each a 40-byte key, then the value) and 49-byte stale keys. */
+export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, versionRecord) {
+  const puts = new Array(putTables.length);
+  let at = 0;
+  for (let i = 0; i < puts.length; i++) {
+    const end = putEnds[i];
+    puts[i] = [RECORD_TABLES[putTables[i]], putFlat.slice(at, at + RECORD_KEY_LEN), putFlat.slice(at + RECORD_KEY_LEN, end)];
+    at = end;
+  }
+  const stale = new Array(staleFlat.length / STALE_KEY_LEN);
+  for (let i = 0; i < stale.length; i++) stale[i] = staleFlat.slice(i * STALE_KEY_LEN, (i + 1) * STALE_KEY_LEN);
+  return { version, root: root.slice(), puts, stale, versionRecord: versionRecord.slice() };
+}
+
+/** `[table, key][]` from table ids and 40-byte record keys laid end to end. */
+export function tableKeys(tables, flat) {
+  const out = new Array(tables.length);
+  for (let i = 0; i < out.length; i++) {
+    out[i] = [RECORD_TABLES[tables[i]], flat.slice(i * RECORD_KEY_LEN, (i + 1) * RECORD_KEY_LEN)];
+  }
+  return out;
+}
+
+/** A `Lookup`: records needed (kind 0), the entry found (1), or the entries bracketing an absence (2). */
+export function lookupResult(kind, tables, flat, ends) {
+  if (kind === 0) return { need: tableKeys(tables, flat) };
+  if (kind === 1) return { found: flat.slice() };
+  return { absent: pairs(flat, ends) };
+}
+
+/** `[table, key]` for one record. */
+export function tableKey(table, key) {
+  return [RECORD_TABLES[table], key.slice()];
+}
+
+/** A `Proven`: the entry record's key and the proof, or not found. */
+export function provenResult(entryKey, proof) {
+  return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };
+}

@@ -8,7 +8,7 @@
 
 use std::fmt::Display;
 
-use bpavl_core::{Hash, ProofError, RebuildError, TreeError};
+use bpavl_core::{Hash, ProofError, RebuildError, StoreError, TreeError};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -29,7 +29,7 @@ extern "C" {
     #[wasm_bindgen(js_name = typeError)]
     fn type_error(message: &str) -> JsValue;
     #[wasm_bindgen(js_name = rangeError)]
-    fn range_error(message: &str) -> JsValue;
+    pub(crate) fn range_error(message: &str) -> JsValue;
     #[wasm_bindgen(js_name = bytesLength)]
     fn bytes_length(v: &JsValue) -> f64;
     #[wasm_bindgen(js_name = copyBytes)]
@@ -70,6 +70,13 @@ impl Coded for TreeError {
     const NAME: &'static str = "TreeError";
     fn code(&self) -> &'static str {
         TreeError::code(self)
+    }
+}
+
+impl Coded for StoreError {
+    const NAME: &'static str = "StoreError";
+    fn code(&self) -> &'static str {
+        StoreError::code(self)
     }
 }
 

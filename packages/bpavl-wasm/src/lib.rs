@@ -12,6 +12,7 @@
 #[cfg(target_arch = "wasm32")]
 use bpavl_wasm_alloc as _; // sets the global allocator on wasm32
 mod convert;
+mod store;
 
 use bpavl_core as core;
 use convert::{bytes, count, opt_bytes, range_limit, throw, uint, Bytes, Number};
@@ -81,7 +82,7 @@ export interface RangeResult {
  * Branch on `code`, never on `message`.
  */
 export interface BpavlError extends Error {
-  name: 'ProofError' | 'TreeError' | 'RebuildError';
+  name: 'ProofError' | 'TreeError' | 'RebuildError' | 'StoreError';
   code: string;
 }
 "#;

@@ -1,0 +1,206 @@
+//! Loading one version of a state store into a resident tree
+//! (`spec/store-format.md`), without I/O: the loader says which records it
+//! wants, the caller fetches them (one round trip per round), and hands the
+//! bytes back. Every record is checked against the hash its parent names;
+//! the first failed check is `STORE_CORRUPT`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::chunk::{Chunk, StoredChunk};
+use crate::error::StoreError;
+use crate::hash::Hash;
+use crate::node::{Inner, KeyCopy, Node};
+use crate::record::{
+    apply_edits, decode_entry, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
+};
+use crate::tree::Tree;
+
+/// A chunk whose record (and base) verified, waiting for its entries.
+struct LoadedChunk {
+    slots: Vec<Slot>,
+    tree: Vec<Hash>,
+    base: Ref,
+    base_slots: Arc<[Slot]>,
+}
+
+/// Loads the version a version record describes.
+///
+/// ```
+/// use bpavl_core::{Loader, Tree};
+/// let mut tree = Tree::new(4).unwrap();
+/// tree.insert(b"k", b"v").unwrap();
+/// let (_, writes) = tree.commit_to_store();
+/// let store: std::collections::HashMap<_, _> = writes.puts.iter().map(|(t, r, b)| ((*t, *r), b.clone())).collect();
+/// let mut loader = Loader::new(1, &writes.version_record, 4).unwrap();
+/// loop {
+///     let wanted = loader.wanted();
+///     if wanted.is_empty() { break }
+///     for (table, r) in wanted {
+///         loader.supply(table, &r, store.get(&(table, r)).map(Vec::as_slice)).unwrap();
+///     }
+/// }
+/// assert_eq!(loader.finish().unwrap().root(), tree.root());
+/// ```
+pub struct Loader {
+    version: u64,
+    record: VersionRecord,
+    /// Records asked for and not supplied yet.
+    pending: Vec<(Table, Ref)>,
+    /// Records to ask for in the next round.
+    next: Vec<(Table, Ref)>,
+    nodes: HashMap<Ref, NodeRecord>,
+    /// The chunks of the version (a full record may also be only a base).
+    version_chunks: HashSet<Ref>,
+    /// Deltas whose base is on its way, by the base they wait for.
+    deltas: HashMap<Ref, Vec<(Ref, Vec<crate::record::Edit>)>>,
+    chunks: HashMap<Ref, LoadedChunk>,
+    /// The key each wanted entry must hold, then its value.
+    entry_keys: HashMap<Ref, Vec<u8>>,
+    values: HashMap<Ref, Box<[u8]>>,
+}
+
+impl Loader {
+    /// Starts loading `version` from its version record, in a store of `capacity`.
+    pub fn new(version: u64, version_record: &[u8], capacity: usize) -> Result<Loader, StoreError> {
+        let record = VersionRecord::decode(version_record, capacity)?;
+        let mut loader = Loader {
+            version,
+            pending: Vec::new(),
+            next: Vec::new(),
+            nodes: HashMap::new(),
+            version_chunks: HashSet::new(),
+            deltas: HashMap::new(),
+            chunks: HashMap::new(),
+            entry_keys: HashMap::new(),
+            values: HashMap::new(),
+            record,
+        };
+        if let Some(top) = loader.record.top {
+            loader.want_child(top);
+        }
+        Ok(loader)
+    }
+
+    fn want_child(&mut self, child: Child) {
+        self.next.push(match child {
+            Child::Chunk(r) => {
+                self.version_chunks.insert(r);
+                (Table::Chunks, r)
+            }
+            Child::Node(r) => (Table::Nodes, r),
+        });
+    }
+
+    /// The records to fetch next (each with its table), or none once every
+    /// record has been supplied. Every record asked for must be supplied
+    /// before the next call.
+    pub fn wanted(&mut self) -> Vec<(Table, Ref)> {
+        assert!(self.pending.is_empty(), "every wanted record is supplied before the next round");
+        self.pending = std::mem::take(&mut self.next);
+        self.pending.clone()
+    }
+
+    /// Hands over a wanted record's bytes (`None`: the store lacks it).
+    pub fn supply(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let at = self.pending.iter().position(|p| p == &(table, *r)).ok_or(StoreError::Corrupt)?;
+        self.pending.swap_remove(at);
+        let bytes = bytes.ok_or(StoreError::Corrupt)?;
+        match table {
+            Table::Nodes => {
+                let node = NodeRecord::decode(bytes, &r.hash)?;
+                self.want_child(node.left);
+                self.want_child(node.right);
+                self.nodes.insert(*r, node);
+            }
+            Table::Chunks => match ChunkRecord::decode(bytes, self.record.capacity)? {
+                ChunkRecord::Full(slots) => {
+                    // A full record is the chunk itself, or the base some deltas wait for.
+                    let slots: Arc<[Slot]> = slots.into();
+                    for (delta, edits) in self.deltas.remove(r).unwrap_or_default() {
+                        let applied = apply_edits(&slots, &edits, self.record.capacity)?;
+                        self.accept_chunk(delta, applied, *r, slots.clone())?;
+                    }
+                    if self.version_chunks.contains(r) {
+                        self.accept_chunk(*r, slots.to_vec(), *r, slots)?;
+                    }
+                }
+                ChunkRecord::Delta { base, edits } => {
+                    let waiting = self.deltas.entry(base).or_default();
+                    if waiting.is_empty() && !self.next.contains(&(Table::Chunks, base)) {
+                        self.next.push((Table::Chunks, base));
+                    }
+                    waiting.push((*r, edits));
+                }
+            },
+            Table::Entries => {
+                let key = self.entry_keys.get(r).ok_or(StoreError::Corrupt)?;
+                let value = decode_entry(bytes, &r.hash, key)?;
+                self.values.insert(*r, value.into());
+            }
+        }
+        Ok(())
+    }
+
+    fn accept_chunk(&mut self, r: Ref, slots: Vec<Slot>, base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
+        let tree = verify_slots(&slots, &r.hash)?;
+        for s in &slots {
+            self.entry_keys.insert(s.entry, s.key.clone());
+            self.next.push((Table::Entries, s.entry));
+        }
+        self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots });
+        Ok(())
+    }
+
+    /// The loaded tree, at the loaded version, ready to take writes and to
+    /// commit deltas against what the store holds.
+    pub fn finish(mut self) -> Result<Tree, StoreError> {
+        if !self.pending.is_empty() || !self.next.is_empty() || !self.deltas.is_empty() {
+            return Err(StoreError::Corrupt);
+        }
+        let top = match self.record.top {
+            None => None,
+            Some(top) => Some(self.build(top)?),
+        };
+        Ok(Tree::from_committed(top, self.record.capacity, self.version, self.record.root))
+    }
+
+    fn build(&mut self, child: Child) -> Result<Node, StoreError> {
+        match child {
+            Child::Chunk(r) => {
+                let c = self.chunks.remove(&r).ok_or(StoreError::Corrupt)?;
+                let values = c
+                    .slots
+                    .iter()
+                    .map(|s| self.values.remove(&s.entry).ok_or(StoreError::Corrupt))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let stored = StoredChunk { record: r, base: c.base, base_slots: c.base_slots };
+                Ok(Node::leaf(Chunk::from_stored(&c.slots, values, c.tree, stored)))
+            }
+            Child::Node(r) => {
+                let n = self.nodes.remove(&r).ok_or(StoreError::Corrupt)?;
+                let (left, right) = (self.build(n.left)?, self.build(n.right)?);
+                // The key copy is not hashed: it must be the right subtree's smallest key.
+                if leftmost_key(&right) != n.key_copy.as_slice() {
+                    return Err(StoreError::Corrupt);
+                }
+                let inner = Inner {
+                    left,
+                    right,
+                    height: n.height,
+                    key: KeyCopy::new(&n.key_copy),
+                    chunks: n.chunk_count,
+                    entries: n.entry_count,
+                    hash: Some(r.hash),
+                    stored: Some(r),
+                    persisted: true,
+                };
+                Ok(Node::Inner(Arc::new(inner)))
+            }
+        }
+    }
+}
+
+fn leftmost_key(node: &Node) -> &[u8] {
+    node.chunk_at(0).first_key()
+}

@@ -1,0 +1,102 @@
+//! What a commit writes to a state store (`spec/store-format.md`,
+//! `docs/store.md`): the records of every chunk, inner node and entry that
+//! changed, the records that no later version uses (stale), and the
+//! version record that makes the version visible. The caller does the I/O.
+
+use std::sync::Arc;
+
+use crate::chunk::{Chunk, StoredChunk};
+use crate::node::Node;
+use crate::record::{chunk_record, encode_entry, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::tree::{Commit, Tree};
+
+/// The records one commit adds to a store, and those it makes stale.
+#[derive(Clone, Debug, Default)]
+pub struct WriteSet {
+    /// The committed version: the birth of every new record.
+    pub version: u64,
+    /// New records of the `nodes`, `chunks` and `entries` tables.
+    pub puts: Vec<(Table, Ref, Vec<u8>)>,
+    /// Records used by versions before `version` only.
+    pub stale: Vec<(Table, Ref)>,
+    /// The version record: written last (or in the same atomic write), it
+    /// makes the version visible.
+    pub version_record: Vec<u8>,
+}
+
+impl Tree {
+    /// Commits like [`Tree::commit`] and returns what the store must write
+    /// for the new version. A tree that was never stored (new, or rebuilt
+    /// from a sync) writes every record; afterwards only what changed.
+    pub fn commit_to_store(&mut self) -> (Commit, WriteSet) {
+        let root = self.hash_changes();
+        let version = self.version() + 1;
+        let mut out = WriteSet { version, ..WriteSet::default() };
+        out.stale.append(&mut self.dropped);
+        let capacity = self.capacity();
+        let (chunk_count, entry_count) = (self.chunk_count(), self.len());
+        let top = self.top_for_store().map(|top| persist(top, version, &mut out));
+        let record = VersionRecord { capacity, chunk_count, entry_count, top, root };
+        out.version_record = record.encode();
+        (self.take_snapshot(root), out)
+    }
+}
+
+/// Writes the records of every changed node below `node` and returns the
+/// child ref that names `node`.
+fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
+    match node {
+        Node::Leaf(c) => {
+            if !c.persisted {
+                persist_chunk(Arc::make_mut(c), version, out);
+            }
+            Child::Chunk(c.stored.as_ref().expect("persisted").record)
+        }
+        Node::Inner(n) => {
+            if n.persisted {
+                return Child::Node(n.stored.expect("persisted"));
+            }
+            let n = Arc::make_mut(n);
+            let left = persist(&mut n.left, version, out);
+            let right = persist(&mut n.right, version, out);
+            let record = NodeRecord {
+                height: n.height,
+                chunk_count: n.chunks,
+                entry_count: n.entries,
+                left,
+                right,
+                key_copy: n.key.as_bytes().to_vec(),
+            };
+            let stored = Ref { birth: version, hash: n.hash.expect("hashed at commit") };
+            out.stale.extend(n.stored.replace(stored).map(|old| (Table::Nodes, old)));
+            out.puts.push((Table::Nodes, stored, record.encode()));
+            n.persisted = true;
+            Child::Node(stored)
+        }
+    }
+}
+
+/// Writes a changed chunk: its new entries, and itself as a delta of its
+/// base or, when that is not small, whole (a new base).
+fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
+    let slots = c.slots(version, |k, v, entry| out.puts.push((Table::Entries, entry, encode_entry(k, v))));
+    let record = chunk_record(c.stored.as_ref().map(|s| (&s.base, &*s.base_slots)), &slots);
+    let stored = Ref { birth: version, hash: c.hash() };
+    let old = c.stored.take();
+    let keep_base = matches!(record, ChunkRecord::Delta { .. });
+    if let Some(old) = &old {
+        if old.record != old.base || !keep_base {
+            out.stale.push((Table::Chunks, old.record));
+        }
+        if old.record != old.base && !keep_base {
+            out.stale.push((Table::Chunks, old.base));
+        }
+    }
+    out.stale.append(&mut c.dropped);
+    out.puts.push((Table::Chunks, stored, record.encode()));
+    c.stored = Some(match old {
+        Some(old) if keep_base => StoredChunk { record: stored, base: old.base, base_slots: old.base_slots },
+        _ => StoredChunk { record: stored, base: stored, base_slots: slots.into() },
+    });
+    c.persisted = true;
+}

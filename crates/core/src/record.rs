@@ -1,0 +1,447 @@
+//! State-store records (`spec/store-format.md`): how versions, inner nodes,
+//! chunks and entries are written to a store, and the checks that every
+//! record read back must pass. Storage is not trusted, so each decoder takes
+//! the hash the record's parent names and fails with `STORE_CORRUPT` unless
+//! the record hashes to it. No I/O: callers move the bytes.
+
+use crate::codec::{put_bytes, put_varint, Reader};
+use crate::error::StoreError;
+use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
+use crate::limits::{MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
+
+pub const FORMAT_STORE: u8 = 0x06;
+pub const FORMAT_VERSION: u8 = 0x07;
+pub const FORMAT_NODE: u8 = 0x08;
+pub const FORMAT_FULL_CHUNK: u8 = 0x09;
+pub const FORMAT_CHUNK_DELTA: u8 = 0x0a;
+pub const FORMAT_ENTRY: u8 = 0x0b;
+
+/// Length of a record key: `u64be(birth) ‖ hash`.
+pub const RECORD_KEY_LEN: usize = 40;
+
+/// Names a record: the version that wrote it, and the hash it must verify to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ref {
+    pub birth: u64,
+    pub hash: Hash,
+}
+
+impl Ref {
+    /// The record's key in its table.
+    pub fn key(&self) -> [u8; RECORD_KEY_LEN] {
+        let mut k = [0u8; RECORD_KEY_LEN];
+        k[..8].copy_from_slice(&self.birth.to_be_bytes());
+        k[8..].copy_from_slice(&self.hash);
+        k
+    }
+
+    /// The ref a record key names; `None` unless the key is 40 bytes.
+    pub fn from_key(key: &[u8]) -> Option<Ref> {
+        let key: &[u8; RECORD_KEY_LEN] = key.try_into().ok()?;
+        let birth = u64::from_be_bytes(key[..8].try_into().expect("8 bytes"));
+        Some(Ref { birth, hash: key[8..].try_into().expect("32 bytes") })
+    }
+
+    fn put(&self, out: &mut Vec<u8>) {
+        put_varint(out, self.birth);
+        out.extend_from_slice(&self.hash);
+    }
+
+    fn read(r: &mut Reader) -> Result<Ref, StoreError> {
+        Ok(Ref { birth: r.varint()?, hash: r.hash()? })
+    }
+}
+
+/// The tables whose records can go stale (`stale` keys name them by id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Table {
+    Nodes = 1,
+    Chunks = 2,
+    Entries = 3,
+}
+
+/// The `stale` key saying that `record` of `table` is used by no version `≥ since`.
+pub fn stale_key(since: u64, table: Table, record: &Ref) -> [u8; 9 + RECORD_KEY_LEN] {
+    let mut k = [0u8; 9 + RECORD_KEY_LEN];
+    k[..8].copy_from_slice(&since.to_be_bytes());
+    k[8] = table as u8;
+    k[9..].copy_from_slice(&record.key());
+    k
+}
+
+/// The store record: the capacity every version of the store shares.
+pub fn encode_store(capacity: usize) -> Vec<u8> {
+    let mut out = vec![FORMAT_STORE];
+    put_varint(&mut out, capacity as u64);
+    out
+}
+
+/// The capacity from a store record.
+pub fn decode_store(bytes: &[u8]) -> Result<usize, StoreError> {
+    let mut r = Reader::new(bytes, FORMAT_STORE)?;
+    let capacity = r.capacity()?;
+    r.finish()?;
+    Ok(capacity)
+}
+
+/// A child of an inner node, or the top of a version: a chunk or an inner node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Child {
+    Chunk(Ref),
+    Node(Ref),
+}
+
+impl Child {
+    pub fn record(&self) -> &Ref {
+        match self {
+            Child::Chunk(r) | Child::Node(r) => r,
+        }
+    }
+}
+
+/// What a version record holds: the root and where its tree starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionRecord {
+    pub capacity: usize,
+    pub chunk_count: u64,
+    pub entry_count: u64,
+    /// `None` for the empty tree.
+    pub top: Option<Child>,
+    pub root: Hash,
+}
+
+impl VersionRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![FORMAT_VERSION];
+        put_varint(&mut out, self.capacity as u64);
+        put_varint(&mut out, self.chunk_count);
+        put_varint(&mut out, self.entry_count);
+        match &self.top {
+            None => out.push(0),
+            Some(Child::Chunk(r)) => {
+                out.push(1);
+                r.put(&mut out);
+            }
+            Some(Child::Node(r)) => {
+                out.push(2);
+                r.put(&mut out);
+            }
+        }
+        out.extend_from_slice(&self.root);
+        out
+    }
+
+    /// Decodes a version record of a store of `capacity` and checks that its
+    /// root is the hash of its own fields.
+    pub fn decode(bytes: &[u8], capacity: usize) -> Result<VersionRecord, StoreError> {
+        let mut r = Reader::new(bytes, FORMAT_VERSION)?;
+        let record_capacity = r.capacity()?;
+        let (chunk_count, entry_count) = (r.varint()?, r.varint()?);
+        let top = match r.u8()? {
+            0 => None,
+            1 => Some(Child::Chunk(Ref::read(&mut r)?)),
+            2 => Some(Child::Node(Ref::read(&mut r)?)),
+            _ => return Err(StoreError::Corrupt),
+        };
+        let root = r.hash()?;
+        r.finish()?;
+        let expected = match &top {
+            None if chunk_count == 0 && entry_count == 0 => empty_root(capacity),
+            Some(t) if chunk_count > 0 && chunk_count <= MAX_CHUNKS && entry_count <= MAX_ENTRIES => {
+                root_hash(capacity, chunk_count, entry_count, &t.record().hash)
+            }
+            _ => return Err(StoreError::Corrupt),
+        };
+        if record_capacity != capacity || root != expected {
+            return Err(StoreError::Corrupt);
+        }
+        Ok(VersionRecord { capacity, chunk_count, entry_count, top, root })
+    }
+}
+
+/// An inner node as stored: its hashed fields, its children's records, and
+/// its key copy (which routes searches but is not hashed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRecord {
+    pub height: u8,
+    pub chunk_count: u64,
+    pub entry_count: u64,
+    pub left: Child,
+    pub right: Child,
+    pub key_copy: Vec<u8>,
+}
+
+impl NodeRecord {
+    /// The inner hash (`spec/hashing.md`, tag 0x03) that names this node.
+    pub fn hash(&self) -> Hash {
+        let (l, r) = (self.left.record().hash, self.right.record().hash);
+        inner_hash(self.height, self.chunk_count, self.entry_count, &l, &r)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![FORMAT_NODE, self.height];
+        put_varint(&mut out, self.chunk_count);
+        put_varint(&mut out, self.entry_count);
+        let is_chunk = |c: &Child| matches!(c, Child::Chunk(_)) as u8;
+        out.push(is_chunk(&self.left) | is_chunk(&self.right) << 1);
+        self.left.record().put(&mut out);
+        self.right.record().put(&mut out);
+        put_bytes(&mut out, &self.key_copy);
+        out
+    }
+
+    /// Decodes a node record and checks it against `expected`, the hash its
+    /// parent (or its version) names.
+    pub fn decode(bytes: &[u8], expected: &Hash) -> Result<NodeRecord, StoreError> {
+        let mut r = Reader::new(bytes, FORMAT_NODE)?;
+        let height = r.u8()?;
+        let (chunk_count, entry_count) = (r.varint()?, r.varint()?);
+        let kinds = r.u8()?;
+        if !(1..=MAX_HEIGHT).contains(&height) || kinds > 3 || !(2..=MAX_CHUNKS).contains(&chunk_count) {
+            return Err(StoreError::Corrupt);
+        }
+        let child = |r: &mut Reader, is_chunk: bool| -> Result<Child, StoreError> {
+            let c = Ref::read(r)?;
+            Ok(if is_chunk { Child::Chunk(c) } else { Child::Node(c) })
+        };
+        let left = child(&mut r, kinds & 1 != 0)?;
+        let right = child(&mut r, kinds & 2 != 0)?;
+        let key_copy = r.key()?.to_vec();
+        r.finish()?;
+        let node = NodeRecord { height, chunk_count, entry_count, left, right, key_copy };
+        if node.hash() != *expected {
+            return Err(StoreError::Corrupt);
+        }
+        Ok(node)
+    }
+}
+
+/// One entry of a stored chunk: its key (for searching) and its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub key: Vec<u8>,
+    pub entry: Ref,
+}
+
+/// One step that turns a base chunk's slots into a later chunk's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Set { position: usize, entry: Ref },
+    Insert { position: usize, key: Vec<u8>, entry: Ref },
+    Delete { position: usize },
+}
+
+/// A stored chunk: whole, or as edits of a whole (base) chunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChunkRecord {
+    Full(Vec<Slot>),
+    Delta { base: Ref, edits: Vec<Edit> },
+}
+
+impl ChunkRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            ChunkRecord::Full(slots) => {
+                let mut out = vec![FORMAT_FULL_CHUNK];
+                put_varint(&mut out, slots.len() as u64);
+                for s in slots {
+                    put_bytes(&mut out, &s.key);
+                    s.entry.put(&mut out);
+                }
+                out
+            }
+            ChunkRecord::Delta { base, edits } => {
+                let mut out = vec![FORMAT_CHUNK_DELTA];
+                base.put(&mut out);
+                put_varint(&mut out, edits.len() as u64);
+                for e in edits {
+                    match e {
+                        Edit::Set { position, entry } => {
+                            out.push(0);
+                            put_varint(&mut out, *position as u64);
+                            entry.put(&mut out);
+                        }
+                        Edit::Insert { position, key, entry } => {
+                            out.push(1);
+                            put_varint(&mut out, *position as u64);
+                            put_bytes(&mut out, key);
+                            entry.put(&mut out);
+                        }
+                        Edit::Delete { position } => {
+                            out.push(2);
+                            put_varint(&mut out, *position as u64);
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// Decodes a full chunk or a delta of a store of `capacity`. A full
+    /// chunk's keys must be strictly increasing; a delta is checked when it
+    /// is applied to its base.
+    pub fn decode(bytes: &[u8], capacity: usize) -> Result<ChunkRecord, StoreError> {
+        match bytes.first() {
+            Some(&FORMAT_FULL_CHUNK) => {
+                let mut r = Reader::new(bytes, FORMAT_FULL_CHUNK)?;
+                let m = r.chunk_size(capacity)?;
+                let mut slots: Vec<Slot> = Vec::with_capacity(m);
+                for _ in 0..m {
+                    let key = r.key()?.to_vec();
+                    if slots.last().is_some_and(|prev| prev.key >= key) {
+                        return Err(StoreError::Corrupt);
+                    }
+                    slots.push(Slot { key, entry: Ref::read(&mut r)? });
+                }
+                r.finish()?;
+                Ok(ChunkRecord::Full(slots))
+            }
+            Some(&FORMAT_CHUNK_DELTA) => {
+                let mut r = Reader::new(bytes, FORMAT_CHUNK_DELTA)?;
+                let base = Ref::read(&mut r)?;
+                let n = r.varint()?;
+                if n == 0 || n > 2 * capacity as u64 {
+                    return Err(StoreError::Corrupt);
+                }
+                let mut edits = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    let op = r.u8()?;
+                    let position = r.varint()? as usize;
+                    edits.push(match op {
+                        0 => Edit::Set { position, entry: Ref::read(&mut r)? },
+                        1 => Edit::Insert { position, key: r.key()?.to_vec(), entry: Ref::read(&mut r)? },
+                        2 => Edit::Delete { position },
+                        _ => return Err(StoreError::Corrupt),
+                    });
+                }
+                r.finish()?;
+                Ok(ChunkRecord::Delta { base, edits })
+            }
+            _ => Err(StoreError::Corrupt),
+        }
+    }
+}
+
+/// The slots of a delta's chunk: `edits` applied in order to its base's
+/// slots. The result must hold 1 … `capacity` slots in strictly increasing
+/// key order (in between it may hold more: at most 2·C edits, so the list
+/// stays bounded).
+pub fn apply_edits(base: &[Slot], edits: &[Edit], capacity: usize) -> Result<Vec<Slot>, StoreError> {
+    let mut slots = base.to_vec();
+    for e in edits {
+        match e {
+            Edit::Set { position, entry } => slots.get_mut(*position).ok_or(StoreError::Corrupt)?.entry = *entry,
+            Edit::Insert { position, key, entry } => {
+                if *position > slots.len() {
+                    return Err(StoreError::Corrupt);
+                }
+                slots.insert(*position, Slot { key: key.clone(), entry: *entry });
+            }
+            Edit::Delete { position } => {
+                if *position >= slots.len() {
+                    return Err(StoreError::Corrupt);
+                }
+                slots.remove(*position);
+            }
+        }
+    }
+    if slots.is_empty() || slots.len() > capacity || slots.windows(2).any(|w| w[0].key >= w[1].key) {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(slots)
+}
+
+/// The edits that turn `base` into `now` (both in strictly increasing key
+/// order), found by walking both in key order: a key only in the base is a
+/// delete, a key only in `now` an insert, a key in both with another entry
+/// a set. Positions are those of the list as edited so far.
+pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
+    use std::cmp::Ordering;
+    let (mut i, mut j, mut edits) = (0, 0, Vec::new());
+    // `j` is also the position in the edited list: slots before it match `now`.
+    loop {
+        // Compare the next base key with the next key of `now`; a missing one is greater.
+        let order = match (base.get(i), now.get(j)) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some(b), Some(n)) => b.key.cmp(&n.key),
+        };
+        match order {
+            Ordering::Equal => {
+                if base[i].entry != now[j].entry {
+                    edits.push(Edit::Set { position: j, entry: now[j].entry });
+                }
+                i += 1;
+                j += 1;
+            }
+            Ordering::Less => {
+                edits.push(Edit::Delete { position: j });
+                i += 1;
+            }
+            Ordering::Greater => {
+                edits.push(Edit::Insert { position: j, key: now[j].key.clone(), entry: now[j].entry });
+                j += 1;
+            }
+        }
+    }
+    edits
+}
+
+/// How a changed chunk is stored: as a delta of `base` when its encoding is
+/// at most a quarter of the full chunk's, else whole (a new base).
+pub fn chunk_record(base: Option<(&Ref, &[Slot])>, now: &[Slot]) -> ChunkRecord {
+    if let Some((base_ref, base_slots)) = base {
+        let edits = diff_slots(base_slots, now);
+        if !edits.is_empty() {
+            let delta = ChunkRecord::Delta { base: *base_ref, edits };
+            if 4 * delta.encode().len() <= full_chunk_len(now) {
+                return delta;
+            }
+        }
+    }
+    ChunkRecord::Full(now.to_vec())
+}
+
+/// The length of `ChunkRecord::Full(slots).encode()`, without encoding it.
+fn full_chunk_len(slots: &[Slot]) -> usize {
+    let varint_len = |v: u64| (64 - v.max(1).leading_zeros() as usize).div_ceil(7);
+    let slot_len = |s: &Slot| varint_len(s.key.len() as u64) + s.key.len() + varint_len(s.entry.birth) + 32;
+    1 + varint_len(slots.len() as u64) + slots.iter().map(slot_len).sum::<usize>()
+}
+
+/// Checks that `slots` hash to the chunk hash `expected`, and returns the
+/// chunk's in-chunk tree (`hash::inchunk_tree`), which verifies its entries.
+pub fn verify_slots(slots: &[Slot], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
+    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    if leaves.is_empty() {
+        return Err(StoreError::Corrupt);
+    }
+    let tree = inchunk_tree(&leaves);
+    if chunk_hash(slots.len(), &tree[0]) != *expected {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(tree)
+}
+
+/// An entry record.
+pub fn encode_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(key.len() + value.len() + 7);
+    out.push(FORMAT_ENTRY);
+    put_bytes(&mut out, key);
+    put_bytes(&mut out, value);
+    out
+}
+
+/// The value of an entry record, checked against the entry hash `expected`
+/// and the key its chunk lists for it.
+pub fn decode_entry<'a>(bytes: &'a [u8], expected: &Hash, key: &[u8]) -> Result<&'a [u8], StoreError> {
+    let mut r = Reader::new(bytes, FORMAT_ENTRY)?;
+    let (k, v) = (r.key()?, r.value()?);
+    r.finish()?;
+    if k != key || entry_hash(k, v) != *expected {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(v)
+}

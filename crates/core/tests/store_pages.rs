@@ -1,0 +1,177 @@
+//! Reads from stored versions with a tiny chunk cache (`bpavl_core::pages`):
+//! every lookup at every version agrees with the resident tree once its
+//! entry records check, the resident chunk bytes never exceed the budget,
+//! and a flipped record gives `STORE_CORRUPT` or an entry that fails its
+//! check, never a wrong answer.
+
+use std::collections::BTreeMap;
+
+use bpavl_core::pages::{Lookup, Pages, Witness};
+use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
+use bpavl_core::{verify_existence, ExistenceProof, Hash, StoreError, Tree};
+use proptest::prelude::*;
+
+type Records = BTreeMap<(u8, [u8; 40]), Vec<u8>>;
+/// A stored version: its top, its root, and the entries it holds.
+type Version = (Child, Hash, BTreeMap<Vec<u8>, Vec<u8>>);
+
+/// Stores `rounds` versions of random writes; returns the records and, per
+/// version, its top and its entries.
+fn stored(capacity: usize, seed: u64, rounds: usize) -> (Records, Vec<Version>) {
+    let mut x = seed | 1;
+    let mut next = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let (mut tree, mut records, mut versions) = (Tree::new(capacity).unwrap(), Records::new(), Vec::new());
+    for round in 0..rounds {
+        for _ in 0..60 {
+            let k = (next(300) as u16).to_be_bytes();
+            if next(4) == 0 {
+                tree.remove(&k);
+            } else {
+                tree.insert(&k, &[round as u8; 9]).unwrap();
+            }
+        }
+        let (_, w) = tree.commit_to_store();
+        for (t, r, b) in w.puts {
+            records.insert((t as u8, r.key()), b);
+        }
+        let v = VersionRecord::decode(&w.version_record, capacity).unwrap();
+        let entries = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        versions.push((v.top.expect("never empty"), v.root, entries));
+    }
+    (records, versions)
+}
+
+fn record<'a>(records: &'a Records, t: Table, r: &Ref) -> Option<&'a [u8]> {
+    records.get(&(t as u8, r.key())).map(Vec::as_slice)
+}
+
+/// Looks `key` up, fetching what the pages need; returns the checked value
+/// (`Ok(None)`: checked absence).
+fn get(pages: &mut Pages, records: &Records, top: Child, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    for _ in 0..64 {
+        match pages.lookup(top, key)? {
+            Lookup::Need(wanted) => {
+                for (t, r) in wanted {
+                    pages.supply(t, &r, record(records, t, &r))?;
+                }
+            }
+            Lookup::Found(entry) => {
+                let bytes = record(records, Table::Entries, &entry).ok_or(StoreError::Corrupt)?;
+                return Ok(Some(decode_entry(bytes, &entry.hash, key)?.to_vec()));
+            }
+            Lookup::Absent(bracket) => {
+                for (entry, slot_key) in &bracket {
+                    let bytes = record(records, Table::Entries, entry).ok_or(StoreError::Corrupt)?;
+                    decode_entry(bytes, &entry.hash, slot_key)?;
+                }
+                let (first, last) = (&bracket[0].1, &bracket[bracket.len() - 1].1);
+                let brackets = match bracket.len() {
+                    1 => key < first.as_slice() || key > last.as_slice(),
+                    _ => first.as_slice() < key && key < last.as_slice(),
+                };
+                assert!(brackets, "an absence is bracketed by the entries that prove it");
+                return Ok(None);
+            }
+        }
+    }
+    panic!("a lookup needs one round per level and three more");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lookups_match_every_version_within_the_budget(capacity in 2usize..=9, seed in any::<u64>(), budget in 0usize..20_000) {
+        let (records, versions) = stored(capacity, seed, 6);
+        let mut pages = Pages::new(capacity, budget);
+        for k in 0..320u16 {
+            let (top, _, entries) = &versions[k as usize % versions.len()];
+            let key = k.to_be_bytes();
+            prop_assert_eq!(get(&mut pages, &records, *top, &key).unwrap(), entries.get(key.as_slice()).cloned());
+            prop_assert!(pages.resident_bytes() <= pages.budget());
+        }
+        let (hits, misses) = pages.hits_and_misses();
+        prop_assert!(misses > 0 && hits + misses >= 320);
+    }
+
+}
+
+/// Every record flipped at a few places (its last bytes are a node's key
+/// copy or an entry's value): each lookup at each version is right, or is
+/// `STORE_CORRUPT`.
+#[test]
+fn a_flipped_record_never_gives_a_wrong_answer() {
+    for seed in [1, 2] {
+        let (records, versions) = stored(3, seed, 4);
+        for which in records.keys() {
+            let len = records[which].len();
+            for at in [1, len / 2, len - 2, len - 1] {
+                let mut bad = records.clone();
+                bad.get_mut(which).unwrap()[at] ^= 0x01;
+                let mut pages = Pages::new(3, 4_000);
+                for k in 0..320u16 {
+                    let (top, _, entries) = &versions[k as usize % versions.len()];
+                    let key = k.to_be_bytes();
+                    match get(&mut pages, &bad, *top, &key) {
+                        Ok(answer) => {
+                            assert_eq!(answer, entries.get(key.as_slice()).cloned(), "record {which:?} byte {at}")
+                        }
+                        Err(e) => assert_eq!(e, StoreError::Corrupt),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_small_budget_evicts_and_counts_misses() {
+    let (records, versions) = stored(4, 7, 3);
+    let (top, _, entries) = versions.last().unwrap();
+    let mut pages = Pages::new(4, 0);
+    for key in entries.keys().chain(entries.keys()) {
+        assert_eq!(get(&mut pages, &records, *top, key).unwrap().as_ref(), entries.get(key));
+        assert!(pages.resident_bytes() <= pages.budget());
+    }
+    let (hits, misses) = pages.hits_and_misses();
+    assert!(misses >= entries.len() as u64 / 4, "chunks are loaded again after eviction");
+    assert!(hits > 0);
+}
+
+/// Existence proofs from the pages verify against their version's root.
+#[test]
+fn witnesses_from_pages_verify_against_each_versions_root() {
+    for capacity in [2, 3, 8] {
+        let (records, versions) = stored(capacity, 5, 5);
+        let mut pages = Pages::new(capacity, 0);
+        let mut proven = 0;
+        for k in 0..320u16 {
+            let (top, root, entries) = &versions[k as usize % versions.len()];
+            let key = k.to_be_bytes();
+            let (entry, witness) = loop {
+                match pages.witness(*top, &key).unwrap() {
+                    Witness::Found(e, w) => break Some((e, w)),
+                    Witness::NotFound => break None,
+                    Witness::Need(wanted) => {
+                        for (t, r) in wanted {
+                            pages.supply(t, &r, record(&records, t, &r)).unwrap();
+                        }
+                    }
+                }
+            }
+            .unzip();
+            assert_eq!(entry.is_some(), entries.contains_key(key.as_slice()));
+            let (Some(entry), Some(witness)) = (entry, witness) else { continue };
+            let value = decode_entry(record(&records, Table::Entries, &entry).unwrap(), &entry.hash, &key).unwrap();
+            let proof = ExistenceProof { capacity, witness }.encode();
+            verify_existence(root, &key, value, &proof).unwrap();
+            proven += 1;
+        }
+        assert!(proven > 20, "only {proven} keys were present");
+    }
+}

@@ -1,0 +1,239 @@
+//! State-store records (`spec/store-format.md`): round trips, deltas against
+//! a model, and corruption. A flipped byte either fails with `STORE_CORRUPT`
+//! or changes only what routes a search (a birth, a key copy, a slot's key),
+//! which the record's parent hash does not cover and the next check catches.
+
+use bpavl_core::hash::{chunk_hash, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
+use bpavl_core::record::{
+    apply_edits, chunk_record, decode_entry, decode_store, diff_slots, encode_entry, encode_store, stale_key,
+    verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
+};
+use bpavl_core::StoreError;
+use proptest::prelude::*;
+
+mod model_keys;
+use model_keys::{key, value};
+
+fn entry_ref(k: u16, seed: u8, birth: u64) -> Ref {
+    Ref { birth, hash: entry_hash(&key(k), &value(k, seed)) }
+}
+
+/// Slots for the sorted, distinct keys `keys`, each with its value seed.
+fn slots(keys: &std::collections::BTreeMap<u16, u8>, birth: u64) -> Vec<Slot> {
+    keys.iter().map(|(&k, &s)| Slot { key: key(k), entry: entry_ref(k, s, birth) }).collect()
+}
+
+fn chunk_hash_of(slots: &[Slot]) -> Hash {
+    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    chunk_hash(slots.len(), &inchunk_tree(&leaves)[0])
+}
+
+/// Every single-byte flip of `bytes`, each with the result of `decode`.
+fn flips<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, StoreError>) -> Vec<Result<T, StoreError>> {
+    (0..bytes.len())
+        .map(|i| {
+            let mut b = bytes.to_vec();
+            b[i] ^= 0x01;
+            decode(&b)
+        })
+        .collect()
+}
+
+#[test]
+fn store_record_round_trips_and_rejects_bad_capacities() {
+    assert_eq!(decode_store(&encode_store(256)), Ok(256));
+    assert_eq!(decode_store(&encode_store(2)), Ok(2));
+    assert_eq!(decode_store(&[0x06, 0x01]), Err(StoreError::Corrupt));
+    assert_eq!(decode_store(&[0x07, 0x04]), Err(StoreError::Corrupt));
+    assert_eq!(decode_store(&[]), Err(StoreError::Corrupt));
+    assert_eq!(decode_store(&[0x06, 0x04, 0x00]), Err(StoreError::Corrupt));
+}
+
+#[test]
+fn version_records_verify_their_own_root() {
+    let top = Ref { birth: 300, hash: [7; 32] };
+    let full = VersionRecord {
+        capacity: 4,
+        chunk_count: 3,
+        entry_count: 9,
+        top: Some(Child::Node(top)),
+        root: root_hash(4, 3, 9, &top.hash),
+    };
+    let empty =
+        VersionRecord { capacity: 4, chunk_count: 0, entry_count: 0, top: None, root: bpavl_core::hash::empty_root(4) };
+    for v in [&full, &empty] {
+        let bytes = v.encode();
+        assert_eq!(VersionRecord::decode(&bytes, 4).as_ref(), Ok(v));
+        assert_eq!(VersionRecord::decode(&bytes, 8), Err(StoreError::Corrupt), "another store's capacity");
+        for got in flips(&bytes, |b| VersionRecord::decode(b, 4)) {
+            match got {
+                Err(e) => assert_eq!(e, StoreError::Corrupt),
+                // Only a birth can change unnoticed: it locates the top, it does not name it.
+                Ok(g) => {
+                    assert_eq!((g.root, g.top.map(|t| t.record().hash)), (v.root, v.top.map(|t| t.record().hash)));
+                    assert_ne!(g.top.map(|t| t.record().birth), v.top.map(|t| t.record().birth));
+                }
+            }
+        }
+    }
+    let wrong_root = VersionRecord { root: [0; 32], ..full };
+    assert_eq!(VersionRecord::decode(&wrong_root.encode(), 4), Err(StoreError::Corrupt));
+}
+
+#[test]
+fn node_records_verify_against_their_parents_hash() {
+    let left = Child::Chunk(Ref { birth: 1, hash: [1; 32] });
+    let right = Child::Node(Ref { birth: 2, hash: [2; 32] });
+    let node = NodeRecord { height: 2, chunk_count: 3, entry_count: 7, left, right, key_copy: b"m".to_vec() };
+    let hash = inner_hash(2, 3, 7, &[1; 32], &[2; 32]);
+    assert_eq!(node.hash(), hash);
+    let bytes = node.encode();
+    assert_eq!(NodeRecord::decode(&bytes, &hash), Ok(node.clone()));
+    assert_eq!(NodeRecord::decode(&bytes, &[0; 32]), Err(StoreError::Corrupt));
+    for got in flips(&bytes, |b| NodeRecord::decode(b, &hash)) {
+        match got {
+            Err(e) => assert_eq!(e, StoreError::Corrupt),
+            Ok(g) => {
+                assert_eq!(g.hash(), hash);
+                // A wrong kind looks in the other table, where no record has this hash.
+                let routing_only = g.key_copy != node.key_copy
+                    || g.left.record().birth != node.left.record().birth
+                    || g.right.record().birth != node.right.record().birth
+                    || std::mem::discriminant(&g.left) != std::mem::discriminant(&node.left)
+                    || std::mem::discriminant(&g.right) != std::mem::discriminant(&node.right);
+                assert!(routing_only, "a flip that decodes changes a birth, a child's kind or the key copy");
+            }
+        }
+    }
+}
+
+#[test]
+fn entry_records_fail_on_every_flip() {
+    let (k, v) = (b"alice".as_slice(), b"100".as_slice());
+    let hash = entry_hash(k, v);
+    let bytes = encode_entry(k, v);
+    assert_eq!(decode_entry(&bytes, &hash, k), Ok(v));
+    assert_eq!(decode_entry(&bytes, &hash, b"alicf"), Err(StoreError::Corrupt), "the slot lists another key");
+    for got in flips(&bytes, |b| decode_entry(b, &hash, k).map(<[u8]>::to_vec)) {
+        assert_eq!(got, Err(StoreError::Corrupt));
+    }
+}
+
+#[test]
+fn full_chunks_verify_and_a_flipped_slot_key_is_caught_by_its_entry() {
+    let keys = (0..5u16).map(|k| (k * 3, k as u8)).collect();
+    let s = slots(&keys, 9);
+    let hash = chunk_hash_of(&s);
+    let bytes = ChunkRecord::Full(s.clone()).encode();
+    assert_eq!(ChunkRecord::decode(&bytes, 4), Err(StoreError::Corrupt), "5 slots exceed C = 4");
+    assert_eq!(ChunkRecord::decode(&bytes, 8), Ok(ChunkRecord::Full(s.clone())));
+    assert!(verify_slots(&s, &hash).is_ok());
+    assert_eq!(verify_slots(&s, &[0; 32]), Err(StoreError::Corrupt));
+    for got in flips(&bytes, |b| match ChunkRecord::decode(b, 8)? {
+        ChunkRecord::Full(g) => verify_slots(&g, &hash).map(|_| g),
+        ChunkRecord::Delta { .. } => Err(StoreError::Corrupt),
+    }) {
+        let Ok(g) = got else { continue };
+        // Entry hashes all verified, so a key or a birth changed: the entry record of that slot
+        // (or its absence under the wrong birth) is what fails.
+        let changed: Vec<usize> = (0..s.len()).filter(|&i| g[i] != s[i]).collect();
+        assert_eq!(changed.len(), 1);
+        let i = changed[0];
+        let (k, seed) = (3 * i as u16, i as u8);
+        let record = encode_entry(&key(k), &value(k, seed));
+        if g[i].key != s[i].key {
+            assert_eq!(decode_entry(&record, &g[i].entry.hash, &g[i].key), Err(StoreError::Corrupt));
+        } else {
+            assert_ne!(g[i].entry.key(), s[i].entry.key());
+        }
+    }
+}
+
+#[test]
+fn stale_keys_sort_by_version_then_table() {
+    let r = Ref { birth: 5, hash: [3; 32] };
+    let a = stale_key(7, Table::Entries, &r);
+    let b = stale_key(8, Table::Nodes, &r);
+    assert!(a < b);
+    assert_eq!(&a[..8], &7u64.to_be_bytes());
+    assert_eq!(a[8], 3);
+    assert_eq!(&a[9..], &r.key());
+}
+
+fn sorted_map(max: usize) -> impl Strategy<Value = std::collections::BTreeMap<u16, u8>> {
+    prop::collection::btree_map(0u16..64, any::<u8>(), 1..=max)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A delta applied to its base gives the chunk back, and both records round-trip.
+    #[test]
+    fn deltas_rebuild_the_chunk(base in sorted_map(16), now in sorted_map(16)) {
+        // Entries kept from the base keep their records (same birth).
+        let (base, now) = (slots(&base, 1), slots(&now, 1));
+        let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
+        let edits = diff_slots(&base, &now);
+        prop_assert_eq!(apply_edits(&base, &edits, 16), Ok(now.clone()));
+        let record = chunk_record(Some((&base_ref, &base)), &now);
+        prop_assert_eq!(ChunkRecord::decode(&record.encode(), 16), Ok(record.clone()));
+        let rebuilt = match &record {
+            ChunkRecord::Full(s) => s.clone(),
+            ChunkRecord::Delta { base: b, edits } => {
+                prop_assert_eq!(b, &base_ref);
+                apply_edits(&base, edits, 16).unwrap()
+            }
+        };
+        prop_assert_eq!(&rebuilt, &now);
+        prop_assert!(verify_slots(&rebuilt, &chunk_hash_of(&now)).is_ok());
+    }
+
+    /// Edits that break a chunk's rules are corrupt, never applied.
+    #[test]
+    fn bad_edits_are_corrupt(base in sorted_map(8), position in 0usize..12) {
+        let base = slots(&base, 1);
+        let delete_past_end = [bpavl_core::record::Edit::Delete { position: base.len() + position }];
+        prop_assert_eq!(apply_edits(&base, &delete_past_end, 16), Err(StoreError::Corrupt));
+        let duplicate = [bpavl_core::record::Edit::Insert { position: 0, key: base[0].key.clone(), entry: base[0].entry }];
+        prop_assert_eq!(apply_edits(&base, &duplicate, 16), Err(StoreError::Corrupt));
+        let overflow = [bpavl_core::record::Edit::Insert { position: 0, key: vec![0], entry: base[0].entry }];
+        prop_assert_eq!(apply_edits(&base, &overflow, base.len()), Err(StoreError::Corrupt));
+    }
+}
+
+#[test]
+fn one_changed_entry_in_a_large_chunk_is_stored_as_a_small_delta() {
+    let base: std::collections::BTreeMap<u16, u8> = (0..256u16).map(|k| (k, 0)).collect();
+    let base = slots(&base, 1);
+    let mut now = base.clone();
+    now[100].entry = entry_ref(100, 1, 2);
+    let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
+    let record = chunk_record(Some((&base_ref, &base)), &now);
+    assert!(matches!(&record, ChunkRecord::Delta { edits, .. } if edits.len() == 1));
+    assert!(record.encode().len() < 100);
+    assert!(matches!(chunk_record(None, &now), ChunkRecord::Full(_)));
+}
+
+#[test]
+fn a_delta_is_chosen_by_the_full_chunks_encoded_length() {
+    // Keys of 1 … 300 bytes and births across varint boundaries: the
+    // threshold must compare with the real encoding.
+    let base: Vec<Slot> = (0..64u16)
+        .map(|k| {
+            let mut key = key(k);
+            key.extend(std::iter::repeat_n(b'x', k as usize * 5));
+            Slot { key, entry: Ref { birth: 1u64 << (k % 40), hash: [k as u8; 32] } }
+        })
+        .collect();
+    let full = ChunkRecord::Full(base.clone()).encode().len();
+    let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
+    for changed in 1..64 {
+        let mut now = base.clone();
+        for s in now.iter_mut().take(changed) {
+            s.entry.hash[0] ^= 1;
+        }
+        let delta = ChunkRecord::Delta { base: base_ref, edits: diff_slots(&base, &now) }.encode().len();
+        let record = chunk_record(Some((&base_ref, &base)), &now);
+        assert_eq!(matches!(record, ChunkRecord::Delta { .. }), 4 * delta <= full, "{changed} changed slots");
+    }
+}

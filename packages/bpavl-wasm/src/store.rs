@@ -1,0 +1,297 @@
+//! The state store's calls into the core (`docs/store.md`,
+//! `spec/store-format.md`): a commit's write set, the loader that reads a
+//! version back from records, and the store record. Conversions only.
+
+use bpavl_core as core;
+use bpavl_core::record::{decode_store, encode_store, stale_key, Ref, Table, RECORD_KEY_LEN};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{bytes, count, opt_bytes, range_error, throw, uint, Bytes, Number};
+use crate::Tree;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** A store table that holds records (`spec/store-format.md`). */
+export type RecordTable = 'nodes' | 'chunks' | 'entries';
+
+/** What `Tree.commitToStore()` returns: the records one commit adds to a store. */
+export interface WriteSet {
+  /** The new version number. */
+  version: number;
+  /** The new root hash, 32 bytes. */
+  root: Uint8Array;
+  /** New records: table, record key (40 bytes), record. */
+  puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
+  /** Keys of the `stale` table (49 bytes each) for the records this version replaced. */
+  stale: Uint8Array[];
+  /** The value of `versions[u64be(version)]`: written last, it makes the version visible. */
+  versionRecord: Uint8Array;
+}
+"#;
+
+#[wasm_bindgen(module = "/src/convert.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = writeSet)]
+    fn write_set(
+        version: f64,
+        root: &[u8],
+        put_tables: &[u8],
+        put_flat: &[u8],
+        put_ends: &[u32],
+        stale_flat: &[u8],
+        version_record: &[u8],
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = tableKeys)]
+    fn table_keys(tables: &[u8], flat: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = tableKey)]
+    fn table_key(table: u8, key: &[u8]) -> JsValue;
+}
+
+fn table(name: &str) -> Result<Table, JsValue> {
+    match name {
+        "nodes" => Ok(Table::Nodes),
+        "chunks" => Ok(Table::Chunks),
+        "entries" => Ok(Table::Entries),
+        _ => Err(range_error(&format!("unknown record table {name:?}"))),
+    }
+}
+
+fn record_ref(key: &Bytes) -> Result<Ref, JsValue> {
+    let key = bytes(key, "key")?;
+    Ref::from_key(&key).ok_or_else(|| range_error(&format!("a record key is {RECORD_KEY_LEN} bytes")))
+}
+
+#[wasm_bindgen]
+impl Tree {
+    /// Commits like `commit()` and returns what a store must write for the
+    /// new version (`docs/store.md`): every record of a tree never stored
+    /// before, afterwards only the changed ones.
+    #[wasm_bindgen(js_name = commitToStore, unchecked_return_type = "WriteSet")]
+    pub fn commit_to_store(&mut self) -> JsValue {
+        let (commit, w) = self.0.commit_to_store();
+        let (mut tables, mut flat, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, r, value) in &w.puts {
+            tables.push(*t as u8);
+            flat.extend_from_slice(&r.key());
+            flat.extend_from_slice(value);
+            ends.push(flat.len() as u32);
+        }
+        let stale: Vec<u8> = w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect();
+        write_set(commit.version as f64, &commit.root, &tables, &flat, &ends, &stale, &w.version_record)
+    }
+}
+
+/// Loads one version of a store into a `Tree`, in rounds (`docs/store.md`):
+/// fetch the records `wanted()` names (one `getMany` per table), hand each
+/// to `supply`, and repeat until `wanted()` is empty; then `finish()`.
+/// Every record is checked against the hash its parent names: a missing or
+/// corrupt one throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen]
+pub struct Loader(Option<core::Loader>);
+
+#[wasm_bindgen]
+impl Loader {
+    /// Starts loading `version` from its version record, in a store of
+    /// `capacity`. Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(version: &Number, version_record: &Bytes, capacity: &Number) -> Result<Loader, JsValue> {
+        let (version, record) = (uint(version, "version")?, bytes(version_record, "versionRecord")?);
+        let loader = core::Loader::new(version, &record, count(capacity, "capacity")?).map_err(throw)?;
+        Ok(Loader(Some(loader)))
+    }
+
+    /// The records to fetch next as `[table, key]`, or `[]` once all are in.
+    #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn wanted(&mut self) -> Result<JsValue, JsValue> {
+        let wanted = self.loader()?.wanted();
+        let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
+        let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
+        Ok(table_keys(&tables, &flat))
+    }
+
+    /// Hands over a wanted record (`undefined`: the store lacks it). Throws
+    /// StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.loader()?.supply(t, &r, value.as_deref()).map_err(throw)
+    }
+
+    /// The loaded tree at the loaded version. The loader is spent afterwards.
+    /// Throws StoreError `STORE_CORRUPT` if records are still missing.
+    pub fn finish(&mut self) -> Result<Tree, JsValue> {
+        let loader = self.0.take().ok_or_else(|| range_error("the loader has finished"))?;
+        loader.finish().map(Tree).map_err(throw)
+    }
+
+    fn loader(&mut self) -> Result<&mut core::Loader, JsValue> {
+        self.0.as_mut().ok_or_else(|| range_error("the loader has finished"))
+    }
+}
+
+/// The store record of a store whose trees have chunk capacity `capacity`.
+#[wasm_bindgen(js_name = encodeStoreRecord)]
+pub fn encode_store_record(capacity: &Number) -> Result<Vec<u8>, JsValue> {
+    Ok(encode_store(count(capacity, "capacity")?))
+}
+
+/// The capacity a store record names. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = decodeStoreRecord)]
+pub fn decode_store_record(record: &Bytes) -> Result<f64, JsValue> {
+    decode_store(&bytes(record, "record")?).map(|c| c as f64).map_err(throw)
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const LOOKUP_TYPES: &str = r#"
+/** What `Pages.lookup` answers (`bpavl_core::pages`). */
+export type Lookup =
+  /** Fetch these records, `supply` them, and look up again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The key's entry record (its record key); `entryValue` checks it and gives the value. */
+  | { found: Uint8Array }
+  /** Absent once each of these entry records checks with its slot's key (`entryValue`). */
+  | { absent: [entryKey: Uint8Array, slotKey: Uint8Array][] };
+
+/** What `Pages.proveExistence` answers. */
+export type Proven =
+  /** Fetch these records, `supply` them, and ask again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The entry record (check it with `entryValue`) and the existence proof, to verify against the version's root. */
+  | { found: Uint8Array; proof: Uint8Array }
+  /** No entry holds the key. */
+  | { notFound: true };
+"#;
+
+#[wasm_bindgen(module = "/src/convert.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = lookupResult)]
+    fn lookup_result(kind: u8, tables: &[u8], flat: &[u8], ends: &[u32]) -> JsValue;
+    #[wasm_bindgen(js_name = provenResult)]
+    fn proven_result(entry_key: Option<Vec<u8>>, proof: Option<Vec<u8>>) -> JsValue;
+}
+
+/// Lookups in stored versions with chunks cached under a byte budget
+/// (`docs/store.md`, "Bounded memory"). Inner nodes stay once loaded.
+#[wasm_bindgen]
+pub struct Pages(core::pages::Pages, usize);
+
+#[wasm_bindgen]
+impl Pages {
+    /// Pages of a store of chunk `capacity`, caching at most `budget` bytes
+    /// of chunks (raised to what one chunk of the longest keys needs).
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: &Number, budget: &Number) -> Result<Pages, JsValue> {
+        let capacity = count(capacity, "capacity")?;
+        Ok(Pages(core::pages::Pages::new(capacity, count(budget, "budget")?), capacity))
+    }
+
+    /// Looks `key` up in the version whose top `versionTop` names. Throws
+    /// StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(unchecked_return_type = "Lookup")]
+    pub fn lookup(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
+        let top = child(top_table, top_key)?;
+        let (mut tables, mut flat, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        let kind = match self.0.lookup(top, &bytes(key, "key")?).map_err(throw)? {
+            core::pages::Lookup::Need(wanted) => {
+                for (t, r) in wanted {
+                    tables.push(t as u8);
+                    flat.extend_from_slice(&r.key());
+                }
+                0
+            }
+            core::pages::Lookup::Found(entry) => {
+                flat.extend_from_slice(&entry.key());
+                1
+            }
+            core::pages::Lookup::Absent(bracket) => {
+                for (entry, slot_key) in bracket {
+                    flat.extend_from_slice(&entry.key());
+                    ends.push(flat.len() as u32);
+                    flat.extend_from_slice(&slot_key);
+                    ends.push(flat.len() as u32);
+                }
+                2
+            }
+        };
+        Ok(lookup_result(kind, &tables, &flat, &ends))
+    }
+
+    /// The existence proof of `key` in the version whose top `versionTop`
+    /// names, read from the cache. Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = proveExistence, unchecked_return_type = "Proven")]
+    pub fn prove_existence(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
+        let capacity = self.1;
+        Ok(match self.0.witness(child(top_table, top_key)?, &bytes(key, "key")?).map_err(throw)? {
+            core::pages::Witness::Need(wanted) => {
+                let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
+                let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
+                lookup_result(0, &tables, &flat, &[])
+            }
+            core::pages::Witness::Found(entry, witness) => {
+                let proof = core::ExistenceProof { capacity, witness }.encode();
+                proven_result(Some(entry.key().to_vec()), Some(proof))
+            }
+            core::pages::Witness::NotFound => proven_result(None, None),
+        })
+    }
+
+    /// Hands over a record a lookup needed (`undefined`: the store lacks it).
+    /// Throws StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.supply(t, &r, value.as_deref()).map_err(throw)
+    }
+
+    /// Bytes of chunks cached now, counted from their contents (never above `budget`).
+    #[wasm_bindgen(getter, js_name = residentBytes)]
+    pub fn resident_bytes(&self) -> f64 {
+        self.0.resident_bytes() as f64
+    }
+
+    #[wasm_bindgen(getter)]
+    pub fn budget(&self) -> f64 {
+        self.0.budget() as f64
+    }
+
+    /// Chunk lookups served from the cache.
+    #[wasm_bindgen(getter)]
+    pub fn hits(&self) -> f64 {
+        self.0.hits_and_misses().0 as f64
+    }
+
+    /// Chunks loaded from the store.
+    #[wasm_bindgen(getter)]
+    pub fn misses(&self) -> f64 {
+        self.0.hits_and_misses().1 as f64
+    }
+}
+
+/// A version's top from `[table, key]`.
+fn child(top_table: &str, top_key: &Bytes) -> Result<core::record::Child, JsValue> {
+    match table(top_table)? {
+        Table::Nodes => Ok(core::record::Child::Node(record_ref(top_key)?)),
+        Table::Chunks => Ok(core::record::Child::Chunk(record_ref(top_key)?)),
+        Table::Entries => Err(range_error("a version's top is a node or a chunk")),
+    }
+}
+
+/// The top of a version as `[table, key]`, or `undefined` for the empty
+/// tree, from its version record. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = versionTop, unchecked_return_type = "[table: RecordTable, key: Uint8Array] | undefined")]
+pub fn version_top(version_record: &Bytes, capacity: &Number) -> Result<JsValue, JsValue> {
+    let record =
+        core::record::VersionRecord::decode(&bytes(version_record, "versionRecord")?, count(capacity, "capacity")?)
+            .map_err(throw)?;
+    Ok(match record.top {
+        None => JsValue::UNDEFINED,
+        Some(core::record::Child::Node(r)) => table_key(Table::Nodes as u8, &r.key()),
+        Some(core::record::Child::Chunk(r)) => table_key(Table::Chunks as u8, &r.key()),
+    })
+}
+
+/// The value of an entry record, checked against its record key's hash and
+/// the key its slot lists. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = entryValue)]
+pub fn entry_value(entry_key: &Bytes, record: &Bytes, slot_key: &Bytes) -> Result<Vec<u8>, JsValue> {
+    let (r, record, slot_key) = (record_ref(entry_key)?, bytes(record, "record")?, bytes(slot_key, "slotKey")?);
+    core::record::decode_entry(&record, &r.hash, &slot_key).map(<[u8]>::to_vec).map_err(throw)
+}

@@ -1,0 +1,107 @@
+// The state-store bindings (src/store.rs): a commit's write set, loading a
+// version back from its records, and StoreError codes. The store's own
+// behaviour is tested in packages/store.
+import { describe, expect, it } from 'vitest';
+import { decodeStoreRecord, encodeStoreRecord, entryValue, init, Loader, Pages, Tree, versionTop } from '../index.js';
+import { thrown, toHex, utf8 } from './helpers.js';
+
+await init();
+
+function committed() {
+  const tree = new Tree(4);
+  for (let i = 0; i < 30; i++) tree.insert(utf8(`k${i}`), utf8(`v${i}`));
+  const w = tree.commitToStore();
+  const records = new Map(w.puts.map(([t, k, v]) => [`${t}/${toHex(k)}`, v]));
+  return { tree, w, records };
+}
+
+function load(w: { version: number; versionRecord: Uint8Array }, records: Map<string, Uint8Array>): Tree {
+  const loader = new Loader(w.version, w.versionRecord, 4);
+  for (let round = 0; round < 64; round++) {
+    const wanted = loader.wanted();
+    if (wanted.length === 0) return loader.finish();
+    for (const [t, k] of wanted) loader.supply(t, k, records.get(`${t}/${toHex(k)}`));
+  }
+  throw new Error('too many rounds');
+}
+
+describe('commitToStore and Loader', () => {
+  it('a write set loads back to the same tree', () => {
+    const { tree, w, records } = committed();
+    expect(w.version).toBe(1);
+    expect(toHex(w.root)).toBe(toHex(tree.root));
+    expect(new Set(w.puts.map(([t]) => t))).toEqual(new Set(['nodes', 'chunks', 'entries']));
+    expect(w.puts.every(([, k]) => k.length === 40)).toBe(true);
+    expect(w.stale).toEqual([]);
+    const loaded = load(w, records);
+    expect(toHex(loaded.root)).toBe(toHex(tree.root));
+    expect(loaded.get(utf8('k7'))).toEqual(utf8('v7'));
+  });
+
+  it('the next commit writes what changed and marks what it replaced stale', () => {
+    const { tree, records } = committed();
+    tree.insert(utf8('k7'), utf8('new'));
+    const w = tree.commitToStore();
+    expect(w.puts.filter(([t]) => t === 'entries')).toHaveLength(1);
+    expect(w.stale.length).toBeGreaterThan(0);
+    expect(w.stale.every((k) => k.length === 49)).toBe(true);
+    for (const [t, k, v] of w.puts) records.set(`${t}/${toHex(k)}`, v);
+    expect(load(w, records).get(utf8('k7'))).toEqual(utf8('new'));
+  });
+
+  it('a missing or flipped record is StoreError STORE_CORRUPT', () => {
+    const { w, records } = committed();
+    const [first] = records.keys();
+    const damaged = new Map(records);
+    damaged.get(first!)![3]! ^= 1;
+    expect(thrown(() => load(w, damaged))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    const missing = new Map(records);
+    missing.delete(first!);
+    expect(thrown(() => load(w, missing))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    const record = w.versionRecord.slice();
+    record[record.length - 1]! ^= 1;
+    expect(thrown(() => new Loader(1, record, 4))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+
+  it('bad arguments are TypeError or RangeError', () => {
+    const { w } = committed();
+    const loader = new Loader(w.version, w.versionRecord, 4);
+    expect(thrown(() => loader.supply('other', new Uint8Array(40), undefined))).toBeInstanceOf(RangeError);
+    expect(thrown(() => loader.supply('nodes', new Uint8Array(39), undefined))).toBeInstanceOf(RangeError);
+    expect(thrown(() => new Loader(1, 'x' as any, 4))).toBeInstanceOf(TypeError);
+  });
+});
+
+describe('the store record', () => {
+  it('round-trips the capacity and rejects garbage', () => {
+    expect(decodeStoreRecord(encodeStoreRecord(256))).toBe(256);
+    expect(thrown(() => decodeStoreRecord(utf8('SQLite format 3')))).toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+});
+
+describe('Pages, versionTop and entryValue', () => {
+  it('look keys up in a stored version, found or bracketed', () => {
+    const { w, records } = committed();
+    const top = versionTop(w.versionRecord, 4)!;
+    const pages = new Pages(4, 0);
+    const get = (key: Uint8Array): Uint8Array | undefined => {
+      for (let round = 0; round < 64; round++) {
+        const answer = pages.lookup(top[0], top[1], key);
+        if ('found' in answer) return entryValue(answer.found, records.get(`entries/${toHex(answer.found)}`)!, key);
+        if ('absent' in answer) {
+          for (const [entry, slotKey] of answer.absent) entryValue(entry, records.get(`entries/${toHex(entry)}`)!, slotKey);
+          return undefined;
+        }
+        for (const [t, k] of answer.need) pages.supply(t, k, records.get(`${t}/${toHex(k)}`));
+      }
+      throw new Error('too many rounds');
+    };
+    expect(get(utf8('k12'))).toEqual(utf8('v12'));
+    expect(get(utf8('k125'))).toBeUndefined();
+    expect(pages.misses).toBeGreaterThan(0);
+    expect(pages.residentBytes).toBeLessThanOrEqual(pages.budget);
+    const [entryKey] = [...records.keys()].filter((k) => k.startsWith('entries/'));
+    const key = Buffer.from(entryKey!.slice(8), 'hex');
+    expect(thrown(() => entryValue(key, utf8('nonsense'), utf8('k1')))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+});

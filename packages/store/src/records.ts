@@ -1,0 +1,39 @@
+/**
+ * Table names and keys of the store's records (`spec/store-format.md`).
+ * The records themselves are encoded and checked by the core.
+ * @module
+ */
+
+import { StoreError } from './errors.ts';
+
+export const TABLES = ['meta', 'versions', 'nodes', 'chunks', 'entries', 'stale'] as const;
+
+/** The tables whose records carry their birth version in their key's first 8 bytes. */
+export const BORN_TABLES = ['nodes', 'chunks', 'entries'] as const;
+
+/** The one key of the `meta` table. */
+export const STORE_KEY = new TextEncoder().encode('store');
+
+/** `u64be(v)`: version keys, and the first 8 bytes of record and stale keys. */
+export function versionKey(version: number): Uint8Array {
+  const key = new Uint8Array(8);
+  new DataView(key.buffer).setBigUint64(0, BigInt(version));
+  return key;
+}
+
+/** The version that a key beginning with `u64be(v)` names. */
+export function versionOf(key: Uint8Array): number {
+  return Number(new DataView(key.buffer, key.byteOffset, 8).getBigUint64(0));
+}
+
+/** The table that a `stale` key's record lives in (byte 8: 1 nodes, 2 chunks, 3 entries). */
+export function staleTable(staleKey: Uint8Array): (typeof BORN_TABLES)[number] {
+  const table = BORN_TABLES[staleKey[8]! - 1];
+  if (table === undefined || staleKey.length !== 49) throw new StoreError('STORE_CORRUPT', 'a stale key names no record');
+  return table;
+}
+
+/** The record key inside a `stale` key. */
+export function staleRecord(staleKey: Uint8Array): Uint8Array {
+  return staleKey.subarray(9);
+}

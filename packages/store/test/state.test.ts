@@ -1,0 +1,254 @@
+// The store against a model of every retained version: random puts,
+// deletes, commits, prunes, rollbacks and reopens (closing the store and
+// opening it again on the same records), at C = 2, 3, 4 and 256. After each
+// step every retained version reads exactly its model, and its proofs verify
+// against its own root. Errors are asserted by code.
+import { describe, expect, it } from 'vitest';
+import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
+import { openState, StoreError, TABLES, type State } from '../src/index.ts';
+import { MemoryBackend, type MemoryData } from './support/memory-backend.ts';
+
+type Model = Map<string, Uint8Array>;
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const unhex = (s: string) => new Uint8Array(Buffer.from(s, 'hex'));
+
+/** Keys from a small domain, of varying lengths, so updates and deletes hit. */
+function key(k: number): Uint8Array {
+  return new Uint8Array([k >> 8, k & 0xff, ...new Array(k % 3).fill(0x6b)]);
+}
+
+function value(k: number, seed: number): Uint8Array {
+  return new Uint8Array((k + seed) % 40).fill(seed);
+}
+
+/** xorshift32: a seeded, repeatable stream of choices. */
+function rng(seed: number) {
+  let x = seed || 1;
+  return (n: number) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+}
+
+async function open(data: MemoryData, capacity: number): Promise<State> {
+  return openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity });
+}
+
+async function checkVersions(state: State, models: Map<number, Model>, domain: number, pick: (n: number) => number) {
+  expect(state.versions().map((v) => v.version)).toEqual([...models.keys()]);
+  for (const { version, root } of state.versions()) {
+    const model = models.get(version)!;
+    const snapshot = await state.snapshot({ version });
+    expect(hex(snapshot.root)).toBe(hex(root));
+    expect(snapshot.len).toBe(model.size);
+    for (let i = 0; i < 6; i++) {
+      const k = key(pick(domain));
+      const want = model.get(hex(k));
+      expect(await state.get(k, { version })).toEqual(want);
+      if (want) {
+        verifyExistence(root, k, want, snapshot.proveExistence(k));
+        const paged = await state.proveExistence(k, { version });
+        expect(paged.value).toEqual(want);
+        verifyExistence(root, k, want, paged.proof);
+      } else {
+        verifyAbsence(root, k, snapshot.proveAbsence(k));
+        await expect(state.proveExistence(k, { version })).rejects.toMatchObject({ code: 'KEY_NOT_FOUND' });
+      }
+    }
+    const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+    const start = key(pick(domain));
+    const want = all.filter(([k]) => k >= hex(start)).slice(0, 8);
+    const got = verifyRange(root, start, undefined, 8, snapshot.proveRange(start, undefined, 8));
+    expect(got.entries.map(([k, v]) => [hex(k), hex(v)])).toEqual(want.map(([k, v]) => [k, hex(v)]));
+  }
+}
+
+async function run(capacity: number, seed: number, steps: number, domain: number) {
+  const pick = rng(seed);
+  const data: MemoryData = new Map();
+  let state = await open(data, capacity);
+  let model: Model = new Map();
+  const models = new Map<number, Model>();
+  for (let step = 0; step < steps; step++) {
+    const roll = pick(100);
+    if (roll < 50) {
+      const k = pick(domain);
+      state.put(key(k), value(k, step & 0xff));
+      model.set(hex(key(k)), value(k, step & 0xff));
+    } else if (roll < 75) {
+      const k = pick(domain);
+      expect(state.delete(key(k))).toBe(model.delete(hex(key(k))));
+    } else if (roll < 88) {
+      const { version } = await state.commit();
+      models.set(version, new Map(model));
+    } else if (roll < 92 && models.size > 0) {
+      const keepLast = 1 + pick(4);
+      await state.prune({ keepLast });
+      for (const v of [...models.keys()].slice(0, Math.max(0, models.size - keepLast))) models.delete(v);
+    } else if (roll < 96 && models.size > 0) {
+      const versions = [...models.keys()];
+      const to = versions[Math.max(0, versions.length - 1 - pick(3))]!;
+      await state.rollback(to);
+      for (const v of versions.filter((v) => v > to)) models.delete(v);
+      model = new Map(models.get(to));
+    } else {
+      await state.close();
+      state = await open(data, capacity);
+      const head = [...models.keys()].at(-1);
+      model = new Map(head === undefined ? [] : models.get(head));
+    }
+    if (roll >= 75) await checkVersions(state, models, domain, pick);
+  }
+  await state.close();
+}
+
+describe('the store against a model of every retained version', () => {
+  it.each([
+    [2, 1],
+    [3, 2],
+    [4, 3],
+    [2, 4],
+    [3, 5],
+    [4, 6],
+  ])('C = %i, seed %i', async (capacity, seed) => run(capacity, seed, 400, 60));
+
+  it('C = 256', async () => run(256, 7, 1500, 1200));
+});
+
+describe('typed errors, the store unchanged', () => {
+  async function sample() {
+    const data: MemoryData = new Map();
+    const state = await open(data, 4);
+    for (let k = 0; k < 20; k++) state.put(key(k), value(k, 1));
+    const first = await state.commit();
+    return { data, state, first };
+  }
+
+  it('oversize keys and values are refused by code', async () => {
+    const { state, first } = await sample();
+    for (const [k, v, code] of [
+      [new Uint8Array(1025), new Uint8Array(1), 'KEY_TOO_LONG'],
+      [new Uint8Array(), new Uint8Array(1), 'KEY_EMPTY'],
+      [new Uint8Array(1), new Uint8Array(65537), 'VALUE_TOO_LONG'],
+    ] as const) {
+      expect(() => state.put(k, v)).toThrow(expect.objectContaining({ code }));
+    }
+    const again = await state.commit();
+    expect(hex(again.root)).toBe(hex(first.root));
+  });
+
+  it('an unknown version is VERSION_UNKNOWN', async () => {
+    const { state } = await sample();
+    await expect(state.get(key(1), { version: 9 })).rejects.toMatchObject({ name: 'StoreError', code: 'VERSION_UNKNOWN' });
+    await expect(state.rollback(9)).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+    expect(state.versions().map((v) => v.version)).toEqual([1]);
+  });
+
+  it('a closed store is STORE_CLOSED', async () => {
+    const { state } = await sample();
+    await state.close();
+    expect(() => state.put(key(1), value(1, 1))).toThrow(StoreError);
+    expect(() => state.versions()).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    await expect(state.get(key(1))).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+
+  it('a read-only open reads every version and refuses writes', async () => {
+    const { data, state } = await sample();
+    await state.close();
+    const reader = await openState({ backend: new MemoryBackend(data, { tables: TABLES, readOnly: true }) });
+    expect(await reader.get(key(3))).toEqual(value(3, 1));
+    expect(() => reader.put(key(1), value(1, 2))).toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
+    await reader.close();
+  });
+
+  it('a failed commit leaves the store at its last version', async () => {
+    const { data, state, first } = await sample();
+    state.put(key(50), value(50, 2));
+    const backend = new MemoryBackend(data, { tables: TABLES });
+    const failing = await openState({ backend });
+    failing.put(key(51), value(51, 3));
+    backend.write = async () => {
+      throw Object.assign(new Error('disk full'), { code: 'STORE_IO' });
+    };
+    await expect(failing.commit()).rejects.toMatchObject({ code: 'STORE_IO' });
+    expect(failing.head()?.version).toBe(first.version);
+    expect(await failing.get(key(51))).toBeUndefined();
+  });
+});
+
+describe('corruption is STORE_CORRUPT on the read that touches it', () => {
+  async function stored() {
+    const data: MemoryData = new Map();
+    const state = await open(data, 4);
+    for (let k = 0; k < 40; k++) state.put(key(k), value(k, 1));
+    await state.commit();
+    for (let k = 0; k < 40; k += 5) state.put(key(k), value(k, 2));
+    await state.commit();
+    await state.close();
+    return data;
+  }
+
+  it.each(['nodes', 'chunks', 'entries'])('a flipped byte in a record of %s', async (table) => {
+    const data = await stored();
+    const records = [...data.get(table)!.values()];
+    for (const [i, [, v]] of records.entries()) {
+      if (i % 3 !== 0) continue;
+      const at = (i * 7) % v.length;
+      v[at]! ^= 0x10;
+      const reopened = open(data, 4).then(async (s) => {
+        // Every retained version either reads its true contents or fails with STORE_CORRUPT.
+        for (const { version } of s.versions()) await s.snapshot({ version });
+        return s;
+      });
+      await reopened.then(
+        (s) => s.close(),
+        (e) => expect(e).toMatchObject({ code: 'STORE_CORRUPT' }),
+      );
+      v[at]! ^= 0x10;
+    }
+  });
+
+  it('a removed chunk', async () => {
+    const data = await stored();
+    const chunks = data.get('chunks')!;
+    const [first] = chunks.keys();
+    chunks.delete(first!);
+    const attempt = async () => {
+      const s = await open(data, 4);
+      for (const { version } of s.versions()) await s.snapshot({ version });
+    };
+    await expect(attempt()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+});
+
+describe('paged reads of old versions', () => {
+  it('keep the cached chunk bytes within cacheBytes, counted from their contents', async () => {
+    const data: MemoryData = new Map();
+    const cacheBytes = 20_000;
+    const state = await openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity: 8, cacheBytes });
+    const models: Model[] = [];
+    const model: Model = new Map();
+    for (let v = 0; v < 5; v++) {
+      for (let k = v; k < 600; k += 3) {
+        state.put(key(k), value(k, v));
+        model.set(hex(key(k)), value(k, v));
+      }
+      await state.commit();
+      models.push(new Map(model));
+    }
+    const pick = rng(11);
+    for (let i = 0; i < 400; i++) {
+      const version = 1 + pick(4);
+      const k = pick(620);
+      expect(await state.get(key(k), { version })).toEqual(models[version - 1]!.get(hex(key(k))));
+      expect((await state.stats()).cachedChunkBytes).toBeLessThanOrEqual(cacheBytes);
+    }
+    const stats = await state.stats();
+    expect(stats.cacheMisses).toBeGreaterThan(0);
+    expect(stats.cacheHits).toBeGreaterThan(0);
+    await state.close();
+  });
+});
