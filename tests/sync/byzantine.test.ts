@@ -42,15 +42,17 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   slow: null, // late but valid
   silent: null, // timeouts
   disconnect: null, // half a frame, then a close: a lost connection
-  // The query client's lies: PROOF answers only, so chunks are answered honestly; BUSY only delays.
+  // The query client's lies: PROOF and RANGE answers only, so chunks are answered honestly; BUSY only delays.
   'wrong-key': null,
   'absence-for-present': null,
   'existence-for-absent': null,
+  'range-cut': null,
+  'range-cut-empty': null,
   busy: null, // never serves: BUSY only
   twice: new Set(['RESPONSE_DUPLICATE']), // a second response on the same connection: a protocol fault
   'twice-corrupt': new Set(['RESPONSE_DUPLICATE']),
 };
-const PROOF_ONLY_LIES: ReadonlySet<ByzantineMode> = new Set(['wrong-key', 'absence-for-present', 'existence-for-absent']);
+const QUERY_ONLY_LIES: ReadonlySet<ByzantineMode> = new Set(['wrong-key', 'absence-for-present', 'existence-for-absent', 'range-cut', 'range-cut-empty']);
 
 interface Case {
   name: string;
@@ -138,8 +140,8 @@ describe.each(CASES.map((c, i) => ({ ...c, i })))('Byzantine $name', ({ name, li
     }
 
     // A liar at rate 1 never has a chunk accepted, unless its lie is only a
-    // delay, a second copy after the honest answer, or about PROOF answers only.
-    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode) && !PROOF_ONLY_LIES.has(liar.mode)) {
+    // delay, a second copy after the honest answer, or about PROOF and RANGE answers only.
+    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode) && !QUERY_ONLY_LIES.has(liar.mode)) {
       const fromLiars = run.events.filter((e) => e.type === 'chunk-verified' && liarAddrs.has(e.peer));
       expect(fromLiars).toEqual([]);
     }

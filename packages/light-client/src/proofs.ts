@@ -299,31 +299,7 @@ export function verifyRange(
   limit = limitArg(limit);
   proof = bytesArg(proof, 'proof');
   checkRangeQuery(start, endKey, limit);
-
-  const r = new Reader(proof, FORMAT_RANGE);
-  const capacity = r.capacity();
-  const count = r.varint();
-  const segments: Segment[] = [];
-  let prev: Uint8Array | undefined;
-  // Every segment takes bytes, so a huge count ends in TRUNCATED.
-  for (let s = 0; s < count; s++) {
-    const m = r.chunkSize(capacity);
-    const lo = r.varint();
-    if (lo >= m) fail('POSITION_INVALID');
-    const hi = r.varint();
-    if (hi <= lo || hi > m) fail('POSITION_INVALID');
-    const entries: KeyValue[] = [];
-    for (let i = lo; i < hi; i++) {
-      const key = r.key();
-      if (prev !== undefined && compareBytes(key, prev) <= 0) fail('KEYS_NOT_SORTED');
-      prev = key;
-      entries.push([key, r.value()]);
-    }
-    const hashes = r.hashes(multiproofLen(m, lo, hi));
-    const path = decodePath(r, capacity, m);
-    segments.push({ m, lo, entries, hashes, path });
-  }
-  r.finish();
+  const { capacity, segments } = decodeRange(proof);
 
   // 1. No segments: the empty tree.
   if (segments.length === 0) {
@@ -353,6 +329,55 @@ export function verifyRange(
   const endsTree = lastFold.index + 1 === lastFold.chunkCount && last.lo + last.entries.length === last.m;
   const window = segments.length === 1 ? first.entries : segments.flatMap((s) => s.entries);
   return checkWindow(window, start, endKey, limit, startsTree, endsTree);
+}
+
+/** Decodes a range proof (`0x03`) without checking it against a root; throws the decoding codes. */
+function decodeRange(proof: Uint8Array): { capacity: number; segments: Segment[] } {
+  const r = new Reader(proof, FORMAT_RANGE);
+  const capacity = r.capacity();
+  const count = r.varint();
+  const segments: Segment[] = [];
+  let prev: Uint8Array | undefined;
+  // Every segment takes bytes, so a huge count ends in TRUNCATED.
+  for (let s = 0; s < count; s++) {
+    const m = r.chunkSize(capacity);
+    const lo = r.varint();
+    if (lo >= m) fail('POSITION_INVALID');
+    const hi = r.varint();
+    if (hi <= lo || hi > m) fail('POSITION_INVALID');
+    const entries: KeyValue[] = [];
+    for (let i = lo; i < hi; i++) {
+      const key = r.key();
+      if (prev !== undefined && compareBytes(key, prev) <= 0) fail('KEYS_NOT_SORTED');
+      prev = key;
+      entries.push([key, r.value()]);
+    }
+    const hashes = r.hashes(multiproofLen(m, lo, hi));
+    const path = decodePath(r, capacity, m);
+    segments.push({ m, lo, entries, hashes, path });
+  }
+  r.finish();
+  return { capacity, segments };
+}
+
+/**
+ * How many entries of a range proof's window fall in `[start, end)`: its
+ * results, plus its successor when that is below `end`. Decodes only, checks
+ * nothing against a root; for a `RANGE` answer cut to fit (`spec/wire.md`,
+ * "Requests"), this count minus one is the `limit` it was built for.
+ *
+ * @throws {ProofError} a decoding code.
+ * @example
+ * ```ts
+ * const k = rangeWindowCount(proof, start, end) - 1; // then verifyRange(root, start, end, k, proof)
+ * ```
+ */
+export function rangeWindowCount(proof: Uint8Array, start: Uint8Array, end: Uint8Array | undefined): number {
+  let n = 0;
+  for (const s of decodeRange(proof).segments) {
+    for (const [k] of s.entries) if (compareBytes(k, start) >= 0 && (end === undefined || compareBytes(k, end) < 0)) n++;
+  }
+  return n;
 }
 
 /** Checks that an authenticated, contiguous window is exactly the prover's, and extracts the results. */

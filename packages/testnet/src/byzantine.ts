@@ -20,6 +20,8 @@
  * | `wrong-key` | PROOF: a valid existence proof of another key of the tree, with its value | `ROOT_MISMATCH` (the proof does not fold for the asked key) |
  * | `absence-for-present` | PROOF of a present key: a valid absence proof of the absent key just after it | `ABSENCE_INVALID` |
  * | `existence-for-absent` | PROOF of an absent key: "present", with a neighbour's value and valid existence proof | `ROOT_MISMATCH` |
+ * | `range-cut` | RANGE: the proof of the first result only, as if the answer had to be cut to fit (`spec/wire.md`, "Requests") | a valid incomplete page: accepted, the range goes on from its successor |
+ * | `range-cut-empty` | RANGE whose start is not a key: the window of its left neighbour and first result, an incomplete answer with no results | `RANGE_INVALID` |
  * | `busy` | answers `BUSY` instead | a peer that never serves (unusable, `spec/wire.md` "Giving up") |
  * | `twice` | sends the honest response twice on the connection | a duplicate response: a protocol fault |
  * | `twice-corrupt` | sends the honest response, then a copy with `corrupt-value`'s flipped bit | a duplicate response: a protocol fault |
@@ -41,6 +43,7 @@
  */
 
 import { createHash } from 'node:crypto';
+import { verifyRange } from '@bpavl/light-client/verify';
 import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
 import type { ServedTree } from '../../peer/src/source.ts';
@@ -62,6 +65,8 @@ export const BYZANTINE_MODES = [
   'silent',
   'disconnect',
   ...PROOF_LIES,
+  'range-cut',
+  'range-cut-empty',
   'busy',
   'twice',
   'twice-corrupt',
@@ -285,6 +290,10 @@ export class Byzantine {
       case 'absence-for-present':
       case 'existence-for-absent':
         return req.kind === Kind.Proof ? tamper(lieAboutKey(this.mode, tree, req.key)) : undefined;
+      case 'range-cut':
+        return req.kind === Kind.Range && req.limit > 1 ? tamper(tree.proveRange(req.start, req.end, 1)) : undefined;
+      case 'range-cut-empty':
+        return req.kind === Kind.Range ? tamper(emptyCut(tree, req.start, req.end)) : undefined;
       default: // the generic modes, answered above
         return undefined;
     }
@@ -342,6 +351,20 @@ function lieAboutKey(mode: (typeof PROOF_LIES)[number], tree: ServedTree, key: U
       return other === undefined ? undefined : existence(other);
     }
   }
+}
+
+/**
+ * An incomplete `RANGE(start, end, …)` answer with no results: the window of
+ * the left neighbour and the first result, which is what the valid proof of
+ * the empty query `(start, first result)` holds. Undefined where it does not
+ * apply: `start` is a key, or the range has no second result (then the
+ * window would be a complete answer).
+ */
+function emptyCut(tree: ServedTree, start: Uint8Array, end: Uint8Array | undefined): Uint8Array | undefined {
+  const page = verifyRange(tree.root, start, end, 1, tree.proveRange(start, end, 1));
+  const first = page.entries[0]?.[0];
+  if (first === undefined || page.complete || Buffer.compare(first, start) === 0) return undefined;
+  return tree.proveRange(start, first, 1);
 }
 
 /** A key of the tree other than `key`: the first at or after it, or else the first of the tree. */

@@ -9,7 +9,7 @@
 import { checkKey } from '../codec.js';
 import { isProofError } from '../errors.js';
 import { rootArg, bytesArg, optBytesArg } from '../input.js';
-import { checkRangeQuery, type AbsenceResult, type EntryPosition, type KeyValue } from '../proofs.js';
+import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect } from '../transport/types.js';
 import { tsVerifier, wasmVerifier, type ExistenceItem, type Verifier, type WasmVerifierModule } from '../verifier.js';
@@ -272,7 +272,7 @@ export function createClient(opts: ClientOptions): Client {
     for (;;) {
       const from = cursor;
       const req = { kind: Kind.Range, root: at, start: from, limit, ...(stop ? { end: stop } : {}) } as const;
-      const page = await ask(ctx, req, 'range', (p) => verifier.verifyRange(at, from, stop, limit, p), o?.signal);
+      const page = await ask(ctx, req, 'range', (p) => verifyRangePage(verifier, at, from, stop, limit, p), o?.signal);
       yield { entries: page.entries, complete: page.complete, resumeKey: page.resumeKey };
       if (page.complete) return;
       cursor = page.resumeKey!;
@@ -300,6 +300,32 @@ export function createClient(opts: ClientOptions): Client {
     },
     close: () => pool.close(),
   };
+}
+
+/**
+ * Checks a `RANGE` answer for `(start, end, limit)`. A peer cuts an answer
+ * that would exceed the response limit to its first k results (`spec/wire.md`,
+ * "Requests"): such an answer is verified as the proof for `limit = k`. An
+ * incomplete answer with no results is a lie (one result always fits), and so
+ * is one with more than `limit`; both throw `RANGE_INVALID`.
+ */
+function verifyRangePage(
+  verifier: Verifier,
+  root: Uint8Array,
+  start: Uint8Array,
+  end: Uint8Array | undefined,
+  limit: number,
+  proof: Uint8Array,
+): RangeResult {
+  try {
+    return verifier.verifyRange(root, start, end, limit, proof);
+  } catch (e) {
+    if (!(isProofError(e) && e.code === 'RANGE_INVALID')) throw e;
+    const k = rangeWindowCount(proof, start, end) - 1; // the results; the last entry is the successor
+    if (k < 1 || k >= limit) throw e;
+    // Only an incomplete proof verifies for a smaller limit than one it failed for.
+    return verifier.verifyRange(root, start, end, k, proof);
+  }
 }
 
 /** A key argument: a Uint8Array of 1 … 1024 bytes (else TypeError, or ProofError KEY_EMPTY / KEY_TOO_LONG) before any peer is asked. */
