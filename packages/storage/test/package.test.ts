@@ -43,7 +43,9 @@ describe('package rules', () => {
 
   it('the codes are the ones spec/errors.md lists under Storage', () => {
     const spec = readFileSync(new URL('../../../spec/errors.md', import.meta.url), 'utf8');
-    const section = spec.slice(spec.indexOf('## Storage'));
+    const start = spec.indexOf('## Storage');
+    const next = spec.indexOf('\n## ', start + 1);
+    const section = spec.slice(start, next < 0 ? undefined : next);
     const codes = [...section.matchAll(/^\| `(STORE_[A-Z_]+)` \|/gm)].map((m) => m[1]);
     expect(codes).toEqual(STORAGE_ERROR_CODES);
   });

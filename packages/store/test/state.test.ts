@@ -105,7 +105,9 @@ async function run(capacity: number, seed: number, steps: number, domain: number
   await state.close();
 }
 
-describe('the store against a model of every retained version', () => {
+// Bounded loops of a few thousand steps; the limit is generous because a
+// loaded 2-core machine runs them several times slower than a quiet one.
+describe('the store against a model of every retained version', { timeout: 60_000 }, () => {
   it.each([
     [2, 1],
     [3, 2],
