@@ -15,7 +15,12 @@ export interface Child {
 }
 
 export function startChild(...args: string[]): Child {
-  const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return startScript(CHILD, ...args);
+}
+
+/** Runs the TypeScript file `script` in Node (type stripping) with `args`. */
+export function startScript(script: string, ...args: string[]): Child {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let stderr = '';
   let partial = '';
