@@ -54,3 +54,14 @@ export async function kill(child: Child): Promise<string[]> {
   if (child.process.exitCode === null && child.process.signalCode === null) process.kill(child.process.pid!, 'SIGKILL');
   return child.exited;
 }
+
+/** xorshift32: the same kill instants on every run (relative to each child's start). */
+export function instants(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}

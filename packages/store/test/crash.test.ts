@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
-import { kill, startScript } from '../../storage/test/processes.ts';
+import { instants, kill, startScript } from '../../storage/test/processes.ts';
 import { openState } from '../src/index.ts';
 import { changes } from './crash/commits.ts';
 
@@ -26,17 +26,6 @@ const dir = mkdtempSync(join(tmpdir(), 'store-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-
-/** xorshift32: the same kill instants on every run (relative to each child's start). */
-function instants(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
 
 it(`after each of ${KILLS} SIGKILLs the store opens at the last reported version (or the next), whole`, { timeout: 120_000 }, async () => {
   const random = instants(0x2545f491);
