@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it } from 'vitest';
 import { openNodeBackend } from '../src/node/index.ts';
 import { checkPrefix, TABLES } from './batches.ts';
-import { kill, startChild } from './processes.ts';
+import { instants, kill, startChild } from './processes.ts';
 
 const KILLS = 55;
 const EARLY_KILLS = 0.2;
@@ -22,17 +22,6 @@ const MAX_WRITING_MS = 80;
 
 const dir = mkdtempSync(join(tmpdir(), 'backends-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** xorshift32: the same kill instants on every run (relative to each child's start). */
-function instants(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
 
 it(`every reopen after ${KILLS} SIGKILLs holds a whole prefix of the batches, none reported written is lost`, { timeout: 120_000 }, async () => {
   const random = instants(0x9e3779b9);

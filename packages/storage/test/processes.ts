@@ -15,7 +15,12 @@ export interface Child {
 }
 
 export function startChild(...args: string[]): Child {
-  const child = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return startScript(CHILD, ...args);
+}
+
+/** Runs the TypeScript file `script` in Node (type stripping) with `args`. */
+export function startScript(script: string, ...args: string[]): Child {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let stderr = '';
   let partial = '';
@@ -48,4 +53,15 @@ export function startChild(...args: string[]): Child {
 export async function kill(child: Child): Promise<string[]> {
   if (child.process.exitCode === null && child.process.signalCode === null) process.kill(child.process.pid!, 'SIGKILL');
   return child.exited;
+}
+
+/** xorshift32: the same kill instants on every run (relative to each child's start). */
+export function instants(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
 }

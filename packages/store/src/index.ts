@@ -2,34 +2,63 @@
  * `@bpavl/store`: durable, versioned bpavl state (`docs/store.md`).
  *
  * ```ts
- * const state = await openState({ backend });
+ * const state = await openState({ path: '/var/lib/bpavl' });
  * state.put(key, value);
  * const { version, root } = await state.commit();
  * const proof = (await state.snapshot({ version })).proveExistence(key);
+ * await state.close();
  * ```
  * @module
  */
 
 import { init } from '@bpavl/wasm';
 import type { StorageBackend } from '../../storage/src/port.ts';
+import { TABLES } from './records.ts';
 import { State } from './state.ts';
 
 export { StoreError, type StoreErrorCode } from './errors.ts';
 export { TABLES } from './records.ts';
 export { DEFAULT_CACHE_BYTES, type AtVersion, type PruneOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
 
+/** Where the state lives: a directory (the Node backend) or any backend. */
+export type StateLocation =
+  | {
+      /** A database directory, opened with `@bpavl/storage/node` (SQLite, one writer across processes). */
+      readonly path: string;
+      /** Open for reading only, beside a writer. */
+      readonly readOnly?: boolean;
+    }
+  | {
+      /** A backend opened with the tables of `TABLES`; the state owns it (`close()`, or a failed open, closes it). */
+      readonly backend: StorageBackend;
+    };
+
 /** What `openState` is given. */
-export interface OpenStateOptions {
-  /** The backend that holds the state, opened with the tables of `TABLES`. */
-  readonly backend: StorageBackend;
+export type OpenStateOptions = StateLocation & {
   /** Chunk capacity of a new state (2 … 4096, default 256); an existing state keeps its own. */
   readonly capacity?: number;
   /** Bytes of chunks that paged reads may cache (default 64 MiB). */
   readonly cacheBytes?: number;
-}
+};
 
-/** Opens the state that `backend` holds, or starts an empty one. */
+/**
+ * Opens the state at `path` or in `backend`, or starts an empty one.
+ * Backend failures keep their codes: a second writer is `STORE_LOCKED`, a
+ * file that is not a store is `STORE_NOT_A_DATABASE` (`spec/errors.md`).
+ */
 export async function openState(options: OpenStateOptions): Promise<State> {
   await init();
-  return State.open(options.backend, options.capacity, options.cacheBytes);
+  let backend: StorageBackend;
+  if ('backend' in options) backend = options.backend;
+  else {
+    // Loaded only here, so that browser bundles of the store never see `node:` modules.
+    const { openNodeBackend } = await import('../../storage/src/node/index.ts');
+    backend = await openNodeBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
+  }
+  try {
+    return await State.open(backend, options.capacity, options.cacheBytes);
+  } catch (e) {
+    await backend.close();
+    throw e;
+  }
 }

@@ -1,12 +1,15 @@
 // The store against a model of every retained version: random puts,
 // deletes, commits, prunes, rollbacks and reopens (closing the store and
-// opening it again on the same records), at C = 2, 3, 4 and 256. After each
-// step every retained version reads exactly its model, and its proofs verify
+// opening it again on the same records), at C = 2, 3, 4 and 256, on the
+// memory backend and (fewer steps) on the Node backend. After each step
+// every retained version reads exactly its model, and its proofs verify
 // against its own root. Errors are asserted by code.
-import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
-import { openState, StoreError, TABLES, type State } from '../src/index.ts';
-import { MemoryBackend, type MemoryData } from './support/memory-backend.ts';
+import { openState, StoreError, type State } from '../src/index.ts';
+import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 
 type Model = Map<string, Uint8Array>;
 
@@ -31,10 +34,6 @@ function rng(seed: number) {
     x ^= x << 5;
     return (x >>> 0) % n;
   };
-}
-
-async function open(data: MemoryData, capacity: number): Promise<State> {
-  return openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity });
 }
 
 async function checkVersions(state: State, models: Map<number, Model>, domain: number, pick: (n: number) => number) {
@@ -66,10 +65,9 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
   }
 }
 
-async function run(capacity: number, seed: number, steps: number, domain: number) {
+async function run(place: Place, capacity: number, seed: number, steps: number, domain: number) {
   const pick = rng(seed);
-  const data: MemoryData = new Map();
-  let state = await open(data, capacity);
+  let state = await place.open({ capacity });
   let model: Model = new Map();
   const models = new Map<number, Model>();
   for (let step = 0; step < steps; step++) {
@@ -96,13 +94,14 @@ async function run(capacity: number, seed: number, steps: number, domain: number
       model = new Map(models.get(to));
     } else {
       await state.close();
-      state = await open(data, capacity);
+      state = await place.open();
       const head = [...models.keys()].at(-1);
       model = new Map(head === undefined ? [] : models.get(head));
     }
     if (roll >= 75) await checkVersions(state, models, domain, pick);
   }
   await state.close();
+  place.remove();
 }
 
 // Bounded loops of a few thousand steps; the limit is generous because a
@@ -115,18 +114,68 @@ describe('the store against a model of every retained version', { timeout: 60_00
     [2, 4],
     [3, 5],
     [4, 6],
-  ])('C = %i, seed %i', async (capacity, seed) => run(capacity, seed, 400, 60));
+  ])('memory, C = %i, seed %i', async (capacity, seed) => run(inMemory(), capacity, seed, 400, 60));
 
-  it('C = 256', async () => run(256, 7, 1500, 1200));
+  it('memory, C = 256', async () => run(inMemory(), 256, 7, 1500, 1200));
+
+  it.each([
+    [3, 8],
+    [256, 9],
+  ])('node, C = %i, seed %i', { timeout: 60_000 }, async (capacity, seed) => run(onDisk(), capacity, seed, 250, capacity === 256 ? 800 : 60));
+});
+
+describe('on the Node backend, by path', () => {
+  const places: Place[] = [];
+  const place = () => {
+    const p = onDisk();
+    places.push(p);
+    return p;
+  };
+  afterAll(() => places.forEach((p) => p.remove()));
+
+  it('one writer: a second is STORE_LOCKED, readers open beside it, and it reopens after close', async () => {
+    const at = place();
+    const writer = await at.open({ capacity: 4 });
+    writer.put(key(1), value(1, 1));
+    const first = await writer.commit();
+    await expect(at.open()).rejects.toMatchObject({ name: 'StorageError', code: 'STORE_LOCKED' });
+    const reader = await at.open({ readOnly: true });
+    expect(reader.head()).toEqual(first);
+    expect(await reader.get(key(1))).toEqual(value(1, 1));
+    expect(() => reader.put(key(2), value(2, 1))).toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
+    await reader.close();
+    await writer.close();
+    const again = await at.open();
+    expect(again.head()).toEqual(first);
+    expect(again.capacity).toBe(4);
+    await again.close();
+  });
+
+  it('a closed store is STORE_CLOSED', async () => {
+    const state = await place().open();
+    await state.close();
+    expect(() => state.head()).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    await expect(state.commit()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await state.close();
+  });
+
+  it('a file that is not a database is STORE_NOT_A_DATABASE, and leaves no lock behind', async () => {
+    const at = place();
+    writeFileSync(join(at.path, 'data.sqlite'), new Uint8Array(8192).fill(0x5a));
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await expect(at.open()).rejects.toMatchObject({ name: 'StorageError', code: 'STORE_NOT_A_DATABASE' });
+    }
+    await expect(place().open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_NOT_A_DATABASE' });
+  });
 });
 
 describe('typed errors, the store unchanged', () => {
   async function sample() {
-    const data: MemoryData = new Map();
-    const state = await open(data, 4);
+    const place = inMemory();
+    const state = await place.open({ capacity: 4 });
     for (let k = 0; k < 20; k++) state.put(key(k), value(k, 1));
     const first = await state.commit();
-    return { data, state, first };
+    return { place, state, first };
   }
 
   it('oversize keys and values are refused by code', async () => {
@@ -158,18 +207,19 @@ describe('typed errors, the store unchanged', () => {
   });
 
   it('a read-only open reads every version and refuses writes', async () => {
-    const { data, state } = await sample();
+    const { place, state } = await sample();
     await state.close();
-    const reader = await openState({ backend: new MemoryBackend(data, { tables: TABLES, readOnly: true }) });
+    const reader = await place.open({ readOnly: true });
     expect(await reader.get(key(3))).toEqual(value(3, 1));
     expect(() => reader.put(key(1), value(1, 2))).toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
     await reader.close();
   });
 
   it('a failed commit leaves the store at its last version', async () => {
-    const { data, state, first } = await sample();
+    const { place, state, first } = await sample();
     state.put(key(50), value(50, 2));
-    const backend = new MemoryBackend(data, { tables: TABLES });
+    await state.close();
+    const backend = memoryBackend(place.database);
     const failing = await openState({ backend });
     failing.put(key(51), value(51, 3));
     backend.write = async () => {
@@ -183,54 +233,50 @@ describe('typed errors, the store unchanged', () => {
 
 describe('corruption is STORE_CORRUPT on the read that touches it', () => {
   async function stored() {
-    const data: MemoryData = new Map();
-    const state = await open(data, 4);
+    const place = inMemory();
+    const state = await place.open({ capacity: 4 });
     for (let k = 0; k < 40; k++) state.put(key(k), value(k, 1));
     await state.commit();
     for (let k = 0; k < 40; k += 5) state.put(key(k), value(k, 2));
     await state.commit();
     await state.close();
-    return data;
+    return place;
+  }
+
+  /** Opens the store and loads every retained version, closing it after. */
+  async function readAll(place: Place) {
+    const s = await place.open();
+    try {
+      for (const { version } of s.versions()) await s.snapshot({ version });
+    } finally {
+      await s.close();
+    }
   }
 
   it.each(['nodes', 'chunks', 'entries'])('a flipped byte in a record of %s', async (table) => {
-    const data = await stored();
-    const records = [...data.get(table)!.values()];
-    for (const [i, [, v]] of records.entries()) {
+    const place = await stored();
+    for (const [i, [, v]] of records(place.database, table).entries()) {
       if (i % 3 !== 0) continue;
       const at = (i * 7) % v.length;
       v[at]! ^= 0x10;
-      const reopened = open(data, 4).then(async (s) => {
-        // Every retained version either reads its true contents or fails with STORE_CORRUPT.
-        for (const { version } of s.versions()) await s.snapshot({ version });
-        return s;
-      });
-      await reopened.then(
-        (s) => s.close(),
-        (e) => expect(e).toMatchObject({ code: 'STORE_CORRUPT' }),
-      );
+      // Every retained version either reads its true contents or fails with STORE_CORRUPT.
+      await readAll(place).catch((e) => expect(e).toMatchObject({ code: 'STORE_CORRUPT' }));
       v[at]! ^= 0x10;
     }
   });
 
   it('a removed chunk', async () => {
-    const data = await stored();
-    const chunks = data.get('chunks')!;
-    const [first] = chunks.keys();
-    chunks.delete(first!);
-    const attempt = async () => {
-      const s = await open(data, 4);
-      for (const { version } of s.versions()) await s.snapshot({ version });
-    };
-    await expect(attempt()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    const place = await stored();
+    const [[first]] = records(place.database, 'chunks');
+    place.database.table('chunks').eraseElementByKey(first!);
+    await expect(readAll(place)).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
   });
 });
 
 describe('paged reads of old versions', () => {
   it('keep the cached chunk bytes within cacheBytes, counted from their contents', async () => {
-    const data: MemoryData = new Map();
     const cacheBytes = 20_000;
-    const state = await openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity: 8, cacheBytes });
+    const state = await inMemory().open({ capacity: 8, cacheBytes });
     const models: Model[] = [];
     const model: Model = new Map();
     for (let v = 0; v < 5; v++) {

@@ -4,10 +4,12 @@
 // commit, a prune and a rollback; the reopened store must then hold either
 // the versions from before the operation or those after it, each reading
 // exactly its model, and the next prune must leave no garbage behind. The
-// SIGKILL test of a real database belongs with @bpavl/storage's backends.
+// SIGKILL test of a real database is crash.test.ts.
 import { describe, expect, it } from 'vitest';
-import { openState, TABLES, type State } from '../src/index.ts';
-import { MemoryBackend, type MemoryData } from './support/memory-backend.ts';
+import type { MemoryDatabase } from '../../storage/src/memory.ts';
+import type { StorageBackend } from '../../storage/src/port.ts';
+import { openState, type State } from '../src/index.ts';
+import { copyDatabase, inMemory, memoryBackend } from './support/places.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const key = (k: number) => new Uint8Array([k >> 8, k & 0xff, 7]);
@@ -15,13 +17,9 @@ const value = (k: number, v: number) => new Uint8Array(12).fill(k ^ v);
 
 type Models = Map<number, Map<string, string>>;
 
-function copy(data: MemoryData): MemoryData {
-  return new Map([...data].map(([t, recs]) => [t, new Map([...recs].map(([k, [kb, vb]]) => [k, [kb.slice(), vb.slice()] as const]))]));
-}
-
 /** A backend whose writes from the `dieAt`-th on are lost, as if the process had been killed. */
-function dying(data: MemoryData, dieAt: number): MemoryBackend {
-  const backend = new MemoryBackend(data, { tables: TABLES });
+function dying(data: MemoryDatabase, dieAt: number): StorageBackend {
+  const backend = memoryBackend(data);
   const write = backend.write.bind(backend);
   let writes = 0;
   backend.write = async (batch) => {
@@ -32,9 +30,9 @@ function dying(data: MemoryData, dieAt: number): MemoryBackend {
 }
 
 /** Ten versions of 3 chunk-crossing updates each, at C = 3. */
-async function history(): Promise<{ data: MemoryData; models: Models }> {
-  const data: MemoryData = new Map();
-  const state = await openState({ backend: new MemoryBackend(data, { tables: TABLES }), capacity: 3 });
+async function history(): Promise<{ data: MemoryDatabase; models: Models }> {
+  const { database: data, open } = inMemory();
+  const state = await open({ capacity: 3 });
   const model = new Map<string, string>();
   const models: Models = new Map();
   for (let v = 1; v <= 10; v++) {
@@ -55,8 +53,8 @@ async function history(): Promise<{ data: MemoryData; models: Models }> {
   return { data, models };
 }
 
-async function expectVersions(data: MemoryData, models: Models, allowed: number[][]) {
-  const state: State = await openState({ backend: new MemoryBackend(data, { tables: TABLES }) });
+async function expectVersions(data: MemoryDatabase, models: Models, allowed: number[][]) {
+  const state: State = await openState({ backend: memoryBackend(data) });
   const versions = state.versions().map((v) => v.version);
   expect(allowed.map((a) => a.join())).toContain(versions.join());
   for (const version of versions) {
@@ -69,16 +67,16 @@ async function expectVersions(data: MemoryData, models: Models, allowed: number[
   const head = versions.at(-1)!;
   await state.prune({ keepLast: 1 });
   await state.close();
-  const records = [...data.get('nodes')!.values(), ...data.get('chunks')!.values(), ...data.get('entries')!.values()];
-  const alone: MemoryData = new Map();
-  const fresh = await openState({ backend: new MemoryBackend(alone, { tables: TABLES }), capacity: 3 });
+  const count = (db: MemoryDatabase) => ['nodes', 'chunks', 'entries'].reduce((n, t) => n + db.table(t).size(), 0);
+  const alone = inMemory();
+  const fresh = await alone.open({ capacity: 3 });
   for (const [k, v] of models.get(head)!) fresh.put(Buffer.from(k, 'hex'), Buffer.from(v, 'hex'));
   await fresh.commit();
-  const freshCount = ['nodes', 'chunks', 'entries'].reduce((n, t) => n + alone.get(t)!.size, 0);
+  await fresh.close();
   // Deltas keep their bases, so a pruned store may hold a few more chunk records than a fresh one.
-  expect(records.length).toBeGreaterThanOrEqual(freshCount);
-  expect(records.length).toBeLessThanOrEqual(2 * freshCount);
-  expect(data.get('stale')!.size).toBe(0);
+  expect(count(data)).toBeGreaterThanOrEqual(count(alone.database));
+  expect(count(data)).toBeLessThanOrEqual(2 * count(alone.database));
+  expect(data.table('stale').size()).toBe(0);
 }
 
 const before = [...Array(10).keys()].map((i) => i + 1);
@@ -87,10 +85,11 @@ describe('a store killed between writes reopens at a whole version', () => {
   it('commit', async () => {
     const { data, models } = await history();
     for (let dieAt = 1; dieAt <= 2; dieAt++) {
-      const torn = copy(data);
+      const torn = copyDatabase(data);
       const state = await openState({ backend: dying(torn, dieAt) });
       state.put(key(1), value(1, 99));
       await state.commit().catch((e) => expect(e.code).toBe('KILLED'));
+      await state.close();
       await expectVersions(torn, new Map([...models, [11, new Map([...models.get(10)!, [hex(key(1)), hex(value(1, 99))]])]]), [before, [...before, 11]]);
     }
   });
@@ -98,9 +97,10 @@ describe('a store killed between writes reopens at a whole version', () => {
   it('prune', async () => {
     const { data, models } = await history();
     for (let dieAt = 1; dieAt <= 4; dieAt++) {
-      const torn = copy(data);
+      const torn = copyDatabase(data);
       const state = await openState({ backend: dying(torn, dieAt) });
       await state.prune({ keepLast: 3 }).catch((e) => expect(e.code).toBe('KILLED'));
+      await state.close();
       await expectVersions(torn, models, [before, [8, 9, 10]]);
     }
   });
@@ -108,9 +108,10 @@ describe('a store killed between writes reopens at a whole version', () => {
   it('rollback', async () => {
     const { data, models } = await history();
     for (let dieAt = 1; dieAt <= 6; dieAt++) {
-      const torn = copy(data);
+      const torn = copyDatabase(data);
       const state = await openState({ backend: dying(torn, dieAt) });
       await state.rollback(4).catch((e) => expect(e.code).toBe('KILLED'));
+      await state.close();
       await expectVersions(torn, models, [before, [1, 2, 3, 4]]);
     }
   });

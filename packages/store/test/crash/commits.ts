@@ -1,0 +1,26 @@
+/**
+ * The commits of the store's SIGKILL test: version `v` applies `changes(v)`,
+ * a function of `v` alone, so the parent replays the model of any version
+ * the child reached.
+ */
+
+/** Keys from a bounded domain, so that puts update and deletes hit. */
+const DOMAIN = 3000;
+const CHANGES = 40;
+
+export const key = (k: number) => new Uint8Array([k >> 8, k & 0xff, 0x6b]);
+
+/** Put (a value) or delete (`undefined`) of each key version `v` changes. */
+export function changes(v: number): Array<readonly [Uint8Array, Uint8Array | undefined]> {
+  let x = v * 0x9e3779b1 || 1;
+  const next = (n: number) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+  return Array.from({ length: CHANGES }, () => {
+    const k = next(DOMAIN);
+    return [key(k), next(4) === 0 ? undefined : new Uint8Array(1 + ((k + v) % 48)).fill(v & 0xff)] as const;
+  });
+}
