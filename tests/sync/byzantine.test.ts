@@ -61,8 +61,8 @@ interface Case {
 
 const CASES: Case[] = [
   ...BYZANTINE_MODES.map((mode) => ({ name: mode, liar: { mode, ...(mode === 'slow' ? { slowMs: 250 } : {}) } })),
-  // Late answers past the 600 ms deadline: timeouts, down-weighting, no ban.
-  { name: 'slow (past the deadline)', liar: { mode: 'slow', slowMs: 1000 } },
+  // Late answers past the 1,200 ms deadline: timeouts, down-weighting, no ban.
+  { name: 'slow (past the deadline)', liar: { mode: 'slow', slowMs: 2000 } },
   // Liars that tell the truth most of the time are still caught at their first lie.
   { name: 'corrupt-value at rate 0.3', liar: { mode: 'corrupt-value', rate: 0.3 } },
   { name: 'wrong-index at rate 0.5', liar: { mode: 'wrong-index', rate: 0.5 } },
@@ -108,7 +108,9 @@ describe.each(CASES.map((c, i) => ({ ...c, i })))('Byzantine $name', ({ name, li
     expect(all).toHaveLength(9);
     expect(new Set(all.map((s) => s.transport))).toEqual(new Set<Transport>(['ws', 'libp2p']));
     const liarAddrs = new Set(bad.map((s) => s.address));
-    const run = await runSync({ peers: all.map((s) => s.address), barrier: 9, requestTimeoutMs: 600 });
+    // 1,200 ms: honest peers run in this process, and on a loaded 2-core
+    // machine 600 ms let four timeouts in a row drop an honest peer.
+    const run = await runSync({ peers: all.map((s) => s.address), barrier: 9, requestTimeoutMs: 1200 });
     summary(`${name}, ${n} of 9 lie (${bad.map((b) => b.transport).join('+')})`, run);
 
     const res = expectCleanSync(run);

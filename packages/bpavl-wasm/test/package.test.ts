@@ -98,5 +98,5 @@ describe('npm pack', () => {
     // The bundle runs: from disk here (file: URL, so init reads the asset with node:fs).
     await import(pathToFileURL(join(assets, js!)).href);
     expect(await (globalThis as any).bpavlResult).toMatch(/^ok [0-9a-f]{64}$/);
-  });
+  }, 60_000); // npm pack, then a Vite build: seconds, more on a loaded machine
 });
