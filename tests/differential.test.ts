@@ -14,7 +14,7 @@
 // proof that still verifies must give exactly the original result.
 
 import * as wasm from '@bpavl/wasm';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import * as ts from '../packages/light-client/src/verify.js';
 import {
   asInput,
@@ -613,6 +613,11 @@ const CONFIGS: Config[] = [
   { name: 'C=4, 5 entries (two chunks)', capacity: 4, n: 5, seed: 0x0402, budget: full(20, 20, 20, 4, 20) },
   { name: 'C=16, emptied by removals', capacity: 16, n: 40, seed: 0x1602, budget: full(0, 40, 40, 0, 20), emptyAtEnd: true },
 ];
+
+// Every test here is synchronous CPU work; together they run for about a
+// minute. Yielding to the event loop after each test lets the worker answer
+// vitest's RPC, whose calls time out after 60 s without a turn of the loop.
+afterEach(() => new Promise<void>((resolve) => setImmediate(resolve)));
 
 describe('TS and WASM verifiers agree on random trees, proofs and mutations', () => {
   for (const cfg of CONFIGS) {
