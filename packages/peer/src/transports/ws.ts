@@ -17,17 +17,6 @@ import type { SyncServer } from '../server.ts';
 const CLOSE_GRACE_MS = 2000;
 
 /**
- * Frames up to this size sent in one turn share one WebSocket message
- * (`spec/wire.md`: a message carries whole frames), so a turn of small
- * answers costs one write, not one per answer; bigger frames go alone,
- * uncopied.
- */
-const SHARED_FRAME_MAX_BYTES = 16 * 1024;
-
-/** Most bytes of one shared message. */
-const SHARED_MESSAGE_MAX_BYTES = 64 * 1024;
-
-/**
  * Wraps a server-side `ws` socket. Output backpressure is measured with
  * `send` callbacks (bytes handed to `ws` minus bytes it reported written), so
  * no private `ws` field is needed.
@@ -36,8 +25,6 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
   let events: ConnectionEvents | undefined;
   let pending = 0;
   let closed = false;
-  /** Small frames of this turn, sent together at its end. */
-  let shared: { frames: Uint8Array[]; bytes: number; written: (() => void)[] } | undefined;
   const onClosed = () => {
     if (closed) return;
     closed = true;
@@ -47,26 +34,6 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
     if (ws.readyState === WebSocket.CLOSED) return onClosed();
     ws.close(code);
     setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
-  };
-  const write = (bytes: Uint8Array, written?: () => void) => {
-    if (closed || ws.readyState !== WebSocket.OPEN) {
-      pending -= bytes.length;
-      return;
-    }
-    // ws calls back once the socket has taken the bytes, or with an error.
-    ws.send(bytes, { binary: true }, () => {
-      pending -= bytes.length;
-      written?.();
-      events?.drain();
-    });
-  };
-  const flush = () => {
-    const s = shared;
-    shared = undefined;
-    if (s === undefined) return;
-    if (s.frames.length === 1) return write(s.frames[0]!, s.written[0]);
-    write(Buffer.concat(s.frames, s.bytes));
-    for (const w of s.written) w(); // copied: their buffers are free
   };
   return {
     label,
@@ -85,18 +52,12 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
     send(bytes, written) {
       if (closed || ws.readyState !== WebSocket.OPEN) return;
       pending += bytes.length;
-      if (bytes.length > SHARED_FRAME_MAX_BYTES) {
-        flush(); // keeps the order of answers
-        return write(bytes, written);
-      }
-      if (shared !== undefined && shared.bytes + bytes.length > SHARED_MESSAGE_MAX_BYTES) flush();
-      if (shared === undefined) {
-        shared = { frames: [], bytes: 0, written: [] };
-        queueMicrotask(flush);
-      }
-      shared.frames.push(bytes);
-      shared.bytes += bytes.length;
-      if (written !== undefined) shared.written.push(written);
+      // ws calls back once the socket has taken the bytes, or with an error.
+      ws.send(bytes, { binary: true }, () => {
+        pending -= bytes.length;
+        written?.();
+        events?.drain();
+      });
     },
     get bufferedAmount() {
       return pending;
@@ -108,7 +69,6 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
       if (ws.readyState === WebSocket.OPEN) ws.resume();
     },
     close() {
-      flush(); // what was sent goes out before the close
       shutdown(1000);
     },
     abort() {
