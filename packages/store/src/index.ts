@@ -51,9 +51,9 @@ export async function openState(options: OpenStateOptions): Promise<State> {
   let backend: StorageBackend;
   if ('backend' in options) backend = options.backend;
   else {
-    // Loaded only here, so that browser bundles of the store never see `node:` modules.
-    const { openNodeBackend } = await import('../../storage/src/node/index.ts');
-    backend = await openNodeBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
+    // Node's backend under the `node` condition; elsewhere a TypeError (src/path-backend.ts).
+    const { openPathBackend } = await import('#path-backend');
+    backend = await openPathBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
   }
   try {
     return await State.open(backend, options.capacity, options.cacheBytes);

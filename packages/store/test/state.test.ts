@@ -1,107 +1,22 @@
-// The store against a model of every retained version: random puts,
-// deletes, commits, prunes, rollbacks and reopens (closing the store and
-// opening it again on the same records), at C = 2, 3, 4 and 256, on the
-// memory backend and (fewer steps) on the Node backend. After each step
-// every retained version reads exactly its model, and its proofs verify
-// against its own root. Errors are asserted by code.
+// The store against a model of every retained version (test/model.ts) at
+// C = 2, 3, 4 and 256, on the memory backend and (fewer steps) on the Node
+// backend; IndexedDB runs the same model in Chromium
+// (tests/browser/store.spec.ts). Then the Node backend by path, typed
+// errors, corruption and the bounds of paged reads. Errors are asserted by code.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { openState, StoreError, type State } from '../src/index.ts';
+import { hex, key, rng, runModel, value, type Model } from './model.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 
-type Model = Map<string, Uint8Array>;
-
-const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-const unhex = (s: string) => new Uint8Array(Buffer.from(s, 'hex'));
-
-/** Keys from a small domain, of varying lengths, so updates and deletes hit. */
-function key(k: number): Uint8Array {
-  return new Uint8Array([k >> 8, k & 0xff, ...new Array(k % 3).fill(0x6b)]);
-}
-
-function value(k: number, seed: number): Uint8Array {
-  return new Uint8Array((k + seed) % 40).fill(seed);
-}
-
-/** xorshift32: a seeded, repeatable stream of choices. */
-function rng(seed: number) {
-  let x = seed || 1;
-  return (n: number) => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) % n;
-  };
-}
-
-async function checkVersions(state: State, models: Map<number, Model>, domain: number, pick: (n: number) => number) {
-  expect(state.versions().map((v) => v.version)).toEqual([...models.keys()]);
-  for (const { version, root } of state.versions()) {
-    const model = models.get(version)!;
-    const snapshot = await state.snapshot({ version });
-    expect(hex(snapshot.root)).toBe(hex(root));
-    expect(snapshot.len).toBe(model.size);
-    for (let i = 0; i < 6; i++) {
-      const k = key(pick(domain));
-      const want = model.get(hex(k));
-      expect(await state.get(k, { version })).toEqual(want);
-      if (want) {
-        verifyExistence(root, k, want, snapshot.proveExistence(k));
-        const paged = await state.proveExistence(k, { version });
-        expect(paged.value).toEqual(want);
-        verifyExistence(root, k, want, paged.proof);
-      } else {
-        verifyAbsence(root, k, snapshot.proveAbsence(k));
-        await expect(state.proveExistence(k, { version })).rejects.toMatchObject({ code: 'KEY_NOT_FOUND' });
-      }
-    }
-    const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    const start = key(pick(domain));
-    const want = all.filter(([k]) => k >= hex(start)).slice(0, 8);
-    const got = verifyRange(root, start, undefined, 8, snapshot.proveRange(start, undefined, 8));
-    expect(got.entries.map(([k, v]) => [hex(k), hex(v)])).toEqual(want.map(([k, v]) => [k, hex(v)]));
+/** A model run on `place`, which is removed afterwards. */
+async function run(place: Place, capacity: number, seed: number, steps: number, domain: number): Promise<void> {
+  try {
+    await runModel(place, capacity, seed, steps, domain);
+  } finally {
+    place.remove();
   }
-}
-
-async function run(place: Place, capacity: number, seed: number, steps: number, domain: number) {
-  const pick = rng(seed);
-  let state = await place.open({ capacity });
-  let model: Model = new Map();
-  const models = new Map<number, Model>();
-  for (let step = 0; step < steps; step++) {
-    const roll = pick(100);
-    if (roll < 50) {
-      const k = pick(domain);
-      state.put(key(k), value(k, step & 0xff));
-      model.set(hex(key(k)), value(k, step & 0xff));
-    } else if (roll < 75) {
-      const k = pick(domain);
-      expect(state.delete(key(k))).toBe(model.delete(hex(key(k))));
-    } else if (roll < 88) {
-      const { version } = await state.commit();
-      models.set(version, new Map(model));
-    } else if (roll < 92 && models.size > 0) {
-      const keepLast = 1 + pick(4);
-      await state.prune({ keepLast });
-      for (const v of [...models.keys()].slice(0, Math.max(0, models.size - keepLast))) models.delete(v);
-    } else if (roll < 96 && models.size > 0) {
-      const versions = [...models.keys()];
-      const to = versions[Math.max(0, versions.length - 1 - pick(3))]!;
-      await state.rollback(to);
-      for (const v of versions.filter((v) => v > to)) models.delete(v);
-      model = new Map(models.get(to));
-    } else {
-      await state.close();
-      state = await place.open();
-      const head = [...models.keys()].at(-1);
-      model = new Map(head === undefined ? [] : models.get(head));
-    }
-    if (roll >= 75) await checkVersions(state, models, domain, pick);
-  }
-  await state.close();
-  place.remove();
 }
 
 // Bounded loops of a few thousand steps; the limit is generous because a

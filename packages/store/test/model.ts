@@ -1,0 +1,136 @@
+// The store against a model of every retained version: random puts,
+// deletes, commits, prunes, rollbacks and reopens (closing the store and
+// opening it again on the same records). After each step every retained
+// version reads exactly its model, and its proofs verify against its own
+// root. Errors are checked by code.
+//
+// Browser-safe (no node: modules, no test framework; a failure throws), so
+// that every backend runs the same model: memory and SQLite in vitest
+// (state.test.ts), IndexedDB in Chromium (tests/browser/store.spec.ts).
+import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
+import type { State } from '../src/index.ts';
+
+/** Where a model run keeps its state; each `open` is a new backend on the same records. */
+export interface ModelPlace {
+  open(options?: { readonly capacity?: number }): Promise<State>;
+}
+
+export type Model = Map<string, Uint8Array>;
+
+export const hex = (b: Uint8Array | undefined): string =>
+  b === undefined ? 'undefined' : Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+/** Keys from a small domain, of varying lengths, so updates and deletes hit. */
+export function key(k: number): Uint8Array {
+  return new Uint8Array([k >> 8, k & 0xff, ...new Array(k % 3).fill(0x6b)]);
+}
+
+export function value(k: number, seed: number): Uint8Array {
+  return new Uint8Array((k + seed) % 40).fill(seed);
+}
+
+/** xorshift32: a seeded, repeatable stream of choices below `n`. */
+export function rng(seed: number): (n: number) => number {
+  let x = seed || 1;
+  return (n: number) => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) % n;
+  };
+}
+
+function same(got: unknown, want: unknown, what: string): void {
+  const show = (x: unknown) => (x instanceof Uint8Array ? hex(x) : JSON.stringify(x));
+  if (show(got) !== show(want)) throw new Error(`${what}: got ${show(got)}, want ${show(want)}`);
+}
+
+async function rejectsWith(action: () => Promise<unknown>, code: string, what: string): Promise<void> {
+  try {
+    await action();
+  } catch (e) {
+    if ((e as { code?: unknown }).code === code) return;
+    throw new Error(`${what}: threw ${String(e)}, want ${code}`);
+  }
+  throw new Error(`${what}: succeeded, want ${code}`);
+}
+
+/** Every retained version of `state` reads, proves and ranges as its model. */
+async function checkVersions(state: State, models: Map<number, Model>, domain: number, pick: (n: number) => number): Promise<void> {
+  same(
+    state.versions().map((v) => v.version),
+    [...models.keys()],
+    'retained versions',
+  );
+  for (const { version, root } of state.versions()) {
+    const model = models.get(version)!;
+    const snapshot = await state.snapshot({ version });
+    same(snapshot.root, root, `root of version ${version}`);
+    same(snapshot.len, model.size, `entries of version ${version}`);
+    for (let i = 0; i < 6; i++) {
+      const k = key(pick(domain));
+      const want = model.get(hex(k));
+      same(await state.get(k, { version }), want, `get ${hex(k)} at version ${version}`);
+      if (want) {
+        verifyExistence(root, k, want, snapshot.proveExistence(k));
+        const paged = await state.proveExistence(k, { version });
+        same(paged.value, want, `proved value of ${hex(k)} at version ${version}`);
+        verifyExistence(root, k, want, paged.proof);
+      } else {
+        verifyAbsence(root, k, snapshot.proveAbsence(k));
+        await rejectsWith(() => state.proveExistence(k, { version }), 'KEY_NOT_FOUND', `existence proof of absent ${hex(k)}`);
+      }
+    }
+    const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+    const start = key(pick(domain));
+    const want = all.filter(([k]) => k >= hex(start)).slice(0, 8);
+    const got = verifyRange(root, start, undefined, 8, snapshot.proveRange(start, undefined, 8));
+    same(
+      got.entries.map(([k, v]) => [hex(k), hex(v)]),
+      want.map(([k, v]) => [k, hex(v)]),
+      `range from ${hex(start)} at version ${version}`,
+    );
+  }
+}
+
+/** `steps` random operations at chunk capacity `capacity` over keys `key(0 … domain−1)`. */
+export async function runModel(place: ModelPlace, capacity: number, seed: number, steps: number, domain: number): Promise<void> {
+  const pick = rng(seed);
+  let state = await place.open({ capacity });
+  let model: Model = new Map();
+  const models = new Map<number, Model>();
+  try {
+    for (let step = 0; step < steps; step++) {
+      const roll = pick(100);
+      if (roll < 50) {
+        const k = pick(domain);
+        state.put(key(k), value(k, step & 0xff));
+        model.set(hex(key(k)), value(k, step & 0xff));
+      } else if (roll < 75) {
+        const k = pick(domain);
+        same(state.delete(key(k)), model.delete(hex(key(k))), `delete ${k}`);
+      } else if (roll < 88) {
+        const { version } = await state.commit();
+        models.set(version, new Map(model));
+      } else if (roll < 92 && models.size > 0) {
+        const keepLast = 1 + pick(4);
+        await state.prune({ keepLast });
+        for (const v of [...models.keys()].slice(0, Math.max(0, models.size - keepLast))) models.delete(v);
+      } else if (roll < 96 && models.size > 0) {
+        const versions = [...models.keys()];
+        const to = versions[Math.max(0, versions.length - 1 - pick(3))]!;
+        await state.rollback(to);
+        for (const v of versions.filter((v) => v > to)) models.delete(v);
+        model = new Map(models.get(to));
+      } else {
+        await state.close();
+        state = await place.open();
+        const head = [...models.keys()].at(-1);
+        model = new Map(head === undefined ? [] : models.get(head));
+      }
+      if (roll >= 75) await checkVersions(state, models, domain, pick);
+    }
+  } finally {
+    await state.close();
+  }
+}
