@@ -40,10 +40,11 @@
 // or, with --browser, {"browser": [{indexeddb: {bulk_mb_s, update_commit_s, blob_reads_per_s}, opfs: {…}}, …]}
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { diskBytes, dropCache, splitmix } from './files.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -200,17 +201,6 @@ function value(kind, i, size, round = 0) {
   return v;
 }
 
-function splitmix(seed) {
-  let s = BigInt(seed);
-  return () => {
-    s = (s + 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
-    let z = s;
-    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & 0xffffffffffffffffn;
-    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & 0xffffffffffffffffn;
-    return z ^ (z >> 31n);
-  };
-}
-
 /** 0 … n − 1 in a random order (Fisher–Yates). */
 function shuffled(n, next) {
   const order = [...Array(n).keys()];
@@ -223,21 +213,6 @@ function shuffled(n, next) {
 
 /** Bytes this process has caused to be sent to the storage device so far. */
 const writtenBytes = () => Number(/write_bytes: (\d+)/.exec(readFileSync('/proc/self/io', 'utf8'))[1]);
-
-function diskBytes(dir) {
-  let sum = 0;
-  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) sum += statSync(join(e.parentPath, e.name)).size;
-  }
-  return sum;
-}
-
-/** Evicts this directory's files from the page cache (posix_fadvise DONTNEED through GNU dd). */
-function dropCache(dir) {
-  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) execFileSync('dd', [`if=${join(e.parentPath, e.name)}`, 'iflag=nocache', 'count=0', 'status=none']);
-  }
-}
 
 function check(got, want, what) {
   if (!got || !Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(want)) {

@@ -183,6 +183,12 @@ class IndexedDbBackend implements StorageBackend {
     return guarded('sizeBytes', async () => (await navigator.storage.estimate()).usage ?? 0);
   }
 
+  /** The browser manages the space of deleted records. */
+  async compact(): Promise<void> {
+    this.#ensureOpen();
+    if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

@@ -121,6 +121,10 @@ export function openMemoryBackend(options: MemoryBackendOptions): StorageBackend
       ensureOpen();
       return database.bytes;
     },
+    async compact() {
+      ensureOpen();
+      if (readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
+    },
     async close() {
       if (!open) return;
       open = false;

@@ -44,6 +44,13 @@ export interface StorageBackend {
   write(batch: WriteBatch): Promise<void>;
   /** Bytes the backend occupies (on disk; in memory for `memory`). */
   sizeBytes(): Promise<number>;
+  /**
+   * Gives the space of deleted records back where the engine can (after a
+   * prune): SQLite returns free pages to the file system and truncates its
+   * WAL; IndexedDB and memory have nothing to do. Records are unchanged.
+   * `STORE_READ_ONLY` on a read-only backend.
+   */
+  compact(): Promise<void>;
   /** Releases the writer lock and every handle; later calls fail with `STORE_CLOSED`. */
   close(): Promise<void>;
 }

@@ -246,6 +246,7 @@ export const adapterCases: AdapterCase[] = [
       await rejectsWith(() => collect(b, 'nodes'), 'STORE_CLOSED', 'scan');
       await rejectsWith(() => b.write({ puts: [['nodes', bytes(1), bytes(1)]] }), 'STORE_CLOSED', 'write');
       await rejectsWith(() => b.sizeBytes(), 'STORE_CLOSED', 'sizeBytes');
+      await rejectsWith(() => b.compact(), 'STORE_CLOSED', 'compact');
     },
   },
   {
@@ -281,5 +282,23 @@ export const adapterCases: AdapterCase[] = [
         const after = await b.sizeBytes();
         if (after - before < 8 * 140_000) fail(`sizeBytes grew by ${after - before} for 1,120,000 bytes stored`);
       }),
+  },
+  {
+    name: 'compact keeps every record, and a reader cannot compact',
+    run: async (place) => {
+      await withWriter(place, async (b) => {
+        await b.write({ puts: Array.from({ length: 16 }, (_, i) => ['nodes', bytes(i), pattern(70_000, i + 1)] as const) });
+        await b.write({ deletes: Array.from({ length: 12 }, (_, i) => ['nodes', bytes(i)] as const) });
+        await b.compact();
+        same(await collect(b, 'nodes'), [12, 13, 14, 15].map((i) => hex(bytes(i))), 'keys after compact');
+        for (let i = 12; i < 16; i++) sameBytes(await b.get('nodes', bytes(i)), pattern(70_000, i + 1), `record ${i} after compact`);
+      });
+      const reader = await place.open({ tables: TABLES, readOnly: true });
+      try {
+        await rejectsWith(() => reader.compact(), 'STORE_READ_ONLY', 'compact on a reader');
+      } finally {
+        await reader.close();
+      }
+    },
   },
 ];

@@ -1,7 +1,7 @@
 // The Node backend beyond the shared suite: the writer lock across
 // processes (and its release when the holder is killed), readers in one
 // process while another writes, and files that are not a database.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -95,6 +95,38 @@ describe('Node backend and files that are not its database', () => {
     expect(await codeOf(() => openNodeBackend({ path: join(dir, 'missing'), tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
     writeFileSync(join(dir, 'file'), 'x');
     expect(await codeOf(() => openNodeBackend({ path: join(dir, 'file'), tables: TABLES }))).toBe('STORE_IO');
+  });
+
+  it('a data file truncated to zero bytes, or removed, is STORE_CORRUPT, not a new empty store', async () => {
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    await writer.write({ puts: [['items', Uint8Array.of(1), Uint8Array.of(2)]] });
+    await writer.close();
+    rmSync(join(dir, `${DATA_FILE}-wal`), { force: true });
+    rmSync(join(dir, `${DATA_FILE}-shm`), { force: true });
+    truncateSync(join(dir, DATA_FILE), 0);
+    for (let attempt = 0; attempt < 2; attempt++) {
+      expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES }))).toBe('STORE_CORRUPT');
+      expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES, readOnly: true }))).toBe('STORE_CORRUPT');
+    }
+    unlinkSync(join(dir, DATA_FILE));
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES }))).toBe('STORE_CORRUPT');
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES, readOnly: true }))).toBe('STORE_CORRUPT');
+    // The failed writer let go of its lock.
+    expect(await child('open', dir).exited).toEqual(['STORE_CORRUPT']);
+  });
+
+  it('compact gives the space of deleted records back to the file system', async () => {
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    const blob = new Uint8Array(140_000).fill(7);
+    await writer.write({ puts: Array.from({ length: 64 }, (_, i) => ['items', Uint8Array.of(i + 1), blob] as const) });
+    await writer.compact();
+    const full = await writer.sizeBytes();
+    await writer.write({ deletes: Array.from({ length: 56 }, (_, i) => ['items', Uint8Array.of(i + 1)] as const) });
+    await writer.compact();
+    const after = await writer.sizeBytes();
+    expect(after).toBeLessThan(full * 0.25);
+    expect(await writer.get('items', Uint8Array.of(64))).toEqual(blob);
+    await writer.close();
   });
 
   it('a table no writer has created yet reads as empty for a reader', async () => {

@@ -303,7 +303,8 @@ export class State {
   /**
    * Reclaims what only older versions use: keeps the last `keepLast`
    * versions, or every version from `before` on. The version records go
-   * first (one atomic write), then the records their stale marks name.
+   * first (one atomic write), then the records their stale marks name, and
+   * the backend gives their space back (`compact`).
    */
   async prune(options: PruneOptions): Promise<void> {
     this.#writable();
@@ -329,6 +330,7 @@ export class State {
       const deletes = batch.flatMap((k) => [['stale', k] as const, [staleTable(k), staleRecord(k)] as const]);
       await this.#backend.write({ deletes });
     }
+    await this.#backend.compact();
   }
 
   /** Makes the retained `version` the head and discards every later version. */

@@ -8,7 +8,7 @@
  * visible.
  * @module
  */
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
@@ -18,6 +18,14 @@ import { pagedScan, type PageQuery } from '../scan.ts';
 import { takeWriterLock, type WriterLock } from './lock.ts';
 
 export const DATA_FILE = 'data.sqlite';
+
+/**
+ * Written beside the data once a writer has made the database: a data file
+ * that is then missing, empty or without our tables was truncated or
+ * replaced (`STORE_CORRUPT`), not a new store. SQLite cannot tell a
+ * zero-length file from a new database by itself.
+ */
+export const MADE_FILE = 'store.made';
 
 /** Marks a database as ours (`PRAGMA application_id`, "bpav"): any other SQLite file is `STORE_NOT_A_DATABASE`. */
 const APPLICATION_ID = 0x62706176;
@@ -61,8 +69,21 @@ function guarded<T>(what: string, body: () => T): T {
   }
 }
 
+/** Writes {@link MADE_FILE} durably. */
+function markMade(path: string): void {
+  const fd = openSync(join(path, MADE_FILE), 'w');
+  try {
+    writeSync(fd, 'a bpavl store: data.sqlite holds its records\n');
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<string>): DatabaseSync {
   const file = join(path, DATA_FILE);
+  const made = existsSync(join(path, MADE_FILE));
+  if (made && !existsSync(file)) throw new StorageError('STORE_CORRUPT', `${file} was removed`);
   if (readOnly && !existsSync(file)) throw new StorageError('STORE_NOT_A_DATABASE', `no database in ${path}`);
   const db = guarded(`opening ${file}`, () => new DatabaseSync(file, { readOnly, timeout: BUSY_TIMEOUT_MS }));
   try {
@@ -70,14 +91,17 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
       // The first read of the header: a file that is not SQLite fails here (SQLITE_NOTADB).
       const { application_id: id } = db.prepare('PRAGMA application_id').get() as { application_id: number };
       const fresh = id === 0 && (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0;
+      if (fresh && made) throw new StorageError('STORE_CORRUPT', `${file} was truncated or replaced by an empty database`);
       if (id !== APPLICATION_ID && !(fresh && !readOnly)) {
         throw new StorageError('STORE_NOT_A_DATABASE', `${file} is a SQLite database of another application`);
       }
       db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${MMAP_BYTES}`);
       if (readOnly) return;
-      if (fresh) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA application_id = ${APPLICATION_ID}`);
+      // auto_vacuum takes effect only before the first table: `compact` can then shrink the file.
+      if (fresh) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA application_id = ${APPLICATION_ID}`);
       db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
       for (const t of tables) db.exec(`CREATE TABLE IF NOT EXISTS "${t}" (k BLOB PRIMARY KEY, v BLOB NOT NULL)`);
+      if (!made) markMade(path);
     });
     return db;
   } catch (e) {
@@ -181,6 +205,17 @@ class SqliteBackend implements StorageBackend {
     return guarded('sizeBytes', () =>
       ['', '-wal', '-shm'].reduce((sum, suffix) => sum + (statSync(join(this.#path, DATA_FILE + suffix), { throwIfNoEntry: false })?.size ?? 0), 0),
     );
+  }
+
+  /**
+   * Returns the free pages to the file system (`incremental_vacuum`; a
+   * database made before `auto_vacuum` was set keeps them for reuse
+   * instead), then truncates the WAL once no reader needs it.
+   */
+  async compact(): Promise<void> {
+    const db = this.#open();
+    if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
+    guarded('compact', () => db.exec('PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)'));
   }
 
   async close(): Promise<void> {

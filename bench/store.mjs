@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+// `npm run bench:store`: the state store (@bpavl/store on the Node backend)
+// on the standard workload, at N = 1,000,000 and 10,000,000 (issue #10's
+// table; docs/store.md records the figures). A benchmark, not a test: it
+// prints the targets next to the figures, exits 0 when they are missed and
+// 1 when a check fails.
+//
+//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10]
+//
+// Per N, each phase in its own child process (so that its peak RSS is its
+// own), on a directory under /tmp/bpavl-bench-store-*, deleted afterwards:
+// 1. bulk: the standard workload's N entries in ascending order, at most one
+//    commit per 1M entries (`bulk_import_s`);
+// 2. every10k: the same into a second directory with a commit every 10,000
+//    entries (`import_commit_every_10k_s`); its root must equal the bulk one;
+// 3. disk: bytes of every file of the bulk directory per entry;
+// 4. reads, after dropping the directory's files from the page cache
+//    (`dd iflag=nocache`): `open_s`, the open to the first verified get;
+//    --gets random gets (keys: SplitMix64 seed 1, index = next() mod N),
+//    cold (first pass) then the same keys warm; --proofs existence proofs
+//    (seed 1 again), every one verified against the root;
+// 5. updates: --versions commits of 10,000 random updates each (keys: seed
+//    2; a new value is a SHA-256 chain started from the old value, 512
+//    bytes), `update10k_commit_s` the median of the puts plus the commit;
+//    after each, updated keys read back their new values and prove them;
+// 6. prune: down to the last --keep versions (`prune_s`, disk before and
+//    after); the kept versions still read.
+// Values read are compared with the workload's; roots are compared between
+// the two imports; every proof is verified. Progress on stderr; one JSON
+// line last: {"runs": [{"n": …, "bulk_import_s": …, …}, …]}.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { diskBytes, dropCache, splitmix } from './files.mjs';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '1000000,10000000' },
+    gets: { type: 'string', default: '100000' },
+    proofs: { type: 'string', default: '100000' },
+    versions: { type: 'string', default: '100' },
+    keep: { type: 'string', default: '10' },
+    'cache-mib': { type: 'string', default: '64' },
+    child: { type: 'string' },
+    dir: { type: 'string' },
+    batch: { type: 'string' },
+  },
+});
+
+const TARGETS_10M = {
+  bulk_import_s: '≤ 120',
+  disk_bytes_per_entry: '≤ 700',
+  open_s: '≤ 0.1',
+  get_per_s_cold: '≥ 20k',
+  get_per_s_warm: '≥ 500k',
+  prove_per_s: '≥ 150k',
+  update10k_commit_s: '≤ 0.5',
+  prune_s: '≤ 60 (after ≤ 1.2× one version)',
+  peak_rss_mib: '≤ 256',
+};
+
+const VALUE_LEN = 512;
+const UPDATES_PER_VERSION = 10_000;
+const ENTRIES_PER_BULK_COMMIT = 1_000_000;
+
+function fail(message) {
+  throw new Error(`check failed: ${message}`);
+}
+
+const sameBytes = (a, b) => a !== undefined && b !== undefined && Buffer.from(a).equals(Buffer.from(b));
+const hex = (b) => Buffer.from(b).toString('hex');
+const seconds = (t0) => (performance.now() - t0) / 1000;
+const peakRssMib = () => Math.round(process.resourceUsage().maxRSS / 1024);
+
+/** An updated value: a SHA-256 chain started from the old value, 512 bytes long. */
+function updated(old) {
+  const out = Buffer.alloc(VALUE_LEN);
+  let block = createHash('sha256').update(old).digest();
+  for (let at = 0; at < VALUE_LEN; at += 32) {
+    block.copy(out, at);
+    block = createHash('sha256').update(block).digest();
+  }
+  return new Uint8Array(out);
+}
+
+/** `count` workload indexes, as the peers pick them. */
+function picks(seed, count, n) {
+  const next = splitmix(seed);
+  return Array.from({ length: count }, () => Number(next() % BigInt(n)));
+}
+
+// --- child phases: each prints one JSON line ---------------------------------
+
+async function child(phase) {
+  const { openState } = await import('@bpavl/store');
+  const { verifyExistenceBatch } = await import('@bpavl/wasm');
+  const { workloadEntry } = await import('../packages/peer/src/workload.ts');
+  const dir = args.dir;
+  const n = Number(args.n);
+  const cacheBytes = Number(args['cache-mib']) << 20;
+  const out = {};
+  if (phase === 'import') {
+    const batch = Number(args.batch);
+    const state = await openState({ path: dir, cacheBytes });
+    const t0 = performance.now();
+    let head;
+    for (let i = 0; i < n; i++) {
+      const [key, value] = workloadEntry(0n, i);
+      state.put(key, value);
+      if ((i + 1) % batch === 0 || i === n - 1) head = await state.commit();
+      if ((i + 1) % 1_000_000 === 0) process.stderr.write(`  ${(i + 1) / 1e6}M entries, ${seconds(t0).toFixed(1)} s\n`);
+    }
+    out.seconds = seconds(t0);
+    out.root = hex(head.root);
+    out.version = head.version;
+    await state.close();
+  } else if (phase === 'read') {
+    const t0 = performance.now();
+    const state = await openState({ path: dir, readOnly: true, cacheBytes });
+    const keys = picks(1, Number(args.gets), n);
+    const [firstKey, firstValue] = workloadEntry(0n, keys[0]);
+    const first = await state.proveExistence(firstKey);
+    if (!sameBytes(first.value, firstValue)) fail('the first get');
+    const root = state.head().root;
+    const [checked] = verifyExistenceBatch(root, [{ key: firstKey, value: first.value, proof: first.proof }]);
+    if (checked instanceof Error) fail(`the first proof: ${checked.code}`);
+    out.open_s = seconds(t0);
+    const entries = keys.map((i) => workloadEntry(0n, i));
+    for (const pass of ['cold', 'warm']) {
+      const t = performance.now();
+      for (const [key, value] of entries) if (!sameBytes(await state.get(key), value)) fail(`a ${pass} get`);
+      out[`get_per_s_${pass}`] = Math.round(entries.length / seconds(t));
+    }
+    const proofKeys = picks(1, Number(args.proofs), n).map((i) => workloadEntry(0n, i));
+    const t = performance.now();
+    const items = [];
+    for (const [key, value] of proofKeys) {
+      const p = await state.proveExistence(key);
+      if (!sameBytes(p.value, value)) fail('a proved value');
+      items.push({ key, value: p.value, proof: p.proof });
+    }
+    for (const r of verifyExistenceBatch(root, items)) if (r instanceof Error) fail(`a proof: ${r.code}`);
+    out.prove_per_s = Math.round(items.length / seconds(t));
+    const stats = await state.stats();
+    out.cache_hits = stats.cacheHits;
+    out.cache_misses = stats.cacheMisses;
+    await state.close();
+  } else if (phase === 'update') {
+    const versions = Number(args.versions);
+    const state = await openState({ path: dir, cacheBytes });
+    const next = splitmix(2);
+    const commitSeconds = [];
+    for (let v = 0; v < versions; v++) {
+      const writes = new Map();
+      for (let u = 0; u < UPDATES_PER_VERSION; u++) {
+        const i = Number(next() % BigInt(n));
+        const [key] = workloadEntry(0n, i);
+        const old = writes.get(i)?.[1] ?? (await state.get(key));
+        if (old === undefined) fail(`key ${i} is missing before its update`);
+        writes.set(i, [key, updated(old)]);
+      }
+      const t = performance.now();
+      for (const [key, value] of writes.values()) state.put(key, value);
+      const head = await state.commit();
+      commitSeconds.push(seconds(t));
+      const sample = [...writes.values()].slice(0, 200);
+      const items = [];
+      for (const [key, value] of sample) {
+        const p = await state.proveExistence(key);
+        if (!sameBytes(p.value, value)) fail(`an updated value at version ${head.version}`);
+        items.push({ key, value, proof: p.proof });
+      }
+      for (const r of verifyExistenceBatch(head.root, items)) if (r instanceof Error) fail(`an update's proof: ${r.code}`);
+      if ((v + 1) % 10 === 0) process.stderr.write(`  ${v + 1} versions of 10k updates, last commit ${commitSeconds.at(-1).toFixed(2)} s\n`);
+    }
+    const sorted = [...commitSeconds].sort((a, b) => a - b);
+    out.update10k_commit_s = sorted[Math.floor(sorted.length / 2)];
+    out.update10k_commit_s_max = sorted.at(-1);
+    await state.close();
+  } else if (phase === 'prune') {
+    const state = await openState({ path: dir, cacheBytes });
+    const t = performance.now();
+    await state.prune({ keepLast: Number(args.keep) });
+    out.prune_s = seconds(t);
+    const kept = state.versions();
+    if (kept.length !== Number(args.keep)) fail(`prune kept ${kept.length} versions`);
+    for (const i of picks(3, 100, n)) {
+      const [key] = workloadEntry(0n, i);
+      const { value } = await state.proveExistence(key, { version: kept[0].version });
+      if (value.length !== VALUE_LEN) fail('a read of the oldest kept version');
+    }
+    await state.close();
+  } else throw new Error(`unknown phase ${phase}`);
+  out.peak_rss_mib = peakRssMib();
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+// --- driver ------------------------------------------------------------------
+
+function phase(name, dir, n, extra = []) {
+  const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
+  if (r.status !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${r.status ?? r.signal})`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1));
+}
+
+async function run(n) {
+  const base = mkdtempSync(join(tmpdir(), 'bpavl-bench-store-'));
+  const bulkDir = join(base, 'bulk');
+  const batchedDir = join(base, 'every10k');
+  try {
+    process.stderr.write(`n = ${n}: bulk import\n`);
+    const bulk = phase('import', bulkDir, n, ['--batch', String(ENTRIES_PER_BULK_COMMIT)]);
+    process.stderr.write(`n = ${n}: import with a commit every 10k\n`);
+    const batched = phase('import', batchedDir, n, ['--batch', '10000']);
+    if (batched.root !== bulk.root) fail(`the two imports disagree: ${bulk.root} and ${batched.root}`);
+    rmSync(batchedDir, { recursive: true, force: true });
+    const disk = diskBytes(bulkDir);
+    dropCache(bulkDir);
+    process.stderr.write(`n = ${n}: reads\n`);
+    const reads = phase('read', bulkDir, n, ['--gets', args.gets, '--proofs', args.proofs]);
+    process.stderr.write(`n = ${n}: ${args.versions} versions of 10k updates\n`);
+    const updates = phase('update', bulkDir, n, ['--versions', args.versions]);
+    const pruneDiskBefore = diskBytes(bulkDir);
+    const prune = phase('prune', bulkDir, n, ['--keep', args.keep]);
+    const pruneDiskAfter = diskBytes(bulkDir);
+    return {
+      n,
+      root: bulk.root,
+      bulk_import_s: round(bulk.seconds),
+      import_commit_every_10k_s: round(batched.seconds),
+      disk_bytes_per_entry: Math.round(disk / n),
+      open_s: round(reads.open_s, 3),
+      get_per_s_cold: reads.get_per_s_cold,
+      get_per_s_warm: reads.get_per_s_warm,
+      prove_per_s: reads.prove_per_s,
+      update10k_commit_s: round(updates.update10k_commit_s, 3),
+      update10k_commit_s_max: round(updates.update10k_commit_s_max, 3),
+      prune_s: round(prune.prune_s),
+      prune_disk_before: pruneDiskBefore,
+      prune_disk_after: pruneDiskAfter,
+      one_version_disk: disk,
+      peak_rss_mib: Math.max(bulk.peak_rss_mib, batched.peak_rss_mib, reads.peak_rss_mib, updates.peak_rss_mib, prune.peak_rss_mib),
+      peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, reads: reads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
+    };
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+const round = (x, digits = 2) => Number(x.toFixed(digits));
+
+if (args.child) await child(args.child);
+else {
+  execFileSync('npm', ['run', '--silent', 'build', '-w', '@bpavl/storage'], { stdio: ['ignore', process.stderr, process.stderr] });
+  const runs = [];
+  for (const n of args.n.split(',').map(Number)) {
+    const r = await run(n);
+    runs.push(r);
+    process.stderr.write(`${JSON.stringify(r)}\n`);
+  }
+  process.stderr.write(`targets at 10M: ${JSON.stringify(TARGETS_10M)}\n`);
+  process.stdout.write(`${JSON.stringify({ runs })}\n`);
+}
