@@ -157,8 +157,10 @@ for (let i = 0; i < n; i++) {
   stateBytes += key.length + value.length;
 }
 const { root } = tree.commit();
+const head = tree.head();
 const bpavlChunks = tree.chunkCount;
-const envelopeBytes = Array.from({ length: bpavlChunks }, (_, i) => tree.exportChunk(i).length).reduce((a, b) => a + b, 0);
+const envelopeBytes = Array.from({ length: bpavlChunks }, (_, i) => head.exportChunk(i).length).reduce((a, b) => a + b, 0);
+head.free();
 tree.free();
 const baselineRoot = btree.commit();
 const baselineChunks = btree.exportChunks(baselineChunkBytes);
@@ -240,7 +242,7 @@ async function runBpavl(urls) {
   const seconds = (performance.now() - t0) / 1000;
   try {
     // Checked: the rebuilt tree has the trusted root and every entry.
-    if (!equal(result.tree.root, root)) throw new Error(`bpavl: rebuilt root ${hex(result.tree.root)} ≠ trusted ${hex(root)}`);
+    if (!equal(result.tree.head().root, root)) throw new Error(`bpavl: rebuilt root ${hex(result.tree.head().root)} ≠ trusted ${hex(root)}`);
     if (result.tree.len !== n) throw new Error(`bpavl: rebuilt tree holds ${result.tree.len} entries, not ${n}`);
     if (result.chunks !== bpavlChunks) throw new Error(`bpavl: ${result.chunks} chunks, not ${bpavlChunks}`);
   } finally {

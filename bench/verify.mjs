@@ -84,15 +84,16 @@ for (let i = 0; i < n; i++) {
   if (i < MAX_PROVED) proved.push({ key, value });
 }
 const { root } = tree.commit();
+const head = tree.head();
 log(`generated the workload and built the ${n}-entry tree (capacity ${capacity}) in WASM in ${((performance.now() - t0) / 1e3).toFixed(1)} s`);
 for (const e of proved) {
-  e.proof = tree.proveExistence(e.key);
+  e.proof = head.proveExistence(e.key);
   // The expected outputs, which the measured loops compare with.
   const r = wasm.verifyExistence(root, e.key, e.value, e.proof);
   e.chunkIndex = r.chunkIndex;
   e.position = r.position;
 }
-const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => tree.exportChunk(i));
+const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => head.exportChunk(i));
 tree.free();
 const payloadBytes = encodePayload({ n, root, proved, envelopes });
 const data = decodePayload(payloadBytes);

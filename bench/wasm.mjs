@@ -42,16 +42,17 @@ const tree = new Tree(capacity);
 for (const [k, v] of entries) tree.insert(k, v);
 const { root } = tree.commit();
 const buildS = (performance.now() - t0) / 1e3;
+const head = tree.head();
 console.error(`  build (insert all + commit)  ${(buildS * 1e3).toFixed(1)} ms`);
 
 const proved = entries.slice(0, Math.min(n, 10_000));
-const proofs = proved.map(([k]) => tree.proveExistence(k));
+const proofs = proved.map(([k]) => head.proveExistence(k));
 const verifyPerS = rate(proved.length, () => {
   for (let i = 0; i < proved.length; i++) verifyExistence(root, proved[i][0], proved[i][1], proofs[i]);
 });
 console.error(`  verify existence             ${verifyPerS.toFixed(0)} /s`);
 
-const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => tree.exportChunk(i));
+const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => head.exportChunk(i));
 const stateBytes = envelopes.reduce((s, e) => s + e.length, 0);
 const chunkPerS = rate(envelopes.length, () => {
   for (let i = 0; i < envelopes.length; i++) verifyChunk(root, i, envelopes[i]).free();
@@ -64,7 +65,7 @@ const rebuilder = new Rebuilder(root);
 for (let i = 0; i < envelopes.length; i++) rebuilder.add(i, envelopes[i]);
 const copy = rebuilder.finish(1);
 const importS = (performance.now() - t0) / 1e3;
-if (Buffer.compare(copy.root, root) !== 0) throw new Error('rebuilt root differs');
+if (Buffer.compare(copy.head().root, root) !== 0) throw new Error('rebuilt root differs');
 console.error(`  import (verify + rebuild)    ${(importS * 1e3).toFixed(1)} ms`);
 
 console.log(

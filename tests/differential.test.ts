@@ -276,7 +276,7 @@ function genValue(r: Rng): Uint8Array {
 }
 
 function snapshotVersion(tree: wasm.Tree, model: Map<string, [Uint8Array, Uint8Array]>): Version {
-  const snap = tree.snapshot();
+  const snap = tree.head();
   const root = snap.root;
   const sorted = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, kv]) => kv);
   expect(snap.len).toBe(model.size);
@@ -730,9 +730,9 @@ describe('argument edge cases: both verifiers reject with the same error class, 
   const { root } = tree.commit();
   const key = utf8('key07');
   const value = utf8('v7');
-  const existence = tree.proveExistence(key);
-  const range = tree.proveRange(utf8('key10'), undefined, 5);
-  const envelope = tree.exportChunk(3);
+  const existence = tree.head().proveExistence(key);
+  const range = tree.head().proveRange(utf8('key10'), undefined, 5);
+  const envelope = tree.head().exportChunk(3);
   tree.free();
 
   type Row = [label: string, call: (impl: typeof ts | typeof wasm) => unknown];

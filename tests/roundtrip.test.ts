@@ -140,10 +140,10 @@ const CONFIGS = [
 describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $name', ({ capacity, n, seed }) => {
   const r = rng(seed);
   const { tree, model } = build(capacity, n, r);
-  const root = tree.root;
-  const version = tree.version;
+  const root = tree.head().root;
+  const version = tree.head().version;
   const chunkCount = tree.chunkCount;
-  const envelopes = Array.from({ length: chunkCount }, (_, i) => tree.exportChunk(i));
+  const envelopes = Array.from({ length: chunkCount }, (_, i) => tree.head().exportChunk(i));
   const verified: ts.VerifiedChunk[] = [];
 
   it('every envelope verifies in TS against the root alone, and says what the WASM tree holds', () => {
@@ -157,7 +157,7 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
       const w = wasm.verifyChunk(root, i, envelopes[i]!);
       expect(w.keyHeight).toBe(v.keyHeight);
       w.free();
-      expect(ts.verifyChunkProof(root, tree.proveChunk(i))).toEqual({ index: i, chunkCount, entryCount: n, keyHeight: v.keyHeight });
+      expect(ts.verifyChunkProof(root, tree.head().proveChunk(i))).toEqual({ index: i, chunkCount, entryCount: n, keyHeight: v.keyHeight });
       if (i === 0) expect(v.keyHeight).toBe(0);
       else expect(v.keyHeight).toBeGreaterThanOrEqual(1);
       // Fill: 1 … C entries, at least ⌈C/2⌉ in a multi-chunk tree.
@@ -195,7 +195,7 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
     expect(rebuilder.missing()).toEqual([]);
     const copy = rebuilder.finish(version + 10);
     try {
-      expect([toHex(copy.root), copy.version, copy.len, copy.chunkCount, copy.capacity]).toEqual([
+      expect([toHex(copy.head().root), copy.head().version, copy.len, copy.chunkCount, copy.capacity]).toEqual([
         toHex(root),
         version + 10,
         n,
@@ -213,7 +213,7 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
       }
       // Same envelopes, byte for byte (same chunks, same shape).
       for (let i = 0; i < chunkCount; i++) {
-        if (!equalBytes(copy.exportChunk(i), envelopes[i]!)) expect.fail(`copy.exportChunk(${i}) differs`);
+        if (!equalBytes(copy.head().exportChunk(i), envelopes[i]!)) expect.fail(`copy.exportChunk(${i}) differs`);
       }
       // The same later changes on both commit to the same root.
       const keys = [...model.values()].map(([k]) => k);
@@ -235,8 +235,8 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
       for (let i = 0; i < 20; i++) {
         const op = r.pick(ops);
         const value = tree.get(op.k);
-        if (value !== undefined) ts.verifyExistence(a.root, op.k, value, copy.proveExistence(op.k));
-        else ts.verifyAbsence(a.root, op.k, copy.proveAbsence(op.k));
+        if (value !== undefined) ts.verifyExistence(a.root, op.k, value, copy.head().proveExistence(op.k));
+        else ts.verifyAbsence(a.root, op.k, copy.head().proveAbsence(op.k));
       }
     } finally {
       copy.free();
@@ -252,15 +252,15 @@ describe('a Rebuilder refuses what the TS verifier refuses, with the same code',
     const r = rng(0xbad);
     const { tree } = build(8, 400, r);
     const other = build(8, 400, rng(0xbad + 1)).tree;
-    const root = tree.root;
+    const root = tree.head().root;
     const rebuilder = new wasm.Rebuilder(root);
     const cases: [string, number, Uint8Array][] = [];
-    const env = tree.exportChunk(5);
+    const env = tree.head().exportChunk(5);
     const flipped = env.slice();
     flipped[env.length - 40]! ^= 1;
     cases.push(['a flipped byte', 5, flipped]);
     cases.push(['chunk 5 offered as chunk 6', 6, env]);
-    cases.push(['a chunk of another tree', 5, other.exportChunk(5)]);
+    cases.push(['a chunk of another tree', 5, other.head().exportChunk(5)]);
     cases.push(['truncated', 5, env.subarray(0, env.length - 1)]);
     cases.push(['a trailing byte', 5, concat(env, Uint8Array.of(0))]);
     for (const [label, index, bytes] of cases) {
@@ -300,9 +300,9 @@ describe('a Rebuilder refuses what the TS verifier refuses, with the same code',
 describe('verifyChunk(root, i, bytes, { wasm }) is the pure TS verifyChunk, faster', () => {
   const r = rng(0xfa57);
   const { tree } = build(16, 1500, r);
-  const root = tree.root;
+  const root = tree.head().root;
   const chunkCount = tree.chunkCount;
-  const envelopes = Array.from({ length: chunkCount }, (_, i) => tree.exportChunk(i));
+  const envelopes = Array.from({ length: chunkCount }, (_, i) => tree.head().exportChunk(i));
   tree.free();
 
   const norm = (v: ts.VerifiedChunk) => [v.index, v.chunkCount, v.entryCount, v.capacity, v.keyHeight, pairsHex(v.entries)];

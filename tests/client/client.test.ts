@@ -216,10 +216,10 @@ describe('RANGE answers cut to fit the response limit (spec/wire.md, "Requests")
     const big: Entry[] = Array.from({ length: 400 }, (_, i) => [Uint8Array.of(i >> 8, i & 255), new Uint8Array(60 * 1024).fill(i % 251)]);
     for (const [k, v] of big) tree.insert(k, v);
     tree.commit();
-    const peer = await startPeer(new StaticTreeSource([tree.snapshot()]), { libp2pPort: null });
+    const peer = await startPeer(new StaticTreeSource([tree.head()]), { libp2pPort: null });
     try {
       for (const verifier of [undefined, wasm]) {
-        const c = createClient({ root: tree.root, peers: [peer.wsUrl!], requestTimeoutMs: 10_000, deadlineMs: 30_000, ...(verifier ? { wasm: verifier } : {}) });
+        const c = createClient({ root: tree.head().root, peers: [peer.wsUrl!], requestTimeoutMs: 10_000, deadlineMs: 30_000, ...(verifier ? { wasm: verifier } : {}) });
         clients.push(c);
         const pages = [];
         for await (const page of c.range(new Uint8Array(0))) pages.push(page);

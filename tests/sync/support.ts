@@ -51,9 +51,9 @@ export interface Source {
 
 export function buildSource(entries: number, capacity: number, seed: bigint): Source {
   const tree = buildWorkloadTree({ entries, seed }, capacity);
-  const snapshot = tree.snapshot();
+  const snapshot = tree.head();
   const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => snapshot.exportChunk(i));
-  return { tree, snapshot, root: tree.root, entries, capacity, chunkCount: tree.chunkCount, envelopes, seed };
+  return { tree, snapshot, root: tree.head().root, entries, capacity, chunkCount: tree.chunkCount, envelopes, seed };
 }
 
 /** The suites' tree: 3,000 entries of 512-byte values at capacity 16 (a couple of hundred chunks). */
@@ -331,7 +331,7 @@ export async function runSync(opts: RunOptions): Promise<Run> {
 /** The rebuilt tree is the source tree: root, size, every key's value, every chunk's envelope. */
 export function expectSameTree(res: SyncResult, source: Source = sources().source): void {
   expect(hex(res.root)).toBe(hex(source.root));
-  expect(hex(res.tree.root)).toBe(hex(source.root));
+  expect(hex(res.tree.head().root)).toBe(hex(source.root));
   expect(res.tree.len).toBe(source.entries);
   expect(res.tree.chunkCount).toBe(source.chunkCount);
   expect(res.chunks).toBe(source.chunkCount);
@@ -343,7 +343,7 @@ export function expectSameTree(res: SyncResult, source: Source = sources().sourc
   }
   expect(wrong, 'keys whose value differs from the source').toBe(0);
   let differing = 0;
-  for (let i = 0; i < source.chunkCount; i++) if (!same(res.tree.exportChunk(i), source.envelopes[i]!)) differing++;
+  for (let i = 0; i < source.chunkCount; i++) if (!same(res.tree.head().exportChunk(i), source.envelopes[i]!)) differing++;
   expect(differing, 'chunks whose envelope differs from the source').toBe(0);
 }
 

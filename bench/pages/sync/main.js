@@ -70,7 +70,7 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmu
   const result = await syncState({ ...options, root: trusted, peers, onEvent, ...(diagnose && { connect: keeping(kept) }) });
   const seconds = (performance.now() - t0) / 1000;
   try {
-    const rebuilt = hex(result.tree.root);
+    const rebuilt = hex(result.tree.head().root);
     return {
       ok: rebuilt === root,
       rebuiltRoot: rebuilt,

@@ -59,7 +59,7 @@ pub fn check_get_identity(tree: &Tree, w: &Workload, i: usize) {
 
 /// The existence proof of entry `i`.
 pub fn prove(tree: &Tree, w: &Workload, i: usize) -> ExistenceProof {
-    tree.prove_existence(w.key(i)).unwrap_or_else(|e| panic!("existence proof of entry {i} failed: {e}"))
+    tree.head().prove_existence(w.key(i)).unwrap_or_else(|e| panic!("existence proof of entry {i} failed: {e}"))
 }
 
 /// Number of hashes in an existence proof (in-chunk plus chunk path).
@@ -77,7 +77,7 @@ pub fn check_existence(root: &Hash, w: &Workload, i: usize, proof: &[u8]) {
 
 /// The encoded absence proof of `key`.
 pub fn prove_absent(tree: &Tree, key: &[u8]) -> Vec<u8> {
-    match tree.prove_absence(key) {
+    match tree.head().prove_absence(key) {
         Ok(p) => p.encode(),
         Err(e) => panic!("absence proof of {} failed: {e}", hex::encode(key)),
     }
@@ -93,13 +93,13 @@ pub fn check_absence(root: &Hash, key: &[u8], proof: &[u8]) {
 
 /// The encoded envelope of chunk `index` of the committed tree.
 pub fn export(tree: &Tree, index: u64) -> Vec<u8> {
-    tree.export_chunk_bytes(index).unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"))
+    tree.head().export_chunk_bytes(index).unwrap_or_else(|e| panic!("export of chunk {index} failed: {e}"))
 }
 
 /// Every chunk envelope of the committed tree, encoded, in index order,
 /// exported on every core.
 pub fn export_all(tree: &Tree) -> Vec<Vec<u8>> {
-    par_map(tree.committed().chunk_count() as usize, |i| export(tree, i as u64))
+    par_map(tree.head().chunk_count() as usize, |i| export(tree, i as u64))
 }
 
 /// Verifies every envelope against the commit's root, rebuilds the tree from
@@ -116,7 +116,7 @@ pub fn import_all(commit: &Commit, envelopes: &[Vec<u8>]) -> Tree {
         assert!(new, "rebuilder already had chunk {i}");
     }
     let tree = rb.finish(commit.version).unwrap_or_else(|e| panic!("rebuild failed: {e}"));
-    let rebuilt = tree.root();
+    let rebuilt = tree.head().root();
     assert!(rebuilt == *root, "rebuilt root {} differs from {}", hex::encode(rebuilt), hex::encode(root));
     tree
 }

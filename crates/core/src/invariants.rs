@@ -95,7 +95,7 @@ impl Tree {
     #[doc(hidden)]
     pub fn check_invariants(&self) -> Result<(), String> {
         check(self.top(), self.capacity(), None)?;
-        self.committed().check_invariants()
+        self.head().check_invariants()
     }
 }
 

@@ -40,7 +40,7 @@ struct LoadedChunk {
 ///         loader.supply(table, &r, store.get(&(table, r)).map(Vec::as_slice)).unwrap();
 ///     }
 /// }
-/// assert_eq!(loader.finish().unwrap().root(), tree.root());
+/// assert_eq!(loader.finish().unwrap().head().root(), tree.head().root());
 /// ```
 pub struct Loader {
     version: u64,

@@ -30,7 +30,7 @@ impl Tree {
     /// from a sync) writes every record; afterwards only what changed.
     pub fn commit_to_store(&mut self) -> (Commit, WriteSet) {
         let root = self.hash_changes();
-        let version = self.version() + 1;
+        let version = self.head().version() + 1;
         let mut out = WriteSet { version, ..WriteSet::default() };
         out.stale.append(&mut self.dropped);
         let capacity = self.capacity();

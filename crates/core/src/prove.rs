@@ -9,7 +9,7 @@ use crate::path::{ChunkPath, PathStep};
 use crate::proof::{
     check_range_query, AbsenceProof, ChunkProof, EntryWitness, ExistenceProof, Neighbour, RangeProof, Segment,
 };
-use crate::tree::{descend, tree_error, Snapshot, Tree};
+use crate::tree::{descend, tree_error, Snapshot};
 
 impl Snapshot {
     fn top(&self) -> Result<&Node, TreeError> {
@@ -176,33 +176,5 @@ impl Snapshot {
     pub fn export_chunk_bytes(&self, index: u64) -> Result<Vec<u8>, TreeError> {
         let (c, path, key_height) = self.chunk_with_path(index)?;
         Ok(encode_envelope(self.capacity, key_height, c.entries(), &path))
-    }
-}
-
-/// The tree proves and exports its last committed version.
-impl Tree {
-    /// See [`Snapshot::prove_existence`].
-    pub fn prove_existence(&self, key: &[u8]) -> Result<ExistenceProof, TreeError> {
-        self.committed().prove_existence(key)
-    }
-    /// See [`Snapshot::prove_absence`].
-    pub fn prove_absence(&self, key: &[u8]) -> Result<AbsenceProof, TreeError> {
-        self.committed().prove_absence(key)
-    }
-    /// See [`Snapshot::prove_range`].
-    pub fn prove_range(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<RangeProof, TreeError> {
-        self.committed().prove_range(start, end, limit)
-    }
-    /// See [`Snapshot::prove_chunk`].
-    pub fn prove_chunk(&self, index: u64) -> Result<ChunkProof, TreeError> {
-        self.committed().prove_chunk(index)
-    }
-    /// See [`Snapshot::export_chunk`].
-    pub fn export_chunk(&self, index: u64) -> Result<ChunkEnvelope, TreeError> {
-        self.committed().export_chunk(index)
-    }
-    /// See [`Snapshot::export_chunk_bytes`].
-    pub fn export_chunk_bytes(&self, index: u64) -> Result<Vec<u8>, TreeError> {
-        self.committed().export_chunk_bytes(index)
     }
 }

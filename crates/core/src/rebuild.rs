@@ -21,10 +21,10 @@ use crate::tree::Tree;
 /// let root = source.commit().root;
 /// let mut rebuilder = Rebuilder::new(root);
 /// for i in (0..source.chunk_count()).rev() {
-///     rebuilder.add(i, &source.export_chunk_bytes(i).unwrap()).unwrap();
+///     rebuilder.add(i, &source.head().export_chunk_bytes(i).unwrap()).unwrap();
 /// }
 /// let rebuilt = rebuilder.finish(1).unwrap();
-/// assert_eq!(rebuilt.root(), root);
+/// assert_eq!(rebuilt.head().root(), root);
 /// ```
 #[derive(Debug)]
 pub struct Rebuilder {

@@ -36,7 +36,7 @@ pub struct Snapshot {
 /// let mut tree = Tree::new(4).unwrap();
 /// tree.insert(b"apple", b"red").unwrap();
 /// let commit = tree.commit();
-/// let proof = tree.prove_existence(b"apple").unwrap().encode();
+/// let proof = tree.head().prove_existence(b"apple").unwrap().encode();
 /// verify_existence(&commit.root, b"apple", b"red", &proof).unwrap();
 /// ```
 #[derive(Clone, Debug)]
@@ -191,19 +191,11 @@ impl Tree {
         Commit { version, root }
     }
 
-    /// The last committed version (version 0 is the empty tree).
-    pub fn committed(&self) -> &Snapshot {
+    /// The head: the last committed version (version 0 is the empty tree).
+    /// Proofs, chunk exports, the root and the version number are read from
+    /// it, while `get` on the tree reads the working state, writes included.
+    pub fn head(&self) -> &Snapshot {
         &self.committed
-    }
-
-    /// Root of the last committed version.
-    pub fn root(&self) -> Hash {
-        self.committed.root
-    }
-
-    /// Number of the last committed version.
-    pub fn version(&self) -> u64 {
-        self.committed.version
     }
 
     /// The working state's AVL top node, for invariant checks.

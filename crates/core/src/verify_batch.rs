@@ -103,7 +103,7 @@ mod lanes {
             for i in 0..600u32 {
                 let key = i.to_be_bytes().to_vec();
                 let value = tree.get(&key).map(<[u8]>::to_vec).unwrap_or_default();
-                let mut proof = tree.committed().prove_existence(&(i % 500).to_be_bytes()).unwrap().encode();
+                let mut proof = tree.head().prove_existence(&(i % 500).to_be_bytes()).unwrap().encode();
                 match i % 7 {
                     // A flipped bit, a cut, a wrong value, a foreign proof.
                     1 => {

@@ -138,7 +138,7 @@ fn samples_for(
     per_kind: usize,
     range_limit: usize,
 ) -> Vec<Sample> {
-    let root = tree.root();
+    let root = tree.head().root();
     let mut out = Vec::new();
     let pick = |rng: &mut SplitMix64| keys[rng.gen_range(0..keys.len())].clone();
     // Absent keys: below all, above all, between keys, and at chunk boundaries.
@@ -151,7 +151,7 @@ fn samples_for(
         }
         let chunks = tree.chunk_count();
         for i in [0, chunks / 2, chunks.saturating_sub(2)] {
-            let env = tree.export_chunk(i).unwrap();
+            let env = tree.head().export_chunk(i).unwrap();
             let mut k = env.entries.last().unwrap().0.clone();
             k.push(0);
             absent.push(k);
@@ -159,7 +159,7 @@ fn samples_for(
     }
     absent.retain(|k| tree.get(k).is_none());
     for key in absent.into_iter().take(per_kind + 3) {
-        let bytes = tree.prove_absence(&key).unwrap().encode();
+        let bytes = tree.head().prove_absence(&key).unwrap().encode();
         out.push(Sample::new("absence", root, Ctx::Absence { key }, bytes));
     }
     let mut queries: Vec<(Vec<u8>, Option<Vec<u8>>, usize)> = vec![(vec![], None, 3), (vec![0xff; 13], None, 5)];
@@ -168,7 +168,7 @@ fn samples_for(
         ex.extend((0..per_kind).map(|_| pick(rng)));
         for key in ex {
             let value = tree.get(&key).unwrap().to_vec();
-            let bytes = tree.prove_existence(&key).unwrap().encode();
+            let bytes = tree.head().prove_existence(&key).unwrap().encode();
             out.push(Sample::new("existence", root, Ctx::Existence { key, value }, bytes));
         }
         for _ in 0..per_kind {
@@ -187,18 +187,18 @@ fn samples_for(
         // A window starting at a chunk boundary: left neighbour in another chunk.
         let chunks = tree.chunk_count();
         if chunks > 1 {
-            let first = tree.export_chunk(chunks / 2).unwrap().entries[0].0.clone();
+            let first = tree.head().export_chunk(chunks / 2).unwrap().entries[0].0.clone();
             queries.push((first, None, range_limit));
         }
         for i in [0, chunks / 2, chunks - 1].into_iter().collect::<BTreeSet<_>>() {
-            let bytes = tree.prove_chunk(i).unwrap().encode();
+            let bytes = tree.head().prove_chunk(i).unwrap().encode();
             out.push(Sample::new("chunkproof", root, Ctx::ChunkProof, bytes));
-            let bytes = tree.export_chunk_bytes(i).unwrap();
+            let bytes = tree.head().export_chunk_bytes(i).unwrap();
             out.push(Sample::new("envelope", root, Ctx::Envelope { index: i }, bytes));
         }
     }
     for (start, end, limit) in queries {
-        let bytes = tree.prove_range(&start, end.as_deref(), limit).unwrap().encode();
+        let bytes = tree.head().prove_range(&start, end.as_deref(), limit).unwrap().encode();
         out.push(Sample::new("range", root, Ctx::Range { start, end, limit }, bytes));
     }
     for s in &out {
@@ -823,7 +823,8 @@ fn verify_against_truth(tree: &Tree, s: &Sample, input: &[u8]) -> Result<(), &'s
         }
         Ctx::Envelope { index } => {
             let v = verify_chunk(root, *index, input).map_err(|e| e.code())?;
-            let want = tree.export_chunk(*index).map_err(|_| "<UNSOUND: chunk verified at an index the tree lacks>")?;
+            let want =
+                tree.head().export_chunk(*index).map_err(|_| "<UNSOUND: chunk verified at an index the tree lacks>")?;
             let got: Vec<(Vec<u8>, Vec<u8>)> = v.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             if got != want.entries || v.key_height() != want.key_height {
                 return Err("<UNSOUND: chunk verified at the wrong index>");
@@ -911,7 +912,7 @@ fn random_ctx(rng: &mut SplitMix64, s: &Sample, tree: &Tree, keys: &[Vec<u8>]) -
 fn valid_proofs_in_the_wrong_context_never_verify_falsely() {
     let t = Instant::now();
     let trees = corpus_trees(4);
-    let roots: Vec<Hash> = trees.iter().map(|(t, _, _)| t.root()).collect();
+    let roots: Vec<Hash> = trees.iter().map(|(t, _, _)| t.head().root()).collect();
     let mut ck = Checker::new();
     let mut rng = SplitMix64::new(0xb7a1_0004);
     let mut checked = 0u64;

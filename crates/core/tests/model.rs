@@ -60,13 +60,13 @@ fn check_committed(tree: &mut Tree, model: &Model, domain: u16, seed: u64) {
     assert!(tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).eq(model.clone()));
 
     for (k, v) in model {
-        let proof = tree.prove_existence(k).unwrap().encode();
+        let proof = tree.head().prove_existence(k).unwrap().encode();
         verify_existence(&root, k, v, &proof).unwrap();
     }
     for k in 0..domain {
         let k = key(k);
         if !model.contains_key(&k) {
-            let proof = tree.prove_absence(&k).unwrap().encode();
+            let proof = tree.head().prove_absence(&k).unwrap().encode();
             verify_absence(&root, &k, &proof).unwrap();
         }
     }
@@ -78,7 +78,7 @@ fn check_committed(tree: &mut Tree, model: &Model, domain: u16, seed: u64) {
     SplitMix64::new(seed).shuffle(&mut order);
     let mut rebuilder = Rebuilder::new(root);
     for &i in &order {
-        let bytes = tree.export_chunk_bytes(i).unwrap();
+        let bytes = tree.head().export_chunk_bytes(i).unwrap();
         let chunk = verify_chunk(&root, i, &bytes).unwrap();
         assert!(rebuilder.add_verified(chunk).unwrap());
     }
@@ -86,16 +86,20 @@ fn check_committed(tree: &mut Tree, model: &Model, domain: u16, seed: u64) {
         return; // the empty tree has no chunks to rebuild from
     }
     let rebuilt = rebuilder.finish(commit.version).unwrap();
-    assert_eq!(rebuilt.root(), root);
+    assert_eq!(rebuilt.head().root(), root);
     rebuilt.check_invariants().unwrap();
     assert_eq!(rebuilt.height(), tree.height());
     for i in 0..n {
-        assert_eq!(rebuilt.export_chunk_bytes(i).unwrap(), tree.export_chunk_bytes(i).unwrap(), "chunk {i}");
+        assert_eq!(
+            rebuilt.head().export_chunk_bytes(i).unwrap(),
+            tree.head().export_chunk_bytes(i).unwrap(),
+            "chunk {i}"
+        );
     }
 }
 
 fn check_ranges(tree: &Tree, model: &Model, domain: u16) {
-    let root = tree.root();
+    let root = tree.head().root();
     let bounds = [0, 1, domain / 3, domain / 2, domain - 1, domain];
     for &a in &bounds {
         for &b in &bounds {
@@ -105,7 +109,7 @@ fn check_ranges(tree: &Tree, model: &Model, domain: u16) {
                 if end.as_ref().is_some_and(|e| *e <= start) {
                     continue;
                 }
-                let proof = tree.prove_range(&start, end.as_deref(), limit).unwrap().encode();
+                let proof = tree.head().prove_range(&start, end.as_deref(), limit).unwrap().encode();
                 let got = verify_range(&root, &start, end.as_deref(), limit, &proof).unwrap();
                 let upper = end.clone().map_or(Bound::Unbounded, Bound::Excluded);
                 let all: Vec<_> =
@@ -132,12 +136,12 @@ fn run(capacity: usize, domain: u16, ops: &[Op], seed: u64) {
 
     // A rebuilt tree behaves like its source under later writes.
     if tree.chunk_count() > 0 {
-        let root = tree.root();
+        let root = tree.head().root();
         let mut rebuilder = Rebuilder::new(root);
         for i in 0..tree.chunk_count() {
-            rebuilder.add(i, &tree.export_chunk_bytes(i).unwrap()).unwrap();
+            rebuilder.add(i, &tree.head().export_chunk_bytes(i).unwrap()).unwrap();
         }
-        let mut rebuilt = rebuilder.finish(tree.version()).unwrap();
+        let mut rebuilt = rebuilder.finish(tree.head().version()).unwrap();
         for op in ops.iter().rev().take(40) {
             let mut scratch = model.clone();
             apply(&mut tree, &mut scratch, op);
@@ -196,13 +200,13 @@ fn refused_writes_leave_the_tree_unchanged() {
     assert_eq!(Tree::new(1).unwrap_err().code(), "CAPACITY_INVALID");
     assert_eq!(Tree::new(4097).unwrap_err().code(), "CAPACITY_INVALID");
     assert_eq!(tree.commit().root, before);
-    assert_eq!(tree.prove_existence(b"").unwrap_err().code(), "KEY_EMPTY");
-    assert_eq!(tree.prove_existence(&[1; 1025]).unwrap_err().code(), "KEY_TOO_LONG");
-    assert_eq!(tree.prove_existence(b"zz").unwrap_err().code(), "KEY_NOT_FOUND");
-    assert_eq!(tree.prove_absence(b"a").unwrap_err().code(), "KEY_EXISTS");
-    assert_eq!(tree.prove_range(&[1; 1025], None, 5).unwrap_err().code(), "KEY_TOO_LONG");
-    assert_eq!(tree.prove_range(b"a", Some(b""), 5).unwrap_err().code(), "KEY_EMPTY");
-    assert_eq!(tree.prove_range(b"b", Some(b"a"), 5).unwrap_err().code(), "QUERY_INVALID");
-    assert_eq!(tree.prove_range(b"a", None, 0).unwrap_err().code(), "QUERY_INVALID");
-    assert_eq!(tree.export_chunk(1).unwrap_err().code(), "CHUNK_OUT_OF_RANGE");
+    assert_eq!(tree.head().prove_existence(b"").unwrap_err().code(), "KEY_EMPTY");
+    assert_eq!(tree.head().prove_existence(&[1; 1025]).unwrap_err().code(), "KEY_TOO_LONG");
+    assert_eq!(tree.head().prove_existence(b"zz").unwrap_err().code(), "KEY_NOT_FOUND");
+    assert_eq!(tree.head().prove_absence(b"a").unwrap_err().code(), "KEY_EXISTS");
+    assert_eq!(tree.head().prove_range(&[1; 1025], None, 5).unwrap_err().code(), "KEY_TOO_LONG");
+    assert_eq!(tree.head().prove_range(b"a", Some(b""), 5).unwrap_err().code(), "KEY_EMPTY");
+    assert_eq!(tree.head().prove_range(b"b", Some(b"a"), 5).unwrap_err().code(), "QUERY_INVALID");
+    assert_eq!(tree.head().prove_range(b"a", None, 0).unwrap_err().code(), "QUERY_INVALID");
+    assert_eq!(tree.head().export_chunk(1).unwrap_err().code(), "CHUNK_OUT_OF_RANGE");
 }

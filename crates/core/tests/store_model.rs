@@ -170,7 +170,7 @@ fn check(store: &Store, versions: &BTreeMap<u64, (Model, [u8; 32])>, capacity: u
     assert_eq!(store.version_numbers(), versions.keys().copied().collect::<Vec<_>>());
     for (&v, (model, root)) in versions {
         let tree = store.load(v, capacity).unwrap();
-        assert_eq!((tree.version(), tree.root()), (v, *root));
+        assert_eq!((tree.head().version(), tree.head().root()), (v, *root));
         assert_eq!(&entries(&tree), model);
     }
     let (present, reachable) = (store.present(), store.reachable(capacity));
@@ -247,7 +247,7 @@ fn corruption(store: &Store, versions: &BTreeMap<u64, (Model, [u8; 32])>, capaci
             for (&v, (model, root)) in versions {
                 match bad.load(v, capacity) {
                     Err(e) => assert_eq!(e, StoreError::Corrupt),
-                    Ok(tree) => assert_eq!((&entries(&tree), tree.root()), (model, *root)),
+                    Ok(tree) => assert_eq!((&entries(&tree), tree.head().root()), (model, *root)),
                 }
             }
         }

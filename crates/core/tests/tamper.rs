@@ -43,7 +43,7 @@ fn succ(k: &[u8]) -> Vec<u8> {
 
 /// Valid encodings of every kind for `tree`, covering the edge cases.
 fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sample> {
-    let root = tree.root();
+    let root = tree.head().root();
     let mut out = Vec::new();
     let n = keys.len();
     let mut push = |what: String, ctx, bytes| out.push(Sample::new(what, root, ctx, bytes));
@@ -57,13 +57,13 @@ fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sampl
         let chunks = tree.chunk_count();
         if chunks > 1 {
             let i = rng.gen_range(0..chunks - 1);
-            let last = tree.export_chunk(i).unwrap().entries.last().unwrap().0.clone();
+            let last = tree.head().export_chunk(i).unwrap().entries.last().unwrap().0.clone();
             absent.push((format!("across chunks {i}|{}", i + 1), succ(&last)));
         }
     }
     for (what, key) in absent {
         if tree.get(&key).is_none() {
-            let bytes = tree.prove_absence(&key).unwrap().encode();
+            let bytes = tree.head().prove_absence(&key).unwrap().encode();
             push(format!("absence {what}"), Ctx::Absence { key }, bytes);
         }
     }
@@ -85,12 +85,12 @@ fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sampl
             // Start two entries before the end of a chunk: the window spans
             // chunks (left neighbour, results, successor), limit-truncated.
             let ci = rng.gen_range(0..chunks - 1);
-            let entries = tree.export_chunk(ci).unwrap().entries;
+            let entries = tree.head().export_chunk(ci).unwrap().entries;
             let start = entries[entries.len().saturating_sub(2)].0.clone();
             let limit = (c + 2).min(9);
             queries.push((format!("multi-segment from chunk {ci}, limit {limit}"), start, None, limit));
             // Start at a chunk's first key: the left neighbour is in the previous chunk.
-            let first = tree.export_chunk(ci + 1).unwrap().entries[0].0.clone();
+            let first = tree.head().export_chunk(ci + 1).unwrap().entries[0].0.clone();
             queries.push((format!("start at first key of chunk {}", ci + 1), first, None, 3));
         }
         // Random windows, some bounded, some limit-truncated.
@@ -105,7 +105,7 @@ fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sampl
         queries.push(("to the end of the tree".into(), start, None, 5));
     }
     for (what, start, end, limit) in queries {
-        let bytes = tree.prove_range(&start, end.as_deref(), limit).unwrap().encode();
+        let bytes = tree.head().prove_range(&start, end.as_deref(), limit).unwrap().encode();
         push(format!("range {what}"), Ctx::Range { start, end, limit }, bytes);
     }
 
@@ -116,14 +116,14 @@ fn samples_for(rng: &mut SplitMix64, tree: &Tree, keys: &[Vec<u8>]) -> Vec<Sampl
         ex.dedup();
         for key in ex {
             let value = tree.get(&key).unwrap().to_vec();
-            let bytes = tree.prove_existence(&key).unwrap().encode();
+            let bytes = tree.head().prove_existence(&key).unwrap().encode();
             push("existence".into(), Ctx::Existence { key, value }, bytes);
         }
         let chunks = tree.chunk_count();
         for i in [0, chunks / 2, chunks - 1, rng.gen_range(0..chunks)].into_iter().collect::<BTreeSet<_>>() {
-            let bytes = tree.prove_chunk(i).unwrap().encode();
+            let bytes = tree.head().prove_chunk(i).unwrap().encode();
             push(format!("chunk proof {i}"), Ctx::ChunkProof, bytes);
-            let bytes = tree.export_chunk_bytes(i).unwrap();
+            let bytes = tree.head().export_chunk_bytes(i).unwrap();
             push(format!("envelope {i}"), Ctx::Envelope { index: i }, bytes);
         }
     }

@@ -119,7 +119,7 @@ fn trees_replay_to_the_recorded_roots_and_shapes() {
         assert_eq!(list.len() as u64, tree.chunk_count());
         for (i, c) in list.iter().enumerate() {
             assert_eq!(num(&c["index"]), i as u64);
-            let env = tree.export_chunk(i as u64).unwrap();
+            let env = tree.head().export_chunk(i as u64).unwrap();
             assert_eq!(env.key_height as u64, num(&c["key_height"]), "{name}: chunk {i} key_height");
             assert_eq!(env.entries.len() as u64, num(&c["entries"]), "{name}: chunk {i} entries");
         }
@@ -127,10 +127,10 @@ fn trees_replay_to_the_recorded_roots_and_shapes() {
         if tree.chunk_count() > 0 {
             let mut rb = Rebuilder::new(root);
             for i in (0..tree.chunk_count()).rev() {
-                assert!(rb.add(i, &tree.export_chunk_bytes(i).unwrap()).unwrap());
+                assert!(rb.add(i, &tree.head().export_chunk_bytes(i).unwrap()).unwrap());
             }
             let rebuilt = rb.finish(1).unwrap();
-            assert_eq!(rebuilt.root(), root, "{name}: rebuilt root");
+            assert_eq!(rebuilt.head().root(), root, "{name}: rebuilt root");
             assert_eq!(rebuilt.height(), tree.height(), "{name}: rebuilt height");
         }
     }
@@ -264,7 +264,7 @@ fn envelopes_rebuild_their_trees() {
             rb.add(*i, b).unwrap();
         }
         assert_eq!(rb.total(), Some(n), "every chunk of the tree is in the file");
-        assert_eq!(rb.finish(7).unwrap().root(), root);
+        assert_eq!(rb.finish(7).unwrap().head().root(), root);
     }
 }
 
@@ -285,7 +285,7 @@ fn rebuild_vectors() {
         let new: Vec<bool> = c["adds"].as_array().unwrap().iter().map(|a| a["new"].as_bool().unwrap()).collect();
         assert_eq!(add_all(&mut rb, c), Ok(new), "case {}", label(c));
         let tree = rb.finish(num(&c["version"])).unwrap_or_else(|e| panic!("case {}: {e:?}", label(c)));
-        let got = (tree.root(), tree.version(), tree.chunk_count(), tree.len());
+        let got = (tree.head().root(), tree.head().version(), tree.chunk_count(), tree.len());
         assert_eq!(got, (root, num(&c["version"]), num(&c["chunks"]), num(&c["entries"])), "case {}", label(c));
     }
     for c in cases(&file, "invalid") {

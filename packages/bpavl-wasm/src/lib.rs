@@ -87,14 +87,15 @@ export interface BpavlError extends Error {
 }
 "#;
 
-/// A B+AVL tree (`spec/hashing.md`): the working state you change, and the
-/// last committed version that proofs and chunk exports are taken from.
+/// A B+AVL tree (`spec/hashing.md`): the working state you change, and its
+/// head, the last committed version that proofs and chunk exports are taken
+/// from.
 ///
 /// ```js
 /// const tree = new Tree(256);
 /// tree.insert(key, value);
 /// const { root } = tree.commit();
-/// const proof = tree.proveExistence(key);
+/// const proof = tree.head().proveExistence(key);
 /// verifyExistence(root, key, value, proof);
 /// tree.free(); // or let the garbage collector do it
 /// ```
@@ -158,62 +159,16 @@ impl Tree {
         convert::commit_result(c.version as f64, &c.root)
     }
 
-    /// Root hash (32 bytes) of the last committed version.
-    #[wasm_bindgen(getter)]
-    pub fn root(&self) -> Vec<u8> {
-        self.0.root().to_vec()
-    }
-
-    /// Number of the last committed version (0: nothing committed yet).
-    #[wasm_bindgen(getter)]
-    pub fn version(&self) -> f64 {
-        self.0.version() as f64
-    }
-
-    /// The last committed version, as a handle that stays valid while the
-    /// tree goes on changing and committing.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot(self.0.committed().clone())
-    }
-
-    /// Existence proof of `key` in the committed version (`spec/proof-format.md`).
-    /// Throws TreeError `KEY_NOT_FOUND` if it is absent.
-    #[wasm_bindgen(js_name = proveExistence)]
-    pub fn prove_existence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        committed::existence(self.0.committed(), key)
-    }
-
-    /// Absence proof of `key` in the committed version. Throws TreeError
-    /// `KEY_EXISTS` if it is present.
-    #[wasm_bindgen(js_name = proveAbsence)]
-    pub fn prove_absence(&self, key: &Bytes) -> Result<Vec<u8>, JsValue> {
-        committed::absence(self.0.committed(), key)
-    }
-
-    /// Range proof of up to `limit` (1 … 65536) entries with
-    /// `start ≤ key < end` in the committed version; `end` undefined or null:
-    /// unbounded. Throws TreeError `QUERY_INVALID`, `KEY_EMPTY` or `KEY_TOO_LONG`.
-    #[wasm_bindgen(js_name = proveRange)]
-    pub fn prove_range(&self, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
-        committed::range(self.0.committed(), start, end, limit)
-    }
-
-    /// Proof that chunk `index` of the committed version sits at that index.
-    /// Throws TreeError `CHUNK_OUT_OF_RANGE`.
-    #[wasm_bindgen(js_name = proveChunk)]
-    pub fn prove_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        committed::chunk(self.0.committed(), index)
-    }
-
-    /// Chunk `index` of the committed version as a self-verifiable envelope
-    /// (`spec/chunk-format.md`). Throws TreeError `CHUNK_OUT_OF_RANGE`.
-    #[wasm_bindgen(js_name = exportChunk)]
-    pub fn export_chunk(&self, index: &Number) -> Result<Vec<u8>, JsValue> {
-        committed::export(self.0.committed(), index)
+    /// The head: the last committed version, as a handle that stays valid
+    /// while the tree goes on changing and committing. Proofs, chunk
+    /// exports, the root and the version number are read from it; `get`
+    /// on the tree reads the working state.
+    pub fn head(&self) -> Snapshot {
+        Snapshot(self.0.head().clone())
     }
 }
 
-/// A committed, immutable version of a tree (`tree.snapshot()`): serve
+/// A committed, immutable version of a tree (`tree.head()`): serve
 /// proofs and chunks of it while the tree goes on changing.
 #[wasm_bindgen]
 pub struct Snapshot(core::Snapshot);

@@ -41,16 +41,16 @@ describe('TreeError', () => {
     ['KEY_EMPTY', () => tree.insert(new Uint8Array(), utf8('v'))],
     ['KEY_TOO_LONG', () => tree.insert(new Uint8Array(1025), utf8('v'))],
     ['VALUE_TOO_LONG', () => tree.insert(utf8('k'), new Uint8Array(65537))],
-    ['KEY_NOT_FOUND', () => tree.proveExistence(utf8('nope'))],
-    ['KEY_EXISTS', () => tree.proveAbsence(utf8('k03'))],
-    ['CHUNK_OUT_OF_RANGE', () => tree.exportChunk(tree.chunkCount)],
-    ['CHUNK_OUT_OF_RANGE', () => tree.proveChunk(2 ** 53 - 1)],
-    ['QUERY_INVALID', () => tree.proveRange(utf8('a'), undefined, 0)],
-    ['QUERY_INVALID', () => tree.proveRange(utf8('a'), undefined, 65537)],
-    ['QUERY_INVALID', () => tree.proveRange(utf8('a'), undefined, NaN)],
-    ['QUERY_INVALID', () => tree.proveRange(utf8('a'), undefined, -1)],
-    ['QUERY_INVALID', () => tree.proveRange(utf8('b'), utf8('a'), 10)],
-    ['KEY_EMPTY', () => tree.proveRange(utf8('a'), new Uint8Array(), 10)],
+    ['KEY_NOT_FOUND', () => tree.head().proveExistence(utf8('nope'))],
+    ['KEY_EXISTS', () => tree.head().proveAbsence(utf8('k03'))],
+    ['CHUNK_OUT_OF_RANGE', () => tree.head().exportChunk(tree.chunkCount)],
+    ['CHUNK_OUT_OF_RANGE', () => tree.head().proveChunk(2 ** 53 - 1)],
+    ['QUERY_INVALID', () => tree.head().proveRange(utf8('a'), undefined, 0)],
+    ['QUERY_INVALID', () => tree.head().proveRange(utf8('a'), undefined, 65537)],
+    ['QUERY_INVALID', () => tree.head().proveRange(utf8('a'), undefined, NaN)],
+    ['QUERY_INVALID', () => tree.head().proveRange(utf8('a'), undefined, -1)],
+    ['QUERY_INVALID', () => tree.head().proveRange(utf8('b'), utf8('a'), 10)],
+    ['KEY_EMPTY', () => tree.head().proveRange(utf8('a'), new Uint8Array(), 10)],
   ])('%s', (code, f) => expectCoded(thrown(f), 'TreeError', code));
 
   it('leaves the tree unchanged', () => {
@@ -66,19 +66,19 @@ describe('ProofError', () => {
   other.insert(utf8('extra'), utf8('x'));
   const otherRoot = other.commit().root;
   it.each([
-    ['ROOT_MISMATCH', () => verifyExistence(root, utf8('k03'), utf8('wrong'), tree.proveExistence(utf8('k03')))],
-    ['ROOT_MISMATCH', () => verifyExistence(otherRoot, utf8('k03'), utf8('v3'), tree.proveExistence(utf8('k03')))],
+    ['ROOT_MISMATCH', () => verifyExistence(root, utf8('k03'), utf8('wrong'), tree.head().proveExistence(utf8('k03')))],
+    ['ROOT_MISMATCH', () => verifyExistence(otherRoot, utf8('k03'), utf8('v3'), tree.head().proveExistence(utf8('k03')))],
     ['TRUNCATED', () => verifyExistence(root, utf8('k03'), utf8('v3'), new Uint8Array())],
-    ['TRAILING_BYTES', () => verifyExistence(root, utf8('k03'), utf8('v3'), new Uint8Array([...tree.proveExistence(utf8('k03')), 0]))],
-    ['FORMAT_UNSUPPORTED', () => verifyExistence(root, utf8('k03'), utf8('v3'), tree.proveAbsence(utf8('k035')))],
-    ['KEY_EMPTY', () => verifyAbsence(root, new Uint8Array(), tree.proveAbsence(utf8('k035')))],
-    ['ROOT_MISMATCH', () => verifyAbsence(otherRoot, utf8('k035'), tree.proveAbsence(utf8('k035')))],
-    ['QUERY_INVALID', () => verifyRange(root, utf8('a'), undefined, 0, tree.proveRange(utf8('a'), undefined, 1))],
-    ['QUERY_INVALID', () => verifyRange(root, utf8('a'), undefined, 2 ** 40, tree.proveRange(utf8('a'), undefined, 1))],
-    ['ROOT_MISMATCH', () => verifyChunkProof(otherRoot, tree.proveChunk(1))],
-    ['CHUNK_INDEX_MISMATCH', () => verifyChunk(root, 2, tree.exportChunk(1))],
-    ['CHUNK_INDEX_MISMATCH', () => verifyChunk(root, 2 ** 53 - 1, tree.exportChunk(1))],
-    ['ROOT_MISMATCH', () => verifyChunk(otherRoot, 1, tree.exportChunk(1))],
+    ['TRAILING_BYTES', () => verifyExistence(root, utf8('k03'), utf8('v3'), new Uint8Array([...tree.head().proveExistence(utf8('k03')), 0]))],
+    ['FORMAT_UNSUPPORTED', () => verifyExistence(root, utf8('k03'), utf8('v3'), tree.head().proveAbsence(utf8('k035')))],
+    ['KEY_EMPTY', () => verifyAbsence(root, new Uint8Array(), tree.head().proveAbsence(utf8('k035')))],
+    ['ROOT_MISMATCH', () => verifyAbsence(otherRoot, utf8('k035'), tree.head().proveAbsence(utf8('k035')))],
+    ['QUERY_INVALID', () => verifyRange(root, utf8('a'), undefined, 0, tree.head().proveRange(utf8('a'), undefined, 1))],
+    ['QUERY_INVALID', () => verifyRange(root, utf8('a'), undefined, 2 ** 40, tree.head().proveRange(utf8('a'), undefined, 1))],
+    ['ROOT_MISMATCH', () => verifyChunkProof(otherRoot, tree.head().proveChunk(1))],
+    ['CHUNK_INDEX_MISMATCH', () => verifyChunk(root, 2, tree.head().exportChunk(1))],
+    ['CHUNK_INDEX_MISMATCH', () => verifyChunk(root, 2 ** 53 - 1, tree.head().exportChunk(1))],
+    ['ROOT_MISMATCH', () => verifyChunk(otherRoot, 1, tree.head().exportChunk(1))],
   ])('%s', (code, f) => expectCoded(thrown(f), 'ProofError', code));
 });
 
@@ -91,19 +91,19 @@ describe('RebuildError', () => {
     ['REBUILD_INCOMPLETE', () => new Rebuilder(root).finish(1)],
     ['REBUILD_INCOMPLETE', () => {
       const r = new Rebuilder(root);
-      r.add(0, tree.exportChunk(0));
+      r.add(0, tree.head().exportChunk(0));
       return r.finish(1);
     }],
-    ['CHUNK_INDEX_MISMATCH', () => new Rebuilder(root).add(3, tree.exportChunk(2))],
-    ['ROOT_MISMATCH', () => new Rebuilder(otherRoot).add(2, tree.exportChunk(2))],
+    ['CHUNK_INDEX_MISMATCH', () => new Rebuilder(root).add(3, tree.head().exportChunk(2))],
+    ['ROOT_MISMATCH', () => new Rebuilder(otherRoot).add(2, tree.head().exportChunk(2))],
     ['TRUNCATED', () => new Rebuilder(root).add(2, new Uint8Array())],
-    ['ROOT_MISMATCH', () => new Rebuilder(otherRoot).addVerified(verifyChunk(root, 0, tree.exportChunk(0)))],
+    ['ROOT_MISMATCH', () => new Rebuilder(otherRoot).addVerified(verifyChunk(root, 0, tree.head().exportChunk(0)))],
   ])('%s', (code, f) => expectCoded(thrown(f), 'RebuildError', code));
 });
 
 describe('argument errors', () => {
   const { tree, root } = sample();
-  const proof = tree.proveExistence(utf8('k03'));
+  const proof = tree.head().proveExistence(utf8('k03'));
   it.each([
     ['key as a string', () => tree.insert('k' as any, utf8('v'))],
     ['value as an array', () => tree.insert(utf8('k'), [1, 2] as any)],
@@ -112,18 +112,18 @@ describe('argument errors', () => {
     ['root as a string', () => verifyExistence('00'.repeat(32) as any, utf8('k03'), utf8('v3'), proof)],
     ['end as a string', () => verifyRange(root, utf8('a'), 'z' as any, 10, proof)],
     ['capacity as a string', () => new Tree('4' as any)],
-    ['index as a bigint', () => verifyChunk(root, 1n as any, tree.exportChunk(1))],
-    ['limit as a string', () => tree.proveRange(utf8('a'), undefined, '10' as any)],
+    ['index as a bigint', () => verifyChunk(root, 1n as any, tree.head().exportChunk(1))],
+    ['limit as a string', () => tree.head().proveRange(utf8('a'), undefined, '10' as any)],
     ['version missing', () => new Rebuilder(root).finish(undefined as any)],
   ])('TypeError: %s', (_w, f) => expect(thrown(f)).toBeInstanceOf(TypeError));
 
   it.each([
     ['root of 31 bytes', () => verifyExistence(root.subarray(1), utf8('k03'), utf8('v3'), proof)],
     ['root of 33 bytes', () => new Rebuilder(new Uint8Array(33))],
-    ['negative index', () => tree.exportChunk(-1)],
-    ['fractional index', () => verifyChunk(root, 1.5, tree.exportChunk(1))],
+    ['negative index', () => tree.head().exportChunk(-1)],
+    ['fractional index', () => verifyChunk(root, 1.5, tree.head().exportChunk(1))],
     ['negative capacity', () => new Tree(-4)],
-    ['index above 2^53 - 1', () => tree.proveChunk(2 ** 53)],
+    ['index above 2^53 - 1', () => tree.head().proveChunk(2 ** 53)],
     ['infinite version', () => new Rebuilder(root).finish(Infinity)],
   ])('RangeError: %s', (_w, f) => expect(thrown(f)).toBeInstanceOf(RangeError));
 
@@ -139,10 +139,10 @@ describe('consumed handles', () => {
   it('finish and addVerified take their object over', () => {
     const { tree, root } = sample();
     const r = new Rebuilder(root);
-    const chunk = verifyChunk(root, 0, tree.exportChunk(0));
+    const chunk = verifyChunk(root, 0, tree.head().exportChunk(0));
     r.addVerified(chunk);
     expect(() => chunk.index).toThrow(Error);
-    for (let i = 1; i < tree.chunkCount; i++) r.add(i, tree.exportChunk(i));
+    for (let i = 1; i < tree.chunkCount; i++) r.add(i, tree.head().exportChunk(i));
     r.finish(1).free();
     expect(() => r.received).toThrow(Error);
   });

@@ -21,11 +21,12 @@ export async function run() {
   const tree = new Tree(4);
   for (let i = 0; i < 200; i++) tree.insert(enc.encode('key' + i), enc.encode('value' + i));
   const { root } = tree.commit();
-  verifyExistence(root, enc.encode('key7'), enc.encode('value7'), tree.proveExistence(enc.encode('key7')));
+  const head = tree.head();
+  verifyExistence(root, enc.encode('key7'), enc.encode('value7'), head.proveExistence(enc.encode('key7')));
   const rebuilder = new Rebuilder(root);
-  for (let i = tree.chunkCount - 1; i >= 0; i--) rebuilder.addVerified(verifyChunk(root, i, tree.exportChunk(i)));
+  for (let i = tree.chunkCount - 1; i >= 0; i--) rebuilder.addVerified(verifyChunk(root, i, head.exportChunk(i)));
   const copy = rebuilder.finish(1);
-  return 'ok ' + Array.from(copy.root, (b) => b.toString(16).padStart(2, '0')).join('');
+  return 'ok ' + Array.from(copy.head().root, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 `;
 

@@ -29,12 +29,12 @@ describe('commitToStore and Loader', () => {
   it('a write set loads back to the same tree', () => {
     const { tree, w, records } = committed();
     expect(w.version).toBe(1);
-    expect(toHex(w.root)).toBe(toHex(tree.root));
+    expect(toHex(w.root)).toBe(toHex(tree.head().root));
     expect(new Set(w.puts.map(([t]) => t))).toEqual(new Set(['nodes', 'chunks', 'entries']));
     expect(w.puts.every(([, k]) => k.length === 40)).toBe(true);
     expect(w.stale).toEqual([]);
     const loaded = load(w, records);
-    expect(toHex(loaded.root)).toBe(toHex(tree.root));
+    expect(toHex(loaded.head().root)).toBe(toHex(tree.head().root));
     expect(loaded.get(utf8('k7'))).toEqual(utf8('v7'));
   });
 

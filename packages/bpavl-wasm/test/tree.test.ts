@@ -50,18 +50,18 @@ describe('Tree', () => {
       const got = tree.get(key(i));
       expect(got === undefined ? undefined : toHex(got)).toBe(want === undefined ? undefined : toHex(want));
     }
-    expect(tree.version).toBe(0);
+    expect(tree.head().version).toBe(0);
     const { version, root } = tree.commit();
     expect(version).toBe(1);
-    expect(toHex(tree.root)).toBe(toHex(root));
+    expect(toHex(tree.head().root)).toBe(toHex(root));
     for (let i = 0; i < 1500; i += 7) {
       const want = model.get(toHex(key(i)));
       if (want) {
-        const p = verifyExistence(root, key(i), want, tree.proveExistence(key(i)));
+        const p = verifyExistence(root, key(i), want, tree.head().proveExistence(key(i)));
         expect(p.chunkCount).toBe(tree.chunkCount);
         expect(p.entryCount).toBe(model.size);
       } else {
-        const { left, right } = verifyAbsence(root, key(i), tree.proveAbsence(key(i)));
+        const { left, right } = verifyAbsence(root, key(i), tree.head().proveAbsence(key(i)));
         expect(left === undefined || toHex(left.key) < toHex(key(i))).toBe(true);
         expect(right === undefined || toHex(key(i)) < toHex(right.key)).toBe(true);
       }
@@ -76,14 +76,14 @@ describe('Tree', () => {
     const got: [string, string][] = [];
     let start: Uint8Array | undefined = new Uint8Array();
     while (start !== undefined) {
-      const r = verifyRange(root, start, undefined, 37, tree.proveRange(start, undefined, 37));
+      const r = verifyRange(root, start, undefined, 37, tree.head().proveRange(start, undefined, 37));
       got.push(...r.entries.map(([k, v]): [string, string] => [toHex(k), toHex(v)]));
       expect(r.complete).toBe(r.resumeKey === undefined);
       start = r.resumeKey;
     }
     expect(got).toEqual(sorted.map(([k, v]) => [k, toHex(v)]));
     // A bounded window.
-    const r = verifyRange(root, key(100), key(200), 1000, tree.proveRange(key(100), key(200), 1000));
+    const r = verifyRange(root, key(100), key(200), 1000, tree.head().proveRange(key(100), key(200), 1000));
     expect(r.complete).toBe(true);
     expect(r.entries.map(([k]) => toHex(k))).toEqual(
       sorted.map(([k]) => k).filter((k) => k >= toHex(key(100)) && k < toHex(key(200))),
@@ -95,7 +95,7 @@ describe('Tree', () => {
     const { tree } = randomTree(3, 1500);
     const { root } = tree.commit();
     for (let i = 0; i < tree.chunkCount; i++) {
-      const p = verifyChunkProof(root, tree.proveChunk(i));
+      const p = verifyChunkProof(root, tree.head().proveChunk(i));
       expect([p.index, p.chunkCount, p.entryCount]).toEqual([i, tree.chunkCount, tree.len]);
     }
     tree.free();
@@ -105,11 +105,11 @@ describe('Tree', () => {
     const tree = new Tree(4);
     for (let i = 0; i < 40; i++) tree.insert(key(i), value(i));
     const first = tree.commit();
-    const snap = tree.snapshot();
+    const snap = tree.head();
     tree.insert(key(1000), value(1000)); // working state only
     expect(tree.len).toBe(41);
-    verifyExistence(first.root, key(3), value(3), tree.proveExistence(key(3)));
-    expect(thrown(() => tree.proveExistence(key(1000))).code).toBe('KEY_NOT_FOUND');
+    verifyExistence(first.root, key(3), value(3), tree.head().proveExistence(key(3)));
+    expect(thrown(() => tree.head().proveExistence(key(1000))).code).toBe('KEY_NOT_FOUND');
     const second = tree.commit();
     expect(second.version).toBe(2);
     expect([snap.version, snap.len, toHex(snap.root)]).toEqual([1, 40, toHex(first.root)]);
@@ -119,18 +119,18 @@ describe('Tree', () => {
     verifyChunk(first.root, 0, snap.exportChunk(0)).free();
     verifyChunkProof(first.root, snap.proveChunk(snap.chunkCount - 1));
     verifyRange(first.root, key(0), key(10), 5, snap.proveRange(key(0), key(10), 5));
-    verifyExistence(second.root, key(1000), value(1000), tree.proveExistence(key(1000)));
+    verifyExistence(second.root, key(1000), value(1000), tree.head().proveExistence(key(1000)));
     snap.free();
     tree.free();
   });
 
   it('defaults to capacity 256 and starts at the empty root, version 0', () => {
     using tree = new Tree();
-    expect([tree.capacity, tree.len, tree.chunkCount, tree.version]).toEqual([256, 0, 0, 0]);
-    const empty = tree.root;
+    expect([tree.capacity, tree.len, tree.chunkCount, tree.head().version]).toEqual([256, 0, 0, 0]);
+    const empty = tree.head().root;
     expect(empty.length).toBe(32);
     expect(toHex(tree.commit().root)).toBe(toHex(empty));
-    verifyAbsence(empty, utf8('x'), tree.proveAbsence(utf8('x')));
+    verifyAbsence(empty, utf8('x'), tree.head().proveAbsence(utf8('x')));
   });
 });
 
@@ -139,7 +139,7 @@ describe('state sync', () => {
     const { tree, model } = randomTree(5, 5000);
     const { root } = tree.commit();
     const n = tree.chunkCount;
-    const envelopes = Array.from({ length: n }, (_, i) => tree.exportChunk(i));
+    const envelopes = Array.from({ length: n }, (_, i) => tree.head().exportChunk(i));
     const order = shuffle([...envelopes.keys()], rng(99));
 
     const rebuilder = new Rebuilder(root);
@@ -171,10 +171,10 @@ describe('state sync', () => {
     expect(rebuilder.missing()).toEqual([]);
 
     const copy = rebuilder.finish(42);
-    expect([copy.version, copy.len, copy.chunkCount, copy.capacity]).toEqual([42, model.size, n, 8]);
-    expect(toHex(copy.root)).toBe(toHex(root));
+    expect([copy.head().version, copy.len, copy.chunkCount, copy.capacity]).toEqual([42, model.size, n, 8]);
+    expect(toHex(copy.head().root)).toBe(toHex(root));
     for (const [k, v] of model) expect(toHex(copy.get(Buffer.from(k, 'hex'))!)).toBe(toHex(v));
-    for (let i = 0; i < n; i++) expect(toHex(copy.exportChunk(i))).toBe(toHex(envelopes[i]!));
+    for (let i = 0; i < n; i++) expect(toHex(copy.head().exportChunk(i))).toBe(toHex(envelopes[i]!));
 
     // The copy goes on exactly like the original.
     for (const t of [tree, copy]) {
@@ -206,10 +206,10 @@ describe('memory', () => {
     for (let s = 0; s < trees.length; s += 2) trees[s]!.free();
     for (let s = 1; s < trees.length; s += 2) {
       const t = trees[s]!;
-      const rebuilder = new Rebuilder(t.root);
-      for (const i of shuffle([...Array(t.chunkCount).keys()], random)) rebuilder.add(i, t.exportChunk(i));
+      const rebuilder = new Rebuilder(t.head().root);
+      for (const i of shuffle([...Array(t.chunkCount).keys()], random)) rebuilder.add(i, t.head().exportChunk(i));
       const copy = rebuilder.finish(1);
-      expect(toHex(copy.root)).toBe(roots[s]);
+      expect(toHex(copy.head().root)).toBe(roots[s]);
       for (let i = 1; i < 60 + s * 7; i += 3) {
         const v = copy.get(key(s * 1000 + i))!;
         expect(v.every((b) => b === ((s + i) & 0xff))).toBe(true);

@@ -259,7 +259,7 @@ async function start(): Promise<void> {
   try {
     const result = await syncState({ root, peers: ds.map((d) => d.address), signal: ctl.signal, onEvent });
     tree = result.tree;
-    const rebuilt = toHex(result.tree.root);
+    const rebuilt = toHex(result.tree.head().root);
     model.end(performance.now());
     const ok = rebuilt === toHex(root);
     showBanner(

@@ -197,8 +197,8 @@ export class QueryPanel {
     const key = this.key();
     if (!tree || !key) return;
     const value = tree.get(key);
-    const rootOk = root !== undefined && toHex(tree.root) === toHex(root);
-    const rootLine = `<p class="muted">Synced tree: ${tree.len.toLocaleString('en-US')} entries, root <code>${shortHex(toHex(tree.root), 10)}</code>${rootOk ? ' (the trusted root)' : ''}.</p>`;
+    const rootOk = root !== undefined && toHex(tree.head().root) === toHex(root);
+    const rootLine = `<p class="muted">Synced tree: ${tree.len.toLocaleString('en-US')} entries, root <code>${shortHex(toHex(tree.head().root), 10)}</code>${rootOk ? ' (the trusted root)' : ''}.</p>`;
     if (value) {
       this.show('present', `<p class="q-head good">✓ Present in the synced tree, read locally: no network.</p>${valueHtml(value)}${rootLine}`);
     } else {

@@ -61,7 +61,7 @@ function memoryPeers(tree: wasm.Tree, behaviours: Record<string, Behaviour>): Co
         if (req.kind !== Kind.Chunk) throw new Error('only CHUNK');
         const id = nextId++;
         return new Promise<Response>((resolve) => {
-          const honest = tree.exportChunk(req.index);
+          const honest = tree.head().exportChunk(req.index);
           const payload = b.envelope ? b.envelope(req.index, honest) : honest;
           setTimeout(() => resolve({ id, kind: Kind.Chunk, status: Status.Ok, payload }), b.delayMs(req.index));
         });
@@ -89,7 +89,7 @@ describe('endgame hedging', () => {
       connect: memoryPeers(tree, Object.fromEntries(peers.map((p) => [p, { delayMs: () => 1 }]))),
       onEvent: (e) => events.push(e),
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     // (The old engine hedged every outstanding request once the queue was
     // empty: dozens here. A stalled event loop may make one or two overdue.)
     const hedges = events.filter((e) => e.type === 'request' && e.hedge && e.index !== 0);
@@ -107,7 +107,7 @@ describe('endgame hedging', () => {
       connect: memoryPeers(tree, { slow: { delayMs: (i) => (i === 0 ? 0 : 2000) }, fast: { delayMs: () => 1 } }),
       onEvent: (e) => events.push(e),
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     const held = events.filter((e) => e.type === 'request' && e.peer === 'slow' && e.index !== 0).map((e) => (e as { index: number }).index);
     expect(held.length).toBeGreaterThan(0);
     for (const i of held) expect(events.some((e) => e.type === 'request' && e.peer === 'fast' && e.index === i && e.hedge)).toBe(true);
@@ -134,7 +134,7 @@ describe('endgame hedging', () => {
       maxWindow: 32,
       onEvent: (e) => events.push(e),
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(tree.chunkCount).toBeLessThanOrEqual(32);
     const asked = events.filter((e) => e.type === 'request' && e.peer === 'late');
     expect(asked).toHaveLength(1);
@@ -154,9 +154,9 @@ describe('endgame hedging', () => {
       initialWindow: 1,
       maxWindow: 1,
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(res.seconds).toBeGreaterThan(0.06);
-    expect(res.bytes).toBe(verifiedBytes(tree) + tree.exportChunk(0).length);
+    expect(res.bytes).toBe(verifiedBytes(tree) + tree.head().exportChunk(0).length);
     expect(verified.count).toBe(tree.chunkCount);
     expect(res.banned).toEqual([]);
     res.tree.free();
@@ -175,7 +175,7 @@ describe('endgame hedging', () => {
       maxWindow: 1,
       onEvent: (e) => events.push(e),
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(res.banned.map((b) => b.peer)).toEqual(['liar']);
     const rejected = events.filter((e) => e.type === 'chunk-rejected');
     expect(rejected).toHaveLength(1);
@@ -188,6 +188,6 @@ describe('endgame hedging', () => {
 /** Bytes of every chunk envelope of `tree`. */
 function verifiedBytes(tree: wasm.Tree): number {
   let n = 0;
-  for (let i = 0; i < tree.chunkCount; i++) n += tree.exportChunk(i).length;
+  for (let i = 0; i < tree.chunkCount; i++) n += tree.head().exportChunk(i).length;
   return n;
 }

@@ -20,7 +20,7 @@ describe('syncState over WebSocket (engine)', () => {
     peers = await Promise.all([0, 1, 2].map(() => startPeer(tree)));
     const events: SyncEvent[] = [];
     const res = await syncState({ root, peers: peers.map((p) => p.url), onEvent: (e) => events.push(e) });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(res.chunks).toBe(tree.chunkCount);
     expect(res.rejected).toBe(0);
     expect(res.banned).toEqual([]);
@@ -43,7 +43,7 @@ describe('syncState over WebSocket (engine)', () => {
       peers: peers.map((p) => p.url),
       onEvent: (e) => e.type === 'chunk-rejected' && rejected.push(e),
     });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     const bans = Object.fromEntries(res.banned.map((b) => [b.peer, b.code]));
     expect(bans).toEqual({ [corrupt.url]: 'ROOT_MISMATCH', [wrong.url]: 'CHUNK_INDEX_MISMATCH' });
     expect(rejected.length).toBeGreaterThanOrEqual(2);
@@ -55,7 +55,7 @@ describe('syncState over WebSocket (engine)', () => {
     const staller = await startPeer(tree, 'silent');
     peers = [staller, await startPeer(tree)];
     const res = await syncState({ root, peers: peers.map((p) => p.url), requestTimeoutMs: 300 });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(res.banned).toEqual([]);
   });
 
@@ -87,7 +87,7 @@ describe('syncState over WebSocket (engine)', () => {
   it('syncs an empty tree without asking anyone', async () => {
     const { root } = buildTree(0, 4);
     const res = await syncState({ root, peers: ['ws://127.0.0.1:9'] });
-    expect(hex(res.tree.root)).toBe(hex(root));
+    expect(hex(res.tree.head().root)).toBe(hex(root));
     expect(res.chunks).toBe(0);
   });
 });

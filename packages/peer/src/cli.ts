@@ -228,7 +228,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         workload = workloadArgs(v);
         tree = buildWorkloadTree({ entries: workload.entries, seed: workload.seed }, workload.capacity);
       }
-      const snapshot = tree.snapshot();
+      const snapshot = tree.head();
       const extra = (await setUp?.({ snapshot, workload, fromFile: v.file !== undefined })) ?? { info: {}, lines: [] };
       // Loaded here so that help, usage errors and `generate` do not pay for libp2p.
       const { startPeer } = await import('./peer.ts');

@@ -9,7 +9,7 @@
  * const tree = new Tree();
  * tree.insert(key, value);
  * tree.commit();
- * const peer = await startPeer(new StaticTreeSource([tree.snapshot()]));
+ * const peer = await startPeer(new StaticTreeSource([tree.head()]));
  * console.log(peer.wsUrl, peer.libp2pAddrs[0]);
  * ```
  * @module

@@ -38,7 +38,7 @@ export interface RunningPeer {
  *
  * @example
  * ```ts
- * const peer = await startPeer(new StaticTreeSource([tree.snapshot()]));
+ * const peer = await startPeer(new StaticTreeSource([tree.head()]));
  * console.log(peer.wsUrl, peer.libp2pAddrs[0]);
  * await peer.close();
  * ```

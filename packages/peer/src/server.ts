@@ -117,7 +117,7 @@ const SIZE_LIMITED_CODES = new Set(['QUERY_INVALID', 'KEY_EMPTY', 'KEY_TOO_LONG'
  *
  * @example
  * ```ts
- * const server = new SyncServer(new StaticTreeSource([tree.snapshot()]));
+ * const server = new SyncServer(new StaticTreeSource([tree.head()]));
  * wss.on('connection', (ws) => server.handleConnection(wsConnection(ws)));
  * ```
  */

@@ -37,12 +37,12 @@ export function fromHex(hex: string): Uint8Array {
 }
 
 /**
- * A fixed set of served trees (e.g. `Snapshot`s from `tree.snapshot()`).
+ * A fixed set of served trees (e.g. `Snapshot`s from `tree.head()`).
  *
  * @example
  * ```ts
  * tree.commit();
- * const source = new StaticTreeSource([tree.snapshot()]);
+ * const source = new StaticTreeSource([tree.head()]);
  * ```
  */
 export class StaticTreeSource implements TreeSource {
@@ -70,7 +70,7 @@ export class StaticTreeSource implements TreeSource {
  *
  * @example
  * ```ts
- * const source = new StaticTreeSource([new CachedTree(tree.snapshot())]);
+ * const source = new StaticTreeSource([new CachedTree(tree.head())]);
  * ```
  */
 export class CachedTree implements ServedTree {

@@ -52,8 +52,8 @@ export class TreeFileError extends Error {
 /** Writes `tree`'s last committed version to `path` (overwriting it). */
 export async function writeTreeFile(path: string, tree: Tree, seed: bigint): Promise<TreeFileHeader> {
   const header: TreeFileHeader = {
-    root: tree.root,
-    version: tree.version,
+    root: tree.head().root,
+    version: tree.head().version,
     capacity: tree.capacity,
     entries: tree.len,
     chunks: tree.chunkCount,
@@ -74,7 +74,7 @@ export async function writeTreeFile(path: string, tree: Tree, seed: bigint): Pro
     let batch: Uint8Array[] = [];
     let batchBytes = 0;
     for (let i = 0; i < header.chunks; i++) {
-      const env = tree.exportChunk(i);
+      const env = tree.head().exportChunk(i);
       const len = Buffer.alloc(4);
       len.writeUInt32BE(env.length, 0);
       batch.push(len, env);
@@ -159,7 +159,7 @@ function emptyTree(header: TreeFileHeader, fileLength: number): Tree {
   }
   const tree = new Tree(header.capacity);
   if (header.version === 1) tree.commit();
-  if (toHex(tree.root) !== toHex(header.root)) {
+  if (toHex(tree.head().root) !== toHex(header.root)) {
     tree.free();
     throw new TreeFileError('ROOT_MISMATCH', "the empty tree does not have the header's root");
   }

@@ -81,10 +81,10 @@ describe('tree files', () => {
     const file = join(dir, 'rt.bpavl');
     const header = await writeTreeFile(file, tree, 11n);
     expect(header.chunks).toBe(tree.chunkCount);
-    const { tree: loaded } = await readTreeFile(file, tree.root);
-    expect(hex(loaded.root)).toBe(hex(tree.root));
+    const { tree: loaded } = await readTreeFile(file, tree.head().root);
+    expect(hex(loaded.head().root)).toBe(hex(tree.head().root));
     expect(loaded.len).toBe(700);
-    expect(loaded.version).toBe(1);
+    expect(loaded.head().version).toBe(1);
 
     const bytes = await readFile(file);
     const codeOf = async (b: Uint8Array, root?: Uint8Array) => {
@@ -112,7 +112,7 @@ describe('tree files', () => {
     const file = join(dir, 'empty.bpavl');
     await writeTreeFile(file, empty, 0n);
     const { tree } = await readTreeFile(file);
-    expect(hex(tree.root)).toBe(hex(empty.root));
+    expect(hex(tree.head().root)).toBe(hex(empty.head().root));
     expect(tree.len).toBe(0);
     expect(parseTreeFileHeader(await readFile(file)).chunks).toBe(0);
   });
@@ -132,7 +132,7 @@ describe('bpavl CLI', () => {
     const gen = await run(['generate', '--entries', '2000', '--chunk', '64', '--seed', '3', '--out', file, '--json']);
     expect(gen.code, gen.stderr).toBe(0);
     const g = JSON.parse(gen.stdout) as { root: string; chunks: number };
-    expect(g.root).toBe(hex(buildWorkloadTree({ entries: 2000, seed: 3n }, 64).root));
+    expect(g.root).toBe(hex(buildWorkloadTree({ entries: 2000, seed: 3n }, 64).head().root));
 
     const { info, child } = await serve(['--file', file, '--root', g.root]);
     expect(info.root).toBe(g.root);

@@ -16,7 +16,7 @@ let big: Snapshot;
 
 beforeAll(async () => {
   await wasmReady();
-  big = smallTree(3000, 256).tree.snapshot(); // chunks of ≈ 70 … 140 KB
+  big = smallTree(3000, 256).tree.head(); // chunks of ≈ 70 … 140 KB
 });
 
 /** Keeps every frame sent (the very bytes, not a copy) and its `written` callback, for the test to call. */

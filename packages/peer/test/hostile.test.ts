@@ -21,7 +21,7 @@ let dialer: Libp2p;
 
 beforeAll(async () => {
   await wasmReady();
-  snap = smallTree(3000, 256).tree.snapshot(); // ≈ 15 chunks of 70 … 140 KB
+  snap = smallTree(3000, 256).tree.head(); // ≈ 15 chunks of 70 … 140 KB
   peer = await startPeer(new StaticTreeSource([snap]));
   dialer = await libp2pDialer();
 });
@@ -214,7 +214,7 @@ describe('connection cap', () => {
 describe('memory budget', () => {
   it('a flood of large RANGEs that are never read: answer bytes stay within the budget, a bystander is answered within 1 s', async () => {
     // Every RANGE with a large limit is cut to fit (~7.5 MB).
-    const tree = bigValueTree(2).snapshot();
+    const tree = bigValueTree(2).head();
     const budget = 48 * 1024 * 1024;
     const server = await startPeer(new StaticTreeSource([tree]), { memoryBudget: budget, libp2pPort: null });
     const flooders: WireClient[] = [];

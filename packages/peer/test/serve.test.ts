@@ -23,11 +23,11 @@ let dialer: Libp2p;
 beforeAll(async () => {
   await wasmReady();
   ({ tree, keys, values } = smallTree(600, 16));
-  v1 = tree.snapshot();
+  v1 = tree.head();
   // A second version, so ROOTS lists two roots and both are served.
   tree.insert(new TextEncoder().encode('extra key'), new TextEncoder().encode('extra value'));
   tree.commit();
-  v2 = tree.snapshot();
+  v2 = tree.head();
   peer = await startPeer(new StaticTreeSource([v1, v2]));
   dialer = await libp2pDialer();
 });
@@ -83,7 +83,7 @@ describe.each(transports)('over %s', (_name, connect) => {
       rebuilder.add(index, r.payload);
     });
     const copy = rebuilder.finish(1);
-    expect(toHex(copy.root)).toBe(toHex(root));
+    expect(toHex(copy.head().root)).toBe(toHex(root));
     copy.free();
   });
 

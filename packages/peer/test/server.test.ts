@@ -23,8 +23,8 @@ let big: Snapshot;
 
 beforeAll(async () => {
   await wasmReady();
-  snap = smallTree(200, 16).tree.snapshot();
-  big = smallTree(3000, 256).tree.snapshot(); // chunks of ≈ 70 … 140 KB
+  snap = smallTree(200, 16).tree.head();
+  big = smallTree(3000, 256).tree.head(); // chunks of ≈ 70 … 140 KB
 });
 
 function serve(opts: ConstructorParameters<typeof SyncServer>[1] = {}, tree: ServedTree = snap) {
@@ -127,7 +127,7 @@ describe('answers', () => {
   });
 
   it('a RANGE answer above the 8 MiB response limit is cut to fit: an incomplete proof with a resume key', async () => {
-    const tree = bigValueTree(1).snapshot();
+    const tree = bigValueTree(1).head();
     const { c } = serve({}, tree);
     const r = await c.request({ kind: Kind.Range, root: tree.root, start: new Uint8Array(0), limit: 65536 });
     expect(r.status).toBe(Status.Ok);

@@ -133,7 +133,7 @@ export class State {
     const tree = head === 0 ? new Tree(stored) : await loadTree(backend, head, records.get(head)!, stored);
     for (const [version, record] of records) {
       // The head is checked by its load; the others by theirs, when read.
-      versions.set(version, version === head ? tree.root : rootOf(record));
+      versions.set(version, version === head ? tree.head().root : rootOf(record));
     }
     return new State(backend, stored, tree, versions, cacheBytes);
   }
@@ -150,8 +150,8 @@ export class State {
   /** The head version, or `undefined` before the first commit. */
   head(): VersionInfo | undefined {
     this.#open();
-    const version = this.#tree.version;
-    return version === 0 ? undefined : { version, root: this.#tree.root };
+    const version = this.#tree.head().version;
+    return version === 0 ? undefined : { version, root: this.#tree.head().root };
   }
 
   /** Every retained version with its root, oldest first. */
@@ -163,15 +163,15 @@ export class State {
   /** The committed version `at` names (the head by default). */
   async snapshot(at: AtVersion = {}): Promise<Snapshot> {
     this.#open();
-    const version = at.version ?? this.#tree.version;
-    if (version === this.#tree.version) return this.#tree.snapshot();
+    const version = at.version ?? this.#tree.head().version;
+    if (version === this.#tree.head().version) return this.#tree.head();
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     let snapshot = this.#loaded.get(version);
     if (snapshot === undefined) {
       const record = await this.#backend.get('versions', versionKey(version));
       if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
       const tree = await loadTree(this.#backend, version, record, this.capacity);
-      snapshot = tree.snapshot();
+      snapshot = tree.head();
       tree.free();
       this.#loaded.set(version, snapshot);
       for (const old of [...this.#loaded.keys()].slice(0, -LOADED_VERSIONS)) {
@@ -184,8 +184,8 @@ export class State {
 
   async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
     this.#open();
-    const version = at.version ?? this.#tree.version;
-    if (version === this.#tree.version) return this.#tree.snapshot().get(key);
+    const version = at.version ?? this.#tree.head().version;
+    if (version === this.#tree.head().version) return this.#tree.head().get(key);
     return this.#pagedGet(version, key);
   }
 
@@ -205,9 +205,9 @@ export class State {
    */
   async proveExistence(key: Uint8Array, at: AtVersion = {}): Promise<{ value: Uint8Array; proof: Uint8Array }> {
     this.#open();
-    const version = at.version ?? this.#tree.version;
-    if (version === this.#tree.version) {
-      const snapshot = this.#tree.snapshot();
+    const version = at.version ?? this.#tree.head().version;
+    if (version === this.#tree.head().version) {
+      const snapshot = this.#tree.head();
       const value = snapshot.get(key);
       if (value === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
       return { value, proof: snapshot.proveExistence(key) };
@@ -315,7 +315,7 @@ export class State {
       keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;
     } else {
       if (!Number.isSafeInteger(options.before) || options.before < 0) throw new RangeError('before must be a version number');
-      keepFrom = Math.min(options.before, this.#tree.version);
+      keepFrom = Math.min(options.before, this.#tree.head().version);
     }
     const dropped = retained.filter((v) => v < keepFrom);
     if (dropped.length > 0) await this.#backend.write({ deletes: dropped.map((v) => ['versions', versionKey(v)] as const) });
@@ -356,7 +356,7 @@ export class State {
 
   async stats(): Promise<StoreStats> {
     this.#open();
-    const snapshot = this.#tree.snapshot();
+    const snapshot = this.#tree.head();
     const pages = this.#pages;
     const stats = {
       entries: snapshot.len,

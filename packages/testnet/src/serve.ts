@@ -98,7 +98,7 @@ export const testnetServe: ServeExtension = {
       if (byzSpec !== undefined) {
         const otherTree =
           byzSpec.mode === 'wrong-root'
-            ? buildWorkloadTree({ entries: Math.max(workload.entries, 1), seed: otherSeed(workload.seed) }, workload.capacity).snapshot()
+            ? buildWorkloadTree({ entries: Math.max(workload.entries, 1), seed: otherSeed(workload.seed) }, workload.capacity).head()
             : undefined;
         byzantine = new Byzantine({ ...byzSpec, seed: byzSeed ?? workload.seed, slowMs, ...(otherTree ? { otherTree } : {}) });
       }

@@ -30,7 +30,7 @@ let snap: Snapshot;
 
 beforeAll(async () => {
   await wasmReady();
-  snap = smallTree(300, 16).tree.snapshot();
+  snap = smallTree(300, 16).tree.head();
 });
 
 /** A leaf record of the Baseline export format (crates/baseline README). */

@@ -24,9 +24,9 @@ beforeAll(async () => {
   const t = smallTree(600, 16, 7n);
   keys = t.keys;
   values = t.values;
-  snap = t.tree.snapshot();
-  other = smallTree(600, 16, 8n).tree.snapshot();
-  single = smallTree(10, 16, 9n).tree.snapshot();
+  snap = t.tree.head();
+  other = smallTree(600, 16, 8n).tree.head();
+  single = smallTree(10, 16, 9n).tree.head();
 });
 
 afterEach(async () => {

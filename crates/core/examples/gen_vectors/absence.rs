@@ -14,7 +14,7 @@ pub fn absence(t: &Trees) -> VectorFile {
         "spec/proof-format.md, Absence proof (0x02)",
     );
     let valid = |f: &mut VectorFile, b: &Built, key: &[u8], about: &str| {
-        let pr = b.tree.prove_absence(key).unwrap();
+        let pr = b.tree.head().prove_absence(key).unwrap();
         let proof = pr.encode();
         verify_absence(&b.root(), key, &proof).unwrap();
         // Naive neighbours from the sorted entries.
@@ -63,7 +63,7 @@ pub fn absence(t: &Trees) -> VectorFile {
     let g = c4.chunk_start(ci) + 1;
     let mut key = c4.key(g);
     key.push(b'!'); // absent, between entries g and g + 1
-    let pr = c4.tree.prove_absence(&key).unwrap();
+    let pr = c4.tree.head().prove_absence(&key).unwrap();
     let e = fields::absence(&pr);
     let inv = |f: &mut VectorFile, why: &str, root: &Hash, key: &[u8], proof: &[u8], code: &'static str| {
         let r = verify_absence(root, key, proof);
@@ -181,7 +181,7 @@ pub fn absence(t: &Trees) -> VectorFile {
         &e.with("left.hashes", &flip_last(e.get("left.hashes"))),
         "ROOT_MISMATCH",
     );
-    let prev = t.c4_prev.tree.prove_absence(&key).unwrap().encode();
+    let prev = t.c4_prev.tree.head().prove_absence(&key).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &root, &key, &prev, "ROOT_MISMATCH");
     inv(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &key, &e.bytes(), "ROOT_MISMATCH");
     let empty3 = AbsenceProof { capacity: 3, left: None, right: None }.encode();

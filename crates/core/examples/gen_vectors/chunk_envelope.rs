@@ -37,8 +37,8 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
     };
     for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256, &t.c4096, &t.limits] {
         for i in 0..b.chunks() {
-            let env = b.tree.export_chunk(i).unwrap();
-            assert_eq!(env.encode(), b.tree.export_chunk_bytes(i).unwrap());
+            let env = b.tree.head().export_chunk(i).unwrap();
+            assert_eq!(env.encode(), b.tree.head().export_chunk_bytes(i).unwrap());
             let g = b.chunk_start(i as usize);
             assert_eq!(env.entries, b.entries[g..g + b.shape[i as usize].1], "the chunk cuts the sorted entries");
             valid(&mut f, s(b.name), &env, b.folded(i));
@@ -51,7 +51,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
     let idx = (1..c4.chunks())
         .find(|&i| c4.shape[i as usize].1 == 4 && c4.shape[i as usize].0 >= 2)
         .expect("a full chunk with key-height >= 2");
-    let env = c4.tree.export_chunk(idx).unwrap();
+    let env = c4.tree.head().export_chunk(idx).unwrap();
     let e = fields::envelope(&env);
     let kh = env.key_height;
     let inv = |f: &mut VectorFile, why: &str, root: &Hash, index: u64, bytes: &[u8], code: &'static str| {
@@ -156,10 +156,17 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         "the same chunk from the previous version of the tree",
         &root,
         idx,
-        &t.c4_prev.tree.export_chunk(idx).unwrap().encode(),
+        &t.c4_prev.tree.head().export_chunk(idx).unwrap().encode(),
         "ROOT_MISMATCH",
     );
-    inv(&mut f, "a chunk of another tree", &root, idx, &t.c16.tree.export_chunk(1).unwrap().encode(), "ROOT_MISMATCH");
+    inv(
+        &mut f,
+        "a chunk of another tree",
+        &root,
+        idx,
+        &t.c16.tree.head().export_chunk(1).unwrap().encode(),
+        "ROOT_MISMATCH",
+    );
     inv(&mut f, "valid envelope checked against another tree's root", &t.c16.root(), idx, &e.bytes(), "ROOT_MISMATCH");
     inv(
         &mut f,
@@ -176,7 +183,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         "chunk 0, expected index 1",
         &root,
         1,
-        &c4.tree.export_chunk(0).unwrap().encode(),
+        &c4.tree.head().export_chunk(0).unwrap().encode(),
         "CHUNK_INDEX_MISMATCH",
     );
     inv(&mut f, "valid chunk, expected index 2^32", &root, 1 << 32, &e.bytes(), "CHUNK_INDEX_MISMATCH");
@@ -212,7 +219,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         &e.with("key_height", &[48]),
         "KEY_HEIGHT_MISMATCH",
     );
-    let first = fields::envelope(&c4.tree.export_chunk(0).unwrap());
+    let first = fields::envelope(&c4.tree.head().export_chunk(0).unwrap());
     inv(
         &mut f,
         "chunk 0 with key_height 1 instead of 0",
@@ -221,7 +228,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
         &first.with("key_height", &[1]),
         "KEY_HEIGHT_MISMATCH",
     );
-    let single = fields::envelope(&t.one.tree.export_chunk(0).unwrap());
+    let single = fields::envelope(&t.one.tree.head().export_chunk(0).unwrap());
     inv(
         &mut f,
         "single-chunk tree, key_height 1 instead of 0",
@@ -233,7 +240,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
 
     // An odd capacity, where ceil(C/2) and floor(C/2) differ.
     let c3 = &t.c3;
-    let mut under3 = c3.tree.export_chunk(1).unwrap();
+    let mut under3 = c3.tree.head().export_chunk(1).unwrap();
     under3.entries.truncate(1);
     inv(
         &mut f,

@@ -29,7 +29,7 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
     };
     for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c256, &t.c4096, &t.limits] {
         for i in 0..b.chunks() {
-            let proof = b.tree.prove_chunk(i).unwrap().encode();
+            let proof = b.tree.head().prove_chunk(i).unwrap().encode();
             valid(&mut f, s(b.name), &b.root(), &proof, b.folded(i));
         }
     }
@@ -37,7 +37,7 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
     valid(&mut f, Value::Null, &folded.root, &forged::chunk_proof(&deep).encode(), folded);
     let c4 = &t.c4;
     let root = c4.root();
-    let pr = c4.tree.prove_chunk(6).unwrap();
+    let pr = c4.tree.head().prove_chunk(6).unwrap();
     let e = fields::chunk_proof(&pr);
     let inv = |f: &mut VectorFile, why: &str, root: &Hash, proof: &[u8], code: &'static str| {
         let r = verify_chunk_proof(root, proof);
@@ -73,11 +73,11 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
         &mut f,
         "proof from the previous version of the tree",
         &root,
-        &t.c4_prev.tree.prove_chunk(6).unwrap().encode(),
+        &t.c4_prev.tree.head().prove_chunk(6).unwrap().encode(),
         "ROOT_MISMATCH",
     );
     inv(&mut f, "valid proof checked against another tree's root", &t.c16.root(), &e.bytes(), "ROOT_MISMATCH");
-    let single = t.one.tree.prove_chunk(0).unwrap();
+    let single = t.one.tree.head().prove_chunk(0).unwrap();
     inv(
         &mut f,
         "single-chunk proof with the capacity changed",
@@ -88,7 +88,7 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
 
     // An odd capacity, where ceil(C/2) and floor(C/2) differ.
     let c3 = &t.c3;
-    let e3 = fields::chunk_proof(&c3.tree.prove_chunk(1).unwrap());
+    let e3 = fields::chunk_proof(&c3.tree.head().prove_chunk(1).unwrap());
     inv(
         &mut f,
         "capacity 3: M = 1 (= floor(C/2)) with a non-empty path: the fill is ceil(C/2) = 2",

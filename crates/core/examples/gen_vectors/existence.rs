@@ -15,7 +15,7 @@ pub fn existence(t: &Trees) -> VectorFile {
     );
     let valid = |f: &mut VectorFile, b: &Built, key: &[u8], about: &str| {
         let value = b.value_of(key);
-        let proof = b.tree.prove_existence(key).unwrap().encode();
+        let proof = b.tree.head().prove_existence(key).unwrap().encode();
         let got = verify_existence(&b.root(), key, &value, &proof).unwrap();
         let (ci, pos) = b.locate(b.index_of(key));
         assert_eq!((got.chunk_index, got.position, got.chunk_count, got.entry_count), (ci, pos, b.chunks(), b.total()));
@@ -65,7 +65,7 @@ pub fn existence(t: &Trees) -> VectorFile {
     let g = c4.chunk_start(ci) + 1;
     let key = c4.key(g);
     let value = c4.value_of(&key);
-    let pr = c4.tree.prove_existence(&key).unwrap();
+    let pr = c4.tree.head().prove_existence(&key).unwrap();
     let e = fields::existence(&pr);
     let m = pr.witness.chunk_entries as u64;
     let inv =
@@ -131,7 +131,7 @@ pub fn existence(t: &Trees) -> VectorFile {
         &root,
         &key,
         &value,
-        &c4.tree.prove_existence(&c4.key(g + 1)).unwrap().encode(),
+        &c4.tree.head().prove_existence(&c4.key(g + 1)).unwrap().encode(),
         "ROOT_MISMATCH",
     );
     inv(
@@ -152,7 +152,7 @@ pub fn existence(t: &Trees) -> VectorFile {
         &e.with("pos", &varint((pr.witness.position as u64 + 1) % m)),
         "ROOT_MISMATCH",
     );
-    let single = fields::existence(&t.one.tree.prove_existence(b"only").unwrap());
+    let single = fields::existence(&t.one.tree.head().prove_existence(b"only").unwrap());
     inv(
         &mut f,
         "single-chunk tree, capacity changed from 2 to 3",
@@ -162,7 +162,7 @@ pub fn existence(t: &Trees) -> VectorFile {
         &single.with("capacity", &[3]),
         "ROOT_MISMATCH",
     );
-    let prev = t.c4_prev.tree.prove_existence(&key).unwrap().encode();
+    let prev = t.c4_prev.tree.head().prove_existence(&key).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &root, &key, &value, &prev, "ROOT_MISMATCH");
     inv(
         &mut f,

@@ -27,7 +27,7 @@ pub fn range(t: &Trees) -> VectorFile {
         "spec/proof-format.md, Range proof (0x03)",
     );
     let valid = |f: &mut VectorFile, b: &Built, start: &[u8], end: Option<&[u8]>, limit: usize, about: &str| {
-        let proof = b.tree.prove_range(start, end, limit).unwrap().encode();
+        let proof = b.tree.head().prove_range(start, end, limit).unwrap().encode();
         let got = verify_range(&b.root(), start, end, limit, &proof).unwrap();
         let (results, complete, resume) = naive_range(b, start, end, limit);
         assert_eq!((&got.entries, got.complete, &got.resume_key), (&results, complete, &resume), "{about}");
@@ -93,7 +93,7 @@ pub fn range(t: &Trees) -> VectorFile {
     let start = c4.key(b5 - 1); // left neighbour in chunk 4, results from chunk 4 on
     let end = c4.key(b5 + c4.shape[5].1 + 1); // results end at chunk 6's first entry, its second is the successor
     let limit = 1000;
-    let pr = c4.tree.prove_range(&start, Some(&end), limit).unwrap();
+    let pr = c4.tree.head().prove_range(&start, Some(&end), limit).unwrap();
     assert_eq!(pr.segments.len(), 3);
     let e = fields::range(&pr);
     let q = |start: &[u8], end: Option<&[u8]>, limit: usize, proof: &[u8], root: &Hash| -> Vec<(&'static str, Value)> {
@@ -227,7 +227,7 @@ pub fn range(t: &Trees) -> VectorFile {
         &e.with("seg2.hashes", &flip_last(e.get("seg2.hashes"))),
         "ROOT_MISMATCH",
     );
-    let prev = t.c4_prev.tree.prove_range(&start, Some(&end), limit).unwrap().encode();
+    let prev = t.c4_prev.tree.head().prove_range(&start, Some(&end), limit).unwrap().encode();
     inv(&mut f, "proof from the previous version of the tree", &prev, "ROOT_MISMATCH");
     invq(
         &mut f,
@@ -263,7 +263,7 @@ pub fn range(t: &Trees) -> VectorFile {
     let mut gap = pr.clone();
     gap.segments[1] = c4.segment(i1, 1, m1);
     inv(&mut f, "gap: the middle segment starts at lo = 1", &gap.encode(), "RANGE_INVALID");
-    let small = c4.tree.prove_range(&start, Some(&end), 5).unwrap().encode();
+    let small = c4.tree.head().prove_range(&start, Some(&end), 5).unwrap().encode();
     invq(
         &mut f,
         "too many results: a proof for limit 5 checked with limit 3",
@@ -281,7 +281,7 @@ pub fn range(t: &Trees) -> VectorFile {
         &start,
         Some(&end),
         5,
-        &c4.tree.prove_range(&start, Some(&end), 3).unwrap().encode(),
+        &c4.tree.head().prove_range(&start, Some(&end), 3).unwrap().encode(),
         "RANGE_INVALID",
     );
     invq(
@@ -291,7 +291,7 @@ pub fn range(t: &Trees) -> VectorFile {
         b"key020",
         None,
         100,
-        &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
+        &c4.tree.head().prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
         "RANGE_INVALID",
     );
     invq(
@@ -301,7 +301,7 @@ pub fn range(t: &Trees) -> VectorFile {
         b"key030",
         Some(b"key040"),
         100,
-        &c4.tree.prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
+        &c4.tree.head().prove_range(b"key020", Some(b"key040"), 100).unwrap().encode(),
         "RANGE_INVALID",
     );
     invq(
@@ -311,7 +311,7 @@ pub fn range(t: &Trees) -> VectorFile {
         b"key020",
         Some(b"key040"),
         100,
-        &c4.tree.prove_range(b"key030", Some(b"key040"), 100).unwrap().encode(),
+        &c4.tree.head().prove_range(b"key030", Some(b"key040"), 100).unwrap().encode(),
         "RANGE_INVALID",
     );
     // Each rule of the window's edges alone: the chunk is right, the

@@ -45,12 +45,12 @@ pub fn rebuild(t: &Trees) -> VectorFile {
         "spec/chunk-format.md, Rebuild",
     );
     let chunks_of = |b: &Built, order: &[u64]| -> Adds {
-        order.iter().map(|&i| (i, b.tree.export_chunk_bytes(i).unwrap())).collect()
+        order.iter().map(|&i| (i, b.tree.head().export_chunk_bytes(i).unwrap())).collect()
     };
     let valid = |f: &mut VectorFile, b: &Built, adds: Adds, about: &str| {
         let (new, tree) = run(&b.root(), &adds).unwrap_or_else(|e| panic!("rebuild {about}: {e:?}"));
         let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-        assert_eq!((tree.root(), tree.chunk_count(), &entries), (b.root(), b.chunks(), &b.entries), "{about}");
+        assert_eq!((tree.head().root(), tree.chunk_count(), &entries), (b.root(), b.chunks(), &b.entries), "{about}");
         f.valid.push(obj(vec![
             ("description", s(about)),
             ("tree", s(b.name)),
@@ -93,7 +93,10 @@ pub fn rebuild(t: &Trees) -> VectorFile {
     let mut wrong = chunks_of(c4, &[0, 1, 2]);
     wrong[2].0 = 3;
     inv(&mut f, "chunk 2 added as chunk 3", &root, wrong, Some(2), "CHUNK_INDEX_MISMATCH");
-    let prev = vec![(0, c4.tree.export_chunk_bytes(0).unwrap()), (1, t.c4_prev.tree.export_chunk_bytes(1).unwrap())];
+    let prev = vec![
+        (0, c4.tree.head().export_chunk_bytes(0).unwrap()),
+        (1, t.c4_prev.tree.head().export_chunk_bytes(1).unwrap()),
+    ];
     inv(&mut f, "chunk 1 of the previous version of the tree", &root, prev, Some(1), "ROOT_MISMATCH");
     let (pair, forged_root) = forged::bad_shape();
     let pair: Adds = pair.iter().enumerate().map(|(i, e)| (i as u64, e.encode())).collect();

@@ -44,7 +44,7 @@ impl Built {
         let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         let shape: Vec<(u8, usize)> = (0..tree.chunk_count())
             .map(|i| {
-                let env = tree.export_chunk(i).unwrap();
+                let env = tree.head().export_chunk(i).unwrap();
                 // Each export verifies at its own index with its own key-height.
                 let v = verify_chunk(&commit.root, i, &env.encode()).unwrap();
                 assert_eq!(v.key_height(), env.key_height);
@@ -61,7 +61,7 @@ impl Built {
     }
 
     pub fn root(&self) -> Hash {
-        self.tree.root()
+        self.tree.head().root()
     }
     pub fn chunks(&self) -> u64 {
         self.shape.len() as u64
@@ -100,11 +100,11 @@ impl Built {
     /// A neighbour built from the entry at global index `g`.
     pub fn neighbour(&self, g: usize) -> Neighbour {
         let (k, v) = self.entries[g].clone();
-        Neighbour { key: k.clone(), value: v, witness: self.tree.prove_existence(&k).unwrap().witness }
+        Neighbour { key: k.clone(), value: v, witness: self.tree.head().prove_existence(&k).unwrap().witness }
     }
     /// The range-proof segment for entries `[lo, hi)` of chunk `index`.
     pub fn segment(&self, index: u64, lo: usize, hi: usize) -> Segment {
-        let env = self.tree.export_chunk(index).unwrap();
+        let env = self.tree.head().export_chunk(index).unwrap();
         let leaves: Vec<Hash> = env.entries.iter().map(|(k, v)| entry_hash(k, v)).collect();
         let m = leaves.len();
         Segment {

@@ -27,7 +27,7 @@ export function buildTree(n: number, capacity: number, seed = 1): { tree: Tree; 
 export async function startPeer(tree: Tree, mode: Misbehaviour = 'honest'): Promise<TestPeer> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
   await new Promise<void>((r) => wss.once('listening', () => r()));
-  const root = tree.root;
+  const root = tree.head().root;
   const peer: TestPeer = {
     url: `ws://127.0.0.1:${(wss.address() as { port: number }).port}`,
     requests: 0,
@@ -62,7 +62,7 @@ export async function startPeer(tree: Tree, mode: Misbehaviour = 'honest'): Prom
           ws.send(encodeFrame(encodeResponse({ ...head, status: Status.OutOfRange })));
           continue;
         }
-        let env = tree.exportChunk(mode === 'wrong-index' ? (req.index + 1) % count : req.index);
+        let env = tree.head().exportChunk(mode === 'wrong-index' ? (req.index + 1) % count : req.index);
         if (mode === 'corrupt') {
           env = env.slice();
           env[Math.floor(env.length / 2)]! ^= 0x01;
