@@ -282,7 +282,7 @@ try {
     const net = await startNetwork(byz);
     try {
       const how = args.playwright ? 'a Playwright page' : 'Chromium without DevTools';
-      log(`${name}: ${net.info.chunks} chunks, root ${net.info.root}; syncing in ${how}${warmup ? ' (after an untimed warm-up sync)' : ''}`);
+      log(`${name}: ${net.info.chunkCount} chunks, root ${net.info.root}; syncing in ${how}${warmup ? ' (after an untimed warm-up sync)' : ''}`);
       const r = args.playwright ? await syncInPage(await playwrightBrowser(), server.url, net, { warmup }) : await syncInPlainChromium(server.url, net, { warmup });
       runs[name] = r;
       log(
@@ -367,9 +367,9 @@ if (h && b) {
       banned_codes: b.banned.map((x) => x.code),
       root_ok: h.ok && b.ok,
       envelope_bytes: h.verifiedBytes,
-      chunks: h.chunks,
+      chunk_count: h.chunkCount,
       refetches: { honest: h.refetches, byzantine: b.refetches },
-      entries: Number(args.entries),
+      entry_count: Number(args.entries),
       chunk: Number(args.chunk),
       peers: Number(args.peers),
       ...(demo && { demo_page: demo }),

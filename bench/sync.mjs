@@ -244,7 +244,7 @@ async function runBpavl(urls) {
     // Checked: the rebuilt tree has the trusted root and every entry.
     if (!equal(result.tree.head().root, root)) throw new Error(`bpavl: rebuilt root ${hex(result.tree.head().root)} ≠ trusted ${hex(root)}`);
     if (result.tree.len !== n) throw new Error(`bpavl: rebuilt tree holds ${result.tree.len} entries, not ${n}`);
-    if (result.chunks !== bpavlChunks) throw new Error(`bpavl: ${result.chunks} chunks, not ${bpavlChunks}`);
+    if (result.chunkCount !== bpavlChunks) throw new Error(`bpavl: ${result.chunkCount} chunks, not ${bpavlChunks}`);
   } finally {
     result.tree.free();
   }

@@ -467,9 +467,9 @@ async function main() {
     }
     const config = {
       root: tree.root,
-      entries: tree.entries,
+      entryCount: tree.entryCount,
       chunk: tree.capacity,
-      chunks: tree.chunks,
+      chunkCount: tree.chunkCount,
       seed: tree.seed,
       peers: peers.map(({ pid: _pid, ...p }) => p),
     };
@@ -483,7 +483,7 @@ async function main() {
       const w = Math.max(...peers.map((p) => (p.mode ?? 'honest').length)) + 2;
       const lines = [
         '',
-        `bpavl demo: ${opt.peers} peers serving ${tree.entries.toLocaleString('en-US')} entries in ${tree.chunks} chunks (capacity ${tree.capacity}), ready in ${seconds} s`,
+        `bpavl demo: ${opt.peers} peers serving ${tree.entryCount.toLocaleString('en-US')} entries in ${tree.chunkCount} chunks (capacity ${tree.capacity}), ready in ${seconds} s`,
         `trusted root  ${tree.root}`,
         '',
         ...peers.map((p) => {

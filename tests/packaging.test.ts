@@ -49,10 +49,10 @@ const existence = vectors('existence');
 const envelopes = vectors('chunk_envelope');
 /** One valid existence vector of a multi-chunk tree, one invalid with ROOT_MISMATCH, one with a decoding code; one envelope. */
 const V = {
-  existenceValid: existence.valid.find((c: { chunks: number }) => c.chunks > 2) ?? existence.valid[0],
+  existenceValid: existence.valid.find((c: { chunk_count: number }) => c.chunk_count > 2) ?? existence.valid[0],
   existenceRootMismatch: existence.invalid.find((c: { code: string }) => c.code === 'ROOT_MISMATCH'),
   existenceDecoding: existence.invalid.find((c: { code: string }) => !['TRUNCATED', 'ROOT_MISMATCH'].includes(c.code)),
-  envelopeValid: envelopes.valid.find((c: { index: number; chunks: number }) => c.index > 0 && c.chunks > 2),
+  envelopeValid: envelopes.valid.find((c: { index: number; chunk_count: number }) => c.index > 0 && c.chunk_count > 2),
   envelopeInvalid: envelopes.invalid.find((c: { code: string }) => c.code === 'CHUNK_INDEX_MISMATCH'),
 };
 
@@ -110,7 +110,7 @@ export async function check(root: Uint8Array, key: Uint8Array, value: Uint8Array
   const tree = new Tree(16);
   tree.insert(key, value);
   const rebuilder = new Rebuilder(tree.commit().root);
-  rebuilder.add(0, tree.exportChunk(0));
+  rebuilder.add(0, tree.head().exportChunk(0));
   const copy: Tree = rebuilder.finish(1);
   try {
     verifyExistence(root, key, value, proof);
@@ -182,11 +182,11 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
   });
 
   const expected = () => {
-    const position = { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunkCount: V.existenceValid.chunks, entryCount: V.existenceValid.entries };
+    const position = { chunkIndex: V.existenceValid.chunk_index, position: V.existenceValid.position, chunkCount: V.existenceValid.chunk_count, entryCount: V.existenceValid.entry_count };
     const chunk = {
       index: V.envelopeValid.index,
-      chunkCount: V.envelopeValid.chunks,
-      entryCount: V.envelopeValid.entries,
+      chunkCount: V.envelopeValid.chunk_count,
+      entryCount: V.envelopeValid.entry_count,
       capacity: V.envelopeValid.capacity,
       keyHeight: V.envelopeValid.key_height,
       entries: V.envelopeValid.chunk_entries,
@@ -301,6 +301,6 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
       app,
     );
     const e = V.existenceValid;
-    expect(JSON.parse(out)).toEqual({ chunkIndex: e.chunk_index, position: e.position, chunkCount: e.chunks, entryCount: e.entries });
+    expect(JSON.parse(out)).toEqual({ chunkIndex: e.chunk_index, position: e.position, chunkCount: e.chunk_count, entryCount: e.entry_count });
   });
 });

@@ -181,13 +181,13 @@ describe.each(CONFIGS)('WASM tree → TS-verified chunks → WASM Rebuilder: $na
     expect(verified).toHaveLength(chunkCount);
     const order = shuffle([...Array(chunkCount).keys()], r);
     const rebuilder = new wasm.Rebuilder(root);
-    expect([rebuilder.total, rebuilder.received, rebuilder.isComplete]).toEqual([undefined, 0, false]);
+    expect([rebuilder.chunkCount, rebuilder.received, rebuilder.isComplete]).toEqual([undefined, 0, false]);
     for (const [at, i] of order.entries()) {
       // Half as raw envelopes (the rebuilder verifies again), half as WASM-verified chunks.
       if (at % 2 === 0) expect(rebuilder.add(i, envelopes[i]!)).toBe(true);
       else expect(rebuilder.addVerified(wasm.verifyChunk(root, i, envelopes[i]!))).toBe(true);
       if (at % 7 === 0) expect(rebuilder.add(i, envelopes[i]!)).toBe(false); // a duplicate from another peer
-      expect(rebuilder.total).toBe(chunkCount);
+      expect(rebuilder.chunkCount).toBe(chunkCount);
       expect(rebuilder.received).toBe(at + 1);
       expect(rebuilder.missingCount()).toBe(chunkCount - at - 1);
     }

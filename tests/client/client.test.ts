@@ -30,7 +30,7 @@ beforeAll(async () => {
   const { source } = sources();
   root = source.root;
   model = verifyRange(root, new Uint8Array(0), undefined, 65536, source.snapshot.proveRange(new Uint8Array(0), undefined, 65536)).entries;
-  expect(model).toHaveLength(source.entries);
+  expect(model).toHaveLength(source.entryCount);
   honest = await Promise.all([serve('ws'), serve('ws')]);
 }, 60_000);
 

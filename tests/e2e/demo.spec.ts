@@ -18,9 +18,9 @@ const SCREENSHOT = join(repoRoot, 'test-results', 'demo-sync-finished.png');
 interface DemoInfo {
   url: string;
   root: string;
-  entries: number;
+  entryCount: number;
   chunk: number;
-  chunks: number;
+  chunkCount: number;
   peers: { name: string; ws: string; libp2p: string; mode: string | null; pid: number }[];
 }
 
@@ -146,9 +146,9 @@ test('a WebSocket sync verifies the root; rejected chunks show; exactly the liar
   const banner = page.locator('#banner');
   await expect(banner).toContainText('Root verified');
   await expect(banner.locator('[data-field=root]')).toHaveText(info.root);
-  await expect(page.locator('#grid .cell')).toHaveCount(info.chunks);
-  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
-  await expect(page.locator('#progress')).toHaveJSProperty('value', info.chunks);
+  await expect(page.locator('#grid .cell')).toHaveCount(info.chunkCount);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount);
+  await expect(page.locator('#progress')).toHaveJSProperty('value', info.chunkCount);
 
   // Each liar's first answer was rejected: the grid marks those chunks, the log lists them.
   const marked = page.locator('#grid .cell[data-marked=rejected]');
@@ -195,7 +195,7 @@ test('the query panel reads through the client: a lying peer is banned with its 
   await expect(result).toHaveAttribute('data-outcome', 'present');
   await expect(result).toContainText('existence proof');
   await expect(result).not.toHaveAttribute('data-code', /.*/);
-  await expect(result.locator('.path')).toContainText(new RegExp(`chunk \\d+ of ${info.chunks}`));
+  await expect(result.locator('.path')).toContainText(new RegExp(`chunk \\d+ of ${info.chunkCount}`));
   const value = await result.locator('.value').textContent();
   const answerer = async () => /Present: (.+?) proved it/.exec((await result.locator('.q-head.good').textContent()) ?? '')?.[1];
   const chosen = await answerer();
@@ -249,7 +249,7 @@ test('a libp2p sync completes, and bans the liars', async ({ page }) => {
   await expect(rows(page).first()).toHaveAttribute('data-transport', 'libp2p');
   expect(await sync(page)).toBe('verified');
   await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
-  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount);
   await expectLiarsBannedOnly(page, 1);
   expect(problems).toEqual([]);
 });
@@ -282,7 +282,7 @@ test('Stop mid-sync leaves the page usable, and a new sync then succeeds', async
   await expect(page.locator('#banner')).toContainText('Stopped');
   const verified = await page.locator('#grid .cell[data-state=verified]').count();
   expect(verified).toBeGreaterThan(0);
-  expect(verified).toBeLessThan(info.chunks);
+  expect(verified).toBeLessThan(info.chunkCount);
   await expect(page.locator('#grid .cell[data-state=inflight]')).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Start sync' })).toBeEnabled();
   await expect(page.getByRole('button', { name: 'Stop' })).toBeDisabled();
@@ -290,7 +290,7 @@ test('Stop mid-sync leaves the page usable, and a new sync then succeeds', async
 
   expect(await sync(page)).toBe('verified');
   await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
-  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunks);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount);
   expect(problems).toEqual([]);
 });
 

@@ -41,7 +41,7 @@ export interface Source {
   tree: Tree;
   snapshot: Snapshot;
   root: Uint8Array;
-  entries: number;
+  entryCount: number;
   capacity: number;
   chunkCount: number;
   /** The honest envelope of every chunk, by index. */
@@ -49,11 +49,11 @@ export interface Source {
   seed: bigint;
 }
 
-export function buildSource(entries: number, capacity: number, seed: bigint): Source {
-  const tree = buildWorkloadTree({ entries, seed }, capacity);
+export function buildSource(entryCount: number, capacity: number, seed: bigint): Source {
+  const tree = buildWorkloadTree({ entryCount, seed }, capacity);
   const snapshot = tree.head();
   const envelopes = Array.from({ length: tree.chunkCount }, (_, i) => snapshot.exportChunk(i));
-  return { tree, snapshot, root: tree.head().root, entries, capacity, chunkCount: tree.chunkCount, envelopes, seed };
+  return { tree, snapshot, root: tree.head().root, entryCount, capacity, chunkCount: tree.chunkCount, envelopes, seed };
 }
 
 /** The suites' tree: 3,000 entries of 512-byte values at capacity 16 (a couple of hundred chunks). */
@@ -332,11 +332,11 @@ export async function runSync(opts: RunOptions): Promise<Run> {
 export function expectSameTree(res: SyncResult, source: Source = sources().source): void {
   expect(hex(res.root)).toBe(hex(source.root));
   expect(hex(res.tree.head().root)).toBe(hex(source.root));
-  expect(res.tree.len).toBe(source.entries);
+  expect(res.tree.len).toBe(source.entryCount);
   expect(res.tree.chunkCount).toBe(source.chunkCount);
-  expect(res.chunks).toBe(source.chunkCount);
+  expect(res.chunkCount).toBe(source.chunkCount);
   let wrong = 0;
-  for (let i = 0; i < source.entries; i++) {
+  for (let i = 0; i < source.entryCount; i++) {
     const [k, v] = workloadEntry(source.seed, i);
     const got = res.tree.get(k);
     if (got === undefined || !same(got, v)) wrong++;
@@ -389,7 +389,7 @@ export function summary(label: string, run: Run): void {
   const r = run.res;
   const banned = r ? r.banned.length : ((run.err as { banned?: unknown[] })?.banned?.length ?? 0);
   const what = r
-    ? `${r.seconds.toFixed(2)} s, ${r.chunks} chunks, refetches ${r.refetches}, rejected ${r.rejected}, banned ${banned}`
+    ? `${r.seconds.toFixed(2)} s, ${r.chunkCount} chunks, refetches ${r.refetches}, rejected ${r.rejected}, banned ${banned}`
     : `failed after ${(run.ms / 1000).toFixed(2)} s (${(run.err as Error)?.name}: ${(run.err as { code?: string })?.code ?? (run.err as Error)?.message}), banned ${banned}`;
   console.log(`[sync] ${label}: ${what}`);
 }

@@ -79,7 +79,7 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmu
       verifiedBytes,
       verifiedChunks,
       receivedBytes: result.bytes,
-      chunks: result.chunks,
+      chunkCount: result.chunkCount,
       refetches: result.refetches,
       rejected,
       banned,

@@ -52,8 +52,8 @@ impl Rebuilder {
         self.root
     }
 
-    /// Total chunks, once the first chunk has told (authenticated).
-    pub fn total(&self) -> Option<u64> {
+    /// The tree's chunk count, once the first chunk has told it (authenticated).
+    pub fn chunk_count(&self) -> Option<u64> {
         self.layout.map(|l| l.chunks)
     }
 
@@ -87,12 +87,12 @@ impl Rebuilder {
     /// Indices not yet received, in order, computed lazily (none are known
     /// until the first chunk tells the total).
     pub fn missing(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.total().unwrap_or(0)).filter(|i| !self.chunks.contains_key(i))
+        (0..self.chunk_count().unwrap_or(0)).filter(|i| !self.chunks.contains_key(i))
     }
 
     /// How many chunks are still missing, if the total is known.
     pub fn missing_count(&self) -> Option<u64> {
-        self.total().map(|t| t - self.received())
+        self.chunk_count().map(|t| t - self.received())
     }
 
     /// Whether every chunk is in.

@@ -203,12 +203,12 @@ fn trees_json_roots_from_the_spec() {
             assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
         }
         let list = t["chunk_list"].as_array().unwrap();
-        let sizes: Vec<usize> = list.iter().map(|c| num(&c["entries"]) as usize).collect();
+        let sizes: Vec<usize> = list.iter().map(|c| num(&c["entry_count"]) as usize).collect();
         let key_heights: Vec<u8> = list.iter().map(|c| num(&c["key_height"]) as u8).collect();
         let root = tree_root(capacity, &entries, &sizes, &key_heights);
         assert_eq!(hex::encode(root), t["root"].as_str().unwrap(), "{name}: root");
-        assert_eq!(num(&t["chunks"]), sizes.len() as u64);
-        assert_eq!(num(&t["entries"]), entries.len() as u64);
+        assert_eq!(num(&t["chunk_count"]), sizes.len() as u64);
+        assert_eq!(num(&t["entry_count"]), entries.len() as u64);
         if !sizes.is_empty() {
             let Node::Inner { height, .. } = shape(&key_heights) else {
                 assert_eq!(num(&t["height"]), 0);
@@ -226,7 +226,7 @@ fn trees_json_roots_from_the_spec() {
 fn empty_root() {
     let expect = root_hash(2, 0, 0, &[0u8; 32]);
     let file = load("trees.json");
-    let empty = file["trees"].as_array().unwrap().iter().find(|t| num(&t["entries"]) == 0).expect("an empty tree");
+    let empty = file["trees"].as_array().unwrap().iter().find(|t| num(&t["entry_count"]) == 0).expect("an empty tree");
     assert_eq!(num(&empty["capacity"]), 2);
     assert_eq!(hex::encode(expect), empty["root"].as_str().unwrap());
     // The empty root commits to the capacity.
@@ -352,7 +352,7 @@ fn valid_existence_proofs_fold_with_the_spec() {
         assert_eq!(hex::encode(f.root), c["root"].as_str().unwrap());
         assert_eq!(
             (f.index, pos as u64, f.chunks, f.entries),
-            (num(&c["chunk_index"]), num(&c["position"]), num(&c["chunks"]), num(&c["entries"]))
+            (num(&c["chunk_index"]), num(&c["position"]), num(&c["chunk_count"]), num(&c["entry_count"]))
         );
     }
 }
@@ -414,7 +414,7 @@ fn valid_chunk_proofs_fold_with_the_spec() {
         assert_eq!(hex::encode(f.root), c["root"].as_str().unwrap());
         assert_eq!(
             (f.index, f.chunks, f.entries, f.key_height as u64),
-            (num(&c["index"]), num(&c["chunks"]), num(&c["entries"]), num(&c["key_height"]))
+            (num(&c["index"]), num(&c["chunk_count"]), num(&c["entry_count"]), num(&c["key_height"]))
         );
     }
 }
@@ -441,7 +441,13 @@ fn valid_chunk_envelopes_fold_with_the_spec() {
         assert_eq!(f.key_height, key_height, "the envelope's key_height is the folded one");
         assert_eq!(
             (f.index, f.chunks, f.entries, capacity as u64, key_height as u64),
-            (num(&c["index"]), num(&c["chunks"]), num(&c["entries"]), num(&c["capacity"]), num(&c["key_height"]))
+            (
+                num(&c["index"]),
+                num(&c["chunk_count"]),
+                num(&c["entry_count"]),
+                num(&c["capacity"]),
+                num(&c["key_height"])
+            )
         );
         assert_eq!(entries, pairs(&c["chunk_entries"]));
     }

@@ -110,8 +110,8 @@ fn trees_replay_to_the_recorded_roots_and_shapes() {
         }
         let root = tree.commit().root;
         assert_eq!(root, hash(&t["root"]), "{name}: root");
-        assert_eq!(tree.chunk_count(), num(&t["chunks"]), "{name}: chunks");
-        assert_eq!(tree.len(), num(&t["entries"]), "{name}: entries");
+        assert_eq!(tree.chunk_count(), num(&t["chunk_count"]), "{name}: chunks");
+        assert_eq!(tree.len(), num(&t["entry_count"]), "{name}: entries");
         assert_eq!(tree.height() as u64, num(&t["height"]), "{name}: height");
         let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(entries, pairs(&t["final_entries"]), "{name}: entries");
@@ -121,7 +121,7 @@ fn trees_replay_to_the_recorded_roots_and_shapes() {
             assert_eq!(num(&c["index"]), i as u64);
             let env = tree.head().export_chunk(i as u64).unwrap();
             assert_eq!(env.key_height as u64, num(&c["key_height"]), "{name}: chunk {i} key_height");
-            assert_eq!(env.entries.len() as u64, num(&c["entries"]), "{name}: chunk {i} entries");
+            assert_eq!(env.entries.len() as u64, num(&c["entry_count"]), "{name}: chunk {i} entries");
         }
         // The chunk envelopes rebuild the same tree, in any order.
         if tree.chunk_count() > 0 {
@@ -145,8 +145,8 @@ fn existence_vectors() {
             verify_existence(&root, &key, &value, &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.chunk_index, num(&c["chunk_index"]), "case {}", label(c));
         assert_eq!(got.position as u64, num(&c["position"]), "case {}", label(c));
-        assert_eq!(got.chunk_count, num(&c["chunks"]), "case {}", label(c));
-        assert_eq!(got.entry_count, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(got.chunk_count, num(&c["chunk_count"]), "case {}", label(c));
+        assert_eq!(got.entry_count, num(&c["entry_count"]), "case {}", label(c));
         assert_eq!(ExistenceProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
     }
     for c in cases(&file, "invalid") {
@@ -205,8 +205,8 @@ fn chunk_proof_vectors() {
             verify_chunk_proof(&hash(&c["root"]), &proof).unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
         assert_eq!(got.root, hash(&c["root"]));
         assert_eq!(got.index, num(&c["index"]), "case {}", label(c));
-        assert_eq!(got.chunk_count, num(&c["chunks"]), "case {}", label(c));
-        assert_eq!(got.entry_count, num(&c["entries"]), "case {}", label(c));
+        assert_eq!(got.chunk_count, num(&c["chunk_count"]), "case {}", label(c));
+        assert_eq!(got.entry_count, num(&c["entry_count"]), "case {}", label(c));
         assert_eq!(got.key_height as u64, num(&c["key_height"]), "case {}", label(c));
         assert_eq!(ChunkProof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
     }
@@ -226,8 +226,8 @@ fn chunk_envelope_vectors() {
         assert_eq!(got.index(), num(&c["index"]));
         assert_eq!(got.capacity() as u64, num(&c["capacity"]));
         assert_eq!(got.key_height() as u64, num(&c["key_height"]));
-        assert_eq!(got.chunk_count(), num(&c["chunks"]));
-        assert_eq!(got.entry_count(), num(&c["entries"]));
+        assert_eq!(got.chunk_count(), num(&c["chunk_count"]));
+        assert_eq!(got.entry_count(), num(&c["entry_count"]));
         let entries: Vec<_> = got.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         assert_eq!(entries, pairs(&c["chunk_entries"]));
         assert_eq!(got.len(), entries.len());
@@ -263,7 +263,7 @@ fn envelopes_rebuild_their_trees() {
         for (i, b) in &list {
             rb.add(*i, b).unwrap();
         }
-        assert_eq!(rb.total(), Some(n), "every chunk of the tree is in the file");
+        assert_eq!(rb.chunk_count(), Some(n), "every chunk of the tree is in the file");
         assert_eq!(rb.finish(7).unwrap().head().root(), root);
     }
 }
@@ -286,7 +286,12 @@ fn rebuild_vectors() {
         assert_eq!(add_all(&mut rb, c), Ok(new), "case {}", label(c));
         let tree = rb.finish(num(&c["version"])).unwrap_or_else(|e| panic!("case {}: {e:?}", label(c)));
         let got = (tree.head().root(), tree.head().version(), tree.chunk_count(), tree.len());
-        assert_eq!(got, (root, num(&c["version"]), num(&c["chunks"]), num(&c["entries"])), "case {}", label(c));
+        assert_eq!(
+            got,
+            (root, num(&c["version"]), num(&c["chunk_count"]), num(&c["entry_count"])),
+            "case {}",
+            label(c)
+        );
     }
     for c in cases(&file, "invalid") {
         let code = c["code"].as_str().expect("code");

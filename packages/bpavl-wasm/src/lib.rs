@@ -459,10 +459,10 @@ impl Rebuilder {
         self.0.missing_count().map(|n| n as f64)
     }
 
-    /// Total chunks, or `undefined` before the first chunk has told it.
-    #[wasm_bindgen(getter)]
-    pub fn total(&self) -> Option<f64> {
-        self.0.total().map(|n| n as f64)
+    /// The tree's chunk count, or `undefined` before the first chunk has told it.
+    #[wasm_bindgen(getter, js_name = chunkCount)]
+    pub fn chunk_count(&self) -> Option<f64> {
+        self.0.chunk_count().map(|n| n as f64)
     }
 
     /// Chunks accepted so far.

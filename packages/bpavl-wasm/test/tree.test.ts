@@ -143,7 +143,7 @@ describe('state sync', () => {
     const order = shuffle([...envelopes.keys()], rng(99));
 
     const rebuilder = new Rebuilder(root);
-    expect([rebuilder.total, rebuilder.missingCount(), rebuilder.received, rebuilder.isComplete]).toEqual([
+    expect([rebuilder.chunkCount, rebuilder.missingCount(), rebuilder.received, rebuilder.isComplete]).toEqual([
       undefined,
       undefined,
       0,
@@ -159,7 +159,7 @@ describe('state sync', () => {
         expect(rebuilder.addVerified(chunk)).toBe(true);
       }
       expect(rebuilder.add(i, envelopes[i]!)).toBe(false); // already held
-      expect(rebuilder.total).toBe(n);
+      expect(rebuilder.chunkCount).toBe(n);
       expect(rebuilder.received).toBe(at + 1);
       expect(rebuilder.missingCount()).toBe(n - at - 1);
       if (at === 0) {

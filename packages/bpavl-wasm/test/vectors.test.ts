@@ -42,7 +42,7 @@ describe('existence.json', () => {
   const v = loadVectors('existence');
   it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
     const r = verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof));
-    expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
+    expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunk_count, entryCount: c.entry_count });
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof)))).toBe(code);
@@ -61,7 +61,7 @@ describe('existence.json', () => {
       mine.forEach((c, i) => {
         const r = results[i];
         if (c.code === undefined) {
-          expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
+          expect(r).toEqual({ chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunk_count, entryCount: c.entry_count });
         } else {
           expect(r).toBeInstanceOf(Error);
           expect((r as Error).name).toBe('ProofError');
@@ -116,7 +116,7 @@ describe('chunk_proof.json', () => {
   const v = loadVectors('chunk_proof');
   it.each(valid(v.valid, (c, i) => `${c.tree} #${i}`))('valid: %s', (_d, c) => {
     const r = verifyChunkProof(hex(c.root), hex(c.proof));
-    expect(r).toEqual({ index: c.index, chunkCount: c.chunks, entryCount: c.entries, keyHeight: c.key_height });
+    expect(r).toEqual({ index: c.index, chunkCount: c.chunk_count, entryCount: c.entry_count, keyHeight: c.key_height });
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyChunkProof(hex(c.root), hex(c.proof)))).toBe(code);
@@ -133,8 +133,8 @@ describe('chunk_envelope.json', () => {
         index: chunk.index,
         capacity: chunk.capacity,
         keyHeight: chunk.keyHeight,
-        chunks: chunk.chunkCount,
-        entries: chunk.entryCount,
+        chunkCount: chunk.chunkCount,
+        entryCount: chunk.entryCount,
         len: chunk.len,
         chunkEntries: pairsHex(chunk.entries),
       }).toEqual({
@@ -142,8 +142,8 @@ describe('chunk_envelope.json', () => {
         index: c.index,
         capacity: c.capacity,
         keyHeight: c.key_height,
-        chunks: c.chunks,
-        entries: c.entries,
+        chunkCount: c.chunk_count,
+        entryCount: c.entry_count,
         len: c.chunk_entries.length,
         chunkEntries: c.chunk_entries,
       });
@@ -164,7 +164,7 @@ describe('rebuild.json', () => {
     const r = new Rebuilder(hex(c.root));
     expect(addAll(r, c)).toEqual(c.adds.map((a: Case) => a.new));
     const tree = r.finish(c.version);
-    expect([toHex(tree.head().root), tree.head().version, tree.chunkCount, tree.len]).toEqual([c.root, c.version, c.chunks, c.entries]);
+    expect([toHex(tree.head().root), tree.head().version, tree.chunkCount, tree.len]).toEqual([c.root, c.version, c.chunk_count, c.entry_count]);
     tree.free();
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
@@ -189,13 +189,13 @@ describe('trees.json: replaying the operations through the WASM Tree', () => {
     const commit = tree.commit();
     expect(toHex(commit.root)).toBe(t.root);
     expect(commit.version).toBe(1);
-    expect([tree.len, tree.chunkCount]).toEqual([t.entries, t.chunks]);
+    expect([tree.len, tree.chunkCount]).toEqual([t.entry_count, t.chunk_count]);
     for (const [k, val] of t.final_entries) expect(toHex(tree.get(hex(k))!)).toBe(val);
     // Each exported chunk verifies with the listed key-height and entries.
     const seen: string[][] = [];
     for (const c of t.chunk_list) {
       const chunk = verifyChunk(commit.root, c.index, tree.head().exportChunk(c.index));
-      expect([chunk.index, chunk.keyHeight, chunk.len]).toEqual([c.index, c.key_height, c.entries]);
+      expect([chunk.index, chunk.keyHeight, chunk.len]).toEqual([c.index, c.key_height, c.entry_count]);
       seen.push(...pairsHex(chunk.entries));
       chunk.free();
     }

@@ -75,7 +75,7 @@ const query = new QueryPanel({
   root: trustedRoot,
   tree: () => tree,
   dials: currentDials,
-  workload: () => (config ? { entries: config.entries, seed: BigInt(config.seed) } : undefined),
+  workload: () => (config ? { entries: config.entryCount, seed: BigInt(config.seed) } : undefined),
 });
 
 function peerLabel(address: string | undefined): string {
@@ -128,7 +128,7 @@ function renderIdleTable(): void {
 
 function renderProgress(m: SyncModel): void {
   const now = performance.now();
-  const total = m.total;
+  const total = m.chunkCount;
   progressBar.max = total ?? 1;
   progressBar.value = total === undefined ? 0 : m.done;
   const seconds = m.seconds(now);
@@ -169,8 +169,8 @@ function renderLog(m: SyncModel): void {
 /** Draws what changed in `m`. */
 function render(m: SyncModel): void {
   const now = performance.now();
-  if (m.totalChanged && m.total !== undefined) {
-    grid.build(m.total);
+  if (m.totalChanged && m.chunkCount !== undefined) {
+    grid.build(m.chunkCount);
     for (const i of m.cells.keys()) m.dirtyCells.add(i);
     m.totalChanged = false;
   }
@@ -269,7 +269,7 @@ async function start(): Promise<void> {
            <p class="root">root <code data-field="root">${rebuilt}</code></p>
            <ul class="stats">
              <li><strong data-field="time">${secondsText(result.seconds)}</strong> to sync</li>
-             <li><strong data-field="bytes">${mb(model.bytes)}</strong> verified in ${count(result.chunks)} chunks${result.bytes > model.bytes ? ` (${mb(result.bytes)} received)` : ''}</li>
+             <li><strong data-field="bytes">${mb(model.bytes)}</strong> verified in ${count(result.chunkCount)} chunks${result.bytes > model.bytes ? ` (${mb(result.bytes)} received)` : ''}</li>
              <li><strong data-field="rejected">${result.rejected}</strong> rejected chunk${result.rejected === 1 ? '' : 's'}</li>
              <li><strong>${result.banned.length}</strong> peer${result.banned.length === 1 ? '' : 's'} banned${result.banned.length ? `: ${bannedList(model)}` : ''}</li>
            </ul>
@@ -282,7 +282,7 @@ async function start(): Promise<void> {
     if (ctl.signal.aborted) {
       showBanner(
         'stopped',
-        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.total === undefined ? '?' : count(model.total)} chunks verified. The partial state is discarded; start again to sync from scratch.</p>`,
+        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.chunkCount === undefined ? '?' : count(model.chunkCount)} chunks verified. The partial state is discarded; start again to sync from scratch.</p>`,
       );
     } else if (e instanceof SyncError) {
       showBanner(
@@ -342,9 +342,9 @@ async function loadConfig(): Promise<void> {
   if (config) {
     peerList.value = peerListText(config.peers);
     const byz = config.peers.filter((p) => p.mode).map((p) => `${p.name}: ${modeText(p.mode)}`);
-    document.title = `bpavl demo: ${count(config.entries)} entries, ${config.peers.length} peers`;
+    document.title = `bpavl demo: ${count(config.entryCount)} entries, ${config.peers.length} peers`;
     const workload = $('#workload');
-    workload.textContent = `This demo: ${count(config.entries)} entries in ${count(config.chunks)} chunks of ≤ ${config.chunk}, ${config.peers.length} peers${byz.length ? `, ${byz.length} of them lying (${byz.join(', ')})` : ''}.`;
+    workload.textContent = `This demo: ${count(config.entryCount)} entries in ${count(config.chunkCount)} chunks of ≤ ${config.chunk}, ${config.peers.length} peers${byz.length ? `, ${byz.length} of them lying (${byz.join(', ')})` : ''}.`;
     workload.hidden = false;
   }
   const t = params.get('transport');

@@ -67,7 +67,7 @@ export class SyncModel {
   /** Seconds from start to the end (done, failed or stopped), once over. */
   endedAt: number | undefined;
   /** The chunk count, known from the first verified chunk's authenticated path. */
-  total: number | undefined;
+  chunkCount: number | undefined;
   readonly cells = new Map<number, Cell>();
   readonly peers = new Map<string, PeerStats>();
   readonly log: LogEntry[] = [];
@@ -176,8 +176,8 @@ export class SyncModel {
         break;
       }
       case 'progress': {
-        if (e.total !== undefined && this.total === undefined) {
-          this.total = e.total;
+        if (e.chunkCount !== undefined && this.chunkCount === undefined) {
+          this.chunkCount = e.chunkCount;
           this.totalChanged = true;
         }
         this.done = e.done;

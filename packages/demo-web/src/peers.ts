@@ -20,9 +20,9 @@ export interface DemoPeer {
 /** `/peers.json`, served by `scripts/demo.mjs`. */
 export interface DemoConfig {
   root: string;
-  entries: number;
+  entryCount: number;
   chunk: number;
-  chunks: number;
+  chunkCount: number;
   seed: string;
   peers: DemoPeer[];
 }

@@ -19,11 +19,11 @@ describe('SyncModel', () => {
     expect(m.cells.get(0)!.state).toBe('rejected');
     expect(m.log[0]).toMatchObject({ index: 0, peer: B, code: 'ROOT_MISMATCH' });
     m.apply({ type: 'chunk-verified', index: 0, peer: A, ms: 5, bytes: 100 }, 10);
-    m.apply({ type: 'progress', done: 1, total: 2, bytes: 100, bytesPerSecond: 10_000, etaSeconds: 0.01 }, 10);
+    m.apply({ type: 'progress', done: 1, chunkCount: 2, bytes: 100, bytesPerSecond: 10_000, etaSeconds: 0.01 }, 10);
     expect(m.cells.get(0)).toMatchObject({ state: 'verified', peer: A, bytes: 100, ms: 5 });
     expect(m.cells.get(0)!.rejections).toHaveLength(1);
     expect(m.log[0]!.refetchedFrom).toBe(A);
-    expect(m.total).toBe(2);
+    expect(m.chunkCount).toBe(2);
     expect(m.totalChanged).toBe(true);
     expect(m.peers.get(A)).toMatchObject({ status: 'active', chunks: 1, bytes: 100 });
     expect(m.peers.get(B)).toMatchObject({ status: 'banned', code: 'ROOT_MISMATCH', rejected: 1 });

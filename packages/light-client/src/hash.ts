@@ -123,14 +123,14 @@ export function chunkHashInto(m: number, chunkRoot: Uint8Array, rootOff: number,
 }
 
 /**
- * `H(0x03 ‖ u8(height) ‖ u64be(chunks) ‖ u64be(entries) ‖ left ‖ right)`
+ * `H(0x03 ‖ u8(height) ‖ u64be(chunk_count) ‖ u64be(entry_count) ‖ left ‖ right)`
  * where the path's running hash `h` is `left` unless `hIsRight`; written back
  * into `h`. Internal.
  */
 export function innerHashInPlace(
   height: number,
-  chunks: number,
-  entries: number,
+  chunkCount: number,
+  entryCount: number,
   h: Uint8Array,
   sibling: Uint8Array,
   hIsRight: boolean,
@@ -138,20 +138,20 @@ export function innerHashInPlace(
   const buf = scratch();
   buf[0] = TAG_INNER;
   buf[1] = height;
-  putU64(buf, 2, chunks);
-  putU64(buf, 10, entries);
+  putU64(buf, 2, chunkCount);
+  putU64(buf, 10, entryCount);
   buf.set(hIsRight ? sibling : h, 18);
   buf.set(hIsRight ? h : sibling, 50);
   sha256Into(buf.subarray(0, 82), h, 0);
 }
 
-/** `H(0x04 ‖ u32be(C) ‖ u64be(chunks) ‖ u64be(entries) ‖ top)`, as a new array. Internal. */
-export function rootHash(capacity: number, chunks: number, entries: number, top: Uint8Array): Uint8Array {
+/** `H(0x04 ‖ u32be(C) ‖ u64be(chunk_count) ‖ u64be(entry_count) ‖ top)`, as a new array. Internal. */
+export function rootHash(capacity: number, chunkCount: number, entryCount: number, top: Uint8Array): Uint8Array {
   const buf = scratch();
   buf[0] = TAG_ROOT;
   putU32(buf, 1, capacity);
-  putU64(buf, 5, chunks);
-  putU64(buf, 13, entries);
+  putU64(buf, 5, chunkCount);
+  putU64(buf, 13, entryCount);
   buf.set(top, 21);
   const out = new Uint8Array(HASH_LEN);
   sha256Into(buf.subarray(0, 53), out, 0);

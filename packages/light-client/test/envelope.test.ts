@@ -42,7 +42,7 @@ describe('verifyChunk on synthetic single-chunk trees (independent reference has
 
 describe('decodeChunkEnvelope', () => {
   it('decodes a vector envelope without hashing, with its path', () => {
-    const c = loadVectors('chunk_envelope').valid.find((c: { chunks: number; index: number }) => c.chunks > 2 && c.index > 0);
+    const c = loadVectors('chunk_envelope').valid.find((c: { chunk_count: number; index: number }) => c.chunk_count > 2 && c.index > 0);
     const env = decodeChunkEnvelope(hex(c.envelope));
     expect(env.capacity).toBe(c.capacity);
     expect(env.keyHeight).toBe(c.key_height);

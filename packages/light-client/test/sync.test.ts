@@ -21,7 +21,7 @@ describe('syncState over WebSocket (engine)', () => {
     const events: SyncEvent[] = [];
     const res = await syncState({ root, peers: peers.map((p) => p.url), onEvent: (e) => events.push(e) });
     expect(hex(res.tree.head().root)).toBe(hex(root));
-    expect(res.chunks).toBe(tree.chunkCount);
+    expect(res.chunkCount).toBe(tree.chunkCount);
     expect(res.rejected).toBe(0);
     expect(res.banned).toEqual([]);
     expect(events.filter((e) => e.type === 'chunk-verified')).toHaveLength(tree.chunkCount);
@@ -88,6 +88,6 @@ describe('syncState over WebSocket (engine)', () => {
     const { root } = buildTree(0, 4);
     const res = await syncState({ root, peers: ['ws://127.0.0.1:9'] });
     expect(hex(res.tree.head().root)).toBe(hex(root));
-    expect(res.chunks).toBe(0);
+    expect(res.chunkCount).toBe(0);
   });
 });

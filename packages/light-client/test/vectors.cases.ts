@@ -151,7 +151,7 @@ export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
     for (const c of v.valid as Json[]) {
       add(f, `valid: ${c.description}`, (eq) => {
         const r = impl.verifyExistence(hex(c.root), hex(c.key), hex(c.value), hex(c.proof));
-        eq(r, { chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunks, entryCount: c.entries });
+        eq(r, { chunkIndex: c.chunk_index, position: c.position, chunkCount: c.chunk_count, entryCount: c.entry_count });
         eq(impl.verifyExistenceBatch(hex(c.root), [{ key: hex(c.key), value: hex(c.value), proof: hex(c.proof) }]), [r]);
       });
     }
@@ -222,7 +222,7 @@ export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
     for (const c of v.valid as Json[]) {
       add(f, `valid: ${c.tree} #${c.index}`, (eq) => {
         const r = impl.verifyChunkProof(hex(c.root), hex(c.proof));
-        eq(r, { index: c.index, chunkCount: c.chunks, entryCount: c.entries, keyHeight: c.key_height });
+        eq(r, { index: c.index, chunkCount: c.chunk_count, entryCount: c.entry_count, keyHeight: c.key_height });
       });
     }
     for (const c of v.invalid as Json[]) {
@@ -253,8 +253,8 @@ export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
           },
           {
             index: c.index,
-            chunkCount: c.chunks,
-            entryCount: c.entries,
+            chunkCount: c.chunk_count,
+            entryCount: c.entry_count,
             capacity: c.capacity,
             keyHeight: c.key_height,
             entries: c.chunk_entries,

@@ -145,7 +145,7 @@ describe('messages', () => {
     expect(decodeProofPayload(encodeProofPayload(present))).toEqual(present);
     const absent = { present: false, proof: Uint8Array.of(2, 2) };
     expect(decodeProofPayload(encodeProofPayload(absent))).toEqual(absent);
-    const roots = [{ root, version: 3, chunks: 541 }];
+    const roots = [{ root, version: 3, chunkCount: 541 }];
     expect(decodeRootsPayload(encodeRootsPayload(roots))).toEqual(roots);
     expect(codeOf(() => decodeRootsPayload(Uint8Array.of(2)))).toBe('MESSAGE_MALFORMED');
   });

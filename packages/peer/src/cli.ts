@@ -72,7 +72,7 @@ Operation:
   --exit-on-stdin-end  stop (as on SIGTERM) when stdin ends, e.g. when the parent process dies
 ${extra}
 Output:
-  --json               print one JSON line {root, version, chunks, entries, capacity, ws, libp2p, peerId, …}
+  --json               print one JSON line {root, version, chunkCount, entryCount, capacity, ws, libp2p, peerId, …}
   --verbose            log connection faults and internal errors to stderr
 
 ${WORKLOAD_HELP}`;
@@ -122,14 +122,14 @@ function portArg(text: string | undefined, name: string): number | null {
 
 /** The workload of `serve` and `generate` (`./workload.ts`). */
 export interface WorkloadArgs {
-  entries: number;
+  entryCount: number;
   capacity: number;
   seed: bigint;
 }
 
 function workloadArgs(v: { entries?: string; chunk?: string; seed?: string }): WorkloadArgs {
   return {
-    entries: intArg(v.entries, 'entries', 100_000, 0, Number.MAX_SAFE_INTEGER),
+    entryCount: intArg(v.entries, 'entries', 100_000, 0, Number.MAX_SAFE_INTEGER),
     capacity: intArg(v.chunk, 'chunk', 256, 2, 4096),
     seed: seedArg(v.seed),
   };
@@ -223,10 +223,10 @@ export function serveCommand(ext?: ServeExtension): Command {
       if (v.file !== undefined) {
         const loaded = await readTreeFile(v.file, expectedRoot);
         tree = loaded.tree;
-        workload = { entries: loaded.header.entries, capacity: loaded.header.capacity, seed: loaded.header.seed };
+        workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
       } else {
         workload = workloadArgs(v);
-        tree = buildWorkloadTree({ entries: workload.entries, seed: workload.seed }, workload.capacity);
+        tree = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity);
       }
       const snapshot = tree.head();
       const extra = (await setUp?.({ snapshot, workload, fromFile: v.file !== undefined })) ?? { info: {}, lines: [] };
@@ -246,8 +246,8 @@ export function serveCommand(ext?: ServeExtension): Command {
       const info = {
         root: toHex(snapshot.root),
         version: snapshot.version,
-        chunks: snapshot.chunkCount,
-        entries: snapshot.len,
+        chunkCount: snapshot.chunkCount,
+        entryCount: snapshot.len,
         capacity: snapshot.capacity,
         ws: peer.wsUrl ?? null,
         libp2p: peer.libp2pAddrs[0] ?? null,
@@ -260,7 +260,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         const lines = [
           `root      ${info.root}`,
           `version   ${info.version}`,
-          `chunks    ${info.chunks} (${info.entries} entries, chunk capacity ${info.capacity})`,
+          `chunks    ${info.chunkCount} (${info.entryCount} entries, chunk capacity ${info.capacity})`,
           `ws        ${info.ws ?? '(off)'}`,
           `libp2p    ${info.libp2p ?? '(off)'}`,
           ...extra.lines,
@@ -323,19 +323,19 @@ const generate: Command = {
     if (v.out === undefined) throw new UsageError('--out FILE is required');
     const work = workloadArgs(v);
     await init();
-    const tree = buildWorkloadTree({ entries: work.entries, seed: work.seed }, work.capacity);
+    const tree = buildWorkloadTree({ entryCount: work.entryCount, seed: work.seed }, work.capacity);
     const header = await writeTreeFile(v.out, tree, work.seed);
     const info = {
       file: v.out,
       root: toHex(header.root),
       version: header.version,
-      chunks: header.chunks,
-      entries: header.entries,
+      chunkCount: header.chunkCount,
+      entryCount: header.entryCount,
       capacity: header.capacity,
       seed: header.seed.toString(),
     };
     if (v.json) process.stdout.write(`${JSON.stringify(info)}\n`);
-    else process.stdout.write(`wrote ${info.file}\nroot      ${info.root}\nchunks    ${info.chunks} (${info.entries} entries, chunk capacity ${info.capacity}, seed ${info.seed})\n`);
+    else process.stdout.write(`wrote ${info.file}\nroot      ${info.root}\nchunks    ${info.chunkCount} (${info.entryCount} entries, chunk capacity ${info.capacity}, seed ${info.seed})\n`);
     tree.free();
     return 0;
   },

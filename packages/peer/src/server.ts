@@ -283,7 +283,7 @@ export class SyncServer {
   answer(req: Request): Answer {
     try {
       if (req.kind === Kind.Roots) {
-        const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunks: t.chunkCount }));
+        const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunkCount: t.chunkCount }));
         return { status: Status.Ok, payload: encodeRootsPayload(roots) };
       }
       const tree = this.source.lookup(req.root);

@@ -37,7 +37,7 @@ Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interru
 
 /** Counters the progress display and the summary read. */
 class Tally {
-  total: number | undefined;
+  chunkCount: number | undefined;
   done = 0;
   bytes = 0;
   rate = 0;
@@ -48,7 +48,7 @@ class Tally {
   on(e: SyncEvent): void {
     switch (e.type) {
       case 'progress':
-        this.total = e.total;
+        this.chunkCount = e.chunkCount;
         this.done = e.done;
         this.bytes = e.bytes;
         this.rate = e.bytesPerSecond;
@@ -151,7 +151,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       onEvent: (e) => {
         tally.on(e);
         if (bar) {
-          if (tally.total !== undefined) bar.setTotal(tally.total);
+          if (tally.chunkCount !== undefined) bar.setTotal(tally.chunkCount);
           bar.update(tally.done, tally.payload);
         } else if (!opts.json && e.type === 'peer-banned') {
           process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
@@ -159,12 +159,12 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       },
     });
     bar?.stop();
-    const entries = result.tree.len;
+    const entryCount = result.tree.len;
     result.tree.free();
     const summary = {
       root: toHex(result.root),
-      chunks: result.chunks,
-      entries,
+      chunkCount: result.chunkCount,
+      entryCount,
       seconds: Number(result.seconds.toFixed(3)),
       bytes: result.bytes,
       mb_s: Number((result.bytes / 1e6 / result.seconds).toFixed(1)),
@@ -177,7 +177,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     } else {
       process.stdout.write(
         `root verified ${summary.root}\n` +
-          `${summary.chunks} chunks, ${entries} entries, ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds} s (${summary.mb_s} MB/s)\n` +
+          `${summary.chunkCount} chunks, ${entryCount} entries, ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds} s (${summary.mb_s} MB/s)\n` +
           `${summary.rejected} chunks rejected, ${summary.refetches} refetched, ${summary.banned.length} peers banned\n` +
           summary.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
       );

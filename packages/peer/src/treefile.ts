@@ -34,8 +34,8 @@ export interface TreeFileHeader {
   root: Uint8Array;
   version: number;
   capacity: number;
-  entries: number;
-  chunks: number;
+  entryCount: number;
+  chunkCount: number;
   seed: bigint;
 }
 
@@ -55,8 +55,8 @@ export async function writeTreeFile(path: string, tree: Tree, seed: bigint): Pro
     root: tree.head().root,
     version: tree.head().version,
     capacity: tree.capacity,
-    entries: tree.len,
-    chunks: tree.chunkCount,
+    entryCount: tree.len,
+    chunkCount: tree.chunkCount,
     seed,
   };
   const fh = await open(path, 'w');
@@ -66,14 +66,14 @@ export async function writeTreeFile(path: string, tree: Tree, seed: bigint): Pro
     h.set(header.root, 8);
     h.writeBigUInt64BE(BigInt(header.version), 40);
     h.writeUInt32BE(header.capacity, 48);
-    h.writeBigUInt64BE(BigInt(header.entries), 52);
-    h.writeUInt32BE(header.chunks, 60);
+    h.writeBigUInt64BE(BigInt(header.entryCount), 52);
+    h.writeUInt32BE(header.chunkCount, 60);
     h.writeBigUInt64BE(seed, 64);
     await fh.write(h);
     // Batches of envelopes, so a big tree is neither one huge buffer nor 100k tiny writes.
     let batch: Uint8Array[] = [];
     let batchBytes = 0;
-    for (let i = 0; i < header.chunks; i++) {
+    for (let i = 0; i < header.chunkCount; i++) {
       const env = tree.head().exportChunk(i);
       const len = Buffer.alloc(4);
       len.writeUInt32BE(env.length, 0);
@@ -106,8 +106,8 @@ export function parseTreeFileHeader(bytes: Uint8Array): TreeFileHeader {
     root: new Uint8Array(b.subarray(8, 40)),
     version: num(b.readBigUInt64BE(40), 'version'),
     capacity: b.readUInt32BE(48),
-    entries: num(b.readBigUInt64BE(52), 'entries'),
-    chunks: b.readUInt32BE(60),
+    entryCount: num(b.readBigUInt64BE(52), 'entries'),
+    chunkCount: b.readUInt32BE(60),
     seed: b.readBigUInt64BE(64),
   };
 }
@@ -124,11 +124,11 @@ export async function readTreeFile(path: string, expectedRoot?: Uint8Array): Pro
   if (expectedRoot !== undefined && toHex(expectedRoot) !== toHex(header.root)) {
     throw new TreeFileError('ROOT_MISMATCH', `the file holds root ${toHex(header.root)}, not ${toHex(expectedRoot)}`);
   }
-  if (header.chunks === 0) return { header, tree: emptyTree(header, bytes.length) };
+  if (header.chunkCount === 0) return { header, tree: emptyTree(header, bytes.length) };
   const rebuilder = new Rebuilder(header.root);
   try {
     let at = HEADER_LEN;
-    for (let i = 0; i < header.chunks; i++) {
+    for (let i = 0; i < header.chunkCount; i++) {
       if (at + 4 > bytes.length) throw new TreeFileError('TREE_FILE_INVALID', `truncated before chunk ${i}`);
       const len = bytes.readUInt32BE(at);
       at += 4;
@@ -137,15 +137,15 @@ export async function readTreeFile(path: string, expectedRoot?: Uint8Array): Pro
       at += len;
     }
     if (at !== bytes.length) throw new TreeFileError('TREE_FILE_INVALID', 'bytes after the last chunk');
-    if (rebuilder.total !== header.chunks) {
-      throw new TreeFileError('TREE_FILE_INVALID', `header says ${header.chunks} chunks, the root says ${rebuilder.total}`);
+    if (rebuilder.chunkCount !== header.chunkCount) {
+      throw new TreeFileError('TREE_FILE_INVALID', `header says ${header.chunkCount} chunks, the root says ${rebuilder.chunkCount}`);
     }
   } catch (e) {
     rebuilder.free();
     throw e;
   }
   const tree = rebuilder.finish(header.version);
-  if (tree.len !== header.entries || tree.capacity !== header.capacity) {
+  if (tree.len !== header.entryCount || tree.capacity !== header.capacity) {
     tree.free();
     throw new TreeFileError('TREE_FILE_INVALID', 'header totals differ from the rebuilt tree');
   }
@@ -154,7 +154,7 @@ export async function readTreeFile(path: string, expectedRoot?: Uint8Array): Pro
 
 /** An empty tree has no chunks to rebuild from: recreate it and compare roots. */
 function emptyTree(header: TreeFileHeader, fileLength: number): Tree {
-  if (fileLength !== HEADER_LEN || header.entries !== 0 || header.version > 1) {
+  if (fileLength !== HEADER_LEN || header.entryCount !== 0 || header.version > 1) {
     throw new TreeFileError('TREE_FILE_INVALID', 'an empty tree file must be a version 0 or 1 header alone');
   }
   const tree = new Tree(header.capacity);

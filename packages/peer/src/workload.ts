@@ -20,7 +20,7 @@ export const VALUE_LEN = 512;
 
 /** A workload: how many entries, with which seed (`0` = the standard workload). */
 export interface WorkloadSpec {
-  entries: number;
+  entryCount: number;
   seed: bigint;
 }
 
@@ -70,10 +70,10 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
  * Baseline state from the same entries without generating them twice).
  */
 export function buildWorkloadTree(spec: WorkloadSpec, capacity: number, onEntry?: (key: Uint8Array, value: Uint8Array) => void): Tree {
-  if (!Number.isSafeInteger(spec.entries) || spec.entries < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entries}`);
+  if (!Number.isSafeInteger(spec.entryCount) || spec.entryCount < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entryCount}`);
   if (spec.seed < 0n || spec.seed >= 1n << 64n) throw new RangeError('seed must fit in an unsigned 64-bit integer');
   const tree = new Tree(capacity);
-  for (let i = 0; i < spec.entries; i++) {
+  for (let i = 0; i < spec.entryCount; i++) {
     const [key, value] = workloadEntry(spec.seed, i);
     tree.insert(key, value);
     onEntry?.(key, value);

@@ -77,10 +77,10 @@ function exited(child: ChildProcess, ms: number): Promise<number | null> {
 
 describe('tree files', () => {
   it('round-trip, and every corruption is refused with a code', async () => {
-    const tree = buildWorkloadTree({ entries: 700, seed: 11n }, 32);
+    const tree = buildWorkloadTree({ entryCount: 700, seed: 11n }, 32);
     const file = join(dir, 'rt.bpavl');
     const header = await writeTreeFile(file, tree, 11n);
-    expect(header.chunks).toBe(tree.chunkCount);
+    expect(header.chunkCount).toBe(tree.chunkCount);
     const { tree: loaded } = await readTreeFile(file, tree.head().root);
     expect(hex(loaded.head().root)).toBe(hex(tree.head().root));
     expect(loaded.len).toBe(700);
@@ -114,7 +114,7 @@ describe('tree files', () => {
     const { tree } = await readTreeFile(file);
     expect(hex(tree.head().root)).toBe(hex(empty.head().root));
     expect(tree.len).toBe(0);
-    expect(parseTreeFileHeader(await readFile(file)).chunks).toBe(0);
+    expect(parseTreeFileHeader(await readFile(file)).chunkCount).toBe(0);
   });
 });
 
@@ -131,17 +131,17 @@ describe('bpavl CLI', () => {
     const file = join(dir, 'gen.bpavl');
     const gen = await run(['generate', '--entries', '2000', '--chunk', '64', '--seed', '3', '--out', file, '--json']);
     expect(gen.code, gen.stderr).toBe(0);
-    const g = JSON.parse(gen.stdout) as { root: string; chunks: number };
-    expect(g.root).toBe(hex(buildWorkloadTree({ entries: 2000, seed: 3n }, 64).head().root));
+    const g = JSON.parse(gen.stdout) as { root: string; chunkCount: number };
+    expect(g.root).toBe(hex(buildWorkloadTree({ entryCount: 2000, seed: 3n }, 64).head().root));
 
     const { info, child } = await serve(['--file', file, '--root', g.root]);
     expect(info.root).toBe(g.root);
-    expect(info.chunks).toBe(g.chunks);
+    expect(info.chunkCount).toBe(g.chunkCount);
     expect(info.ws).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
     expect(info.libp2p).toMatch(/^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/ws\/p2p\/12D3\w+$/);
     const root = Buffer.from(info.root, 'hex');
     for (const c of [await wsClient(info.ws), await libp2pClient(dialer, info.libp2p)]) {
-      for (const index of [0, g.chunks - 1]) {
+      for (const index of [0, g.chunkCount - 1]) {
         const r = await c.request({ kind: Kind.Chunk, root, index });
         expect(r.status).toBe(Status.Ok);
         verifyChunk(root, index, r.payload);
@@ -169,7 +169,7 @@ describe('bpavl CLI', () => {
     // 100,000 entries, chunk 256, seed 0: the root `npm start` (crates/bench summary) prints.
     const { info, child } = await serve(['--ws-port', '0']);
     expect(info.root).toBe('db5455ca1fab302197884f255d0633f19b3001110619a3b0437ef30c5d575044');
-    expect(info.chunks).toBe(541);
+    expect(info.chunkCount).toBe(541);
     child.kill('SIGTERM');
     expect(await exited(child, 10_000)).toBe(0);
   }, 60_000);
@@ -220,7 +220,7 @@ describe('bpavl sync, against peers in other processes', () => {
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
     expect(out.root).toBe(honest.info.root);
-    expect(out.entries).toBe(3000);
+    expect(out.entryCount).toBe(3000);
     expect(out.banned).toEqual([{ peer: liar.info.ws, reason: 'sent an invalid chunk', code: 'CHUNK_INDEX_MISMATCH' }]);
     // Without --json: a readable summary on stdout.
     const text = await run(['sync', '--root', honest.info.root, '--peer', honest.info.ws]);

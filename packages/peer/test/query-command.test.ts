@@ -21,7 +21,7 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   await wasmReady();
-  const snapshot = buildWorkloadTree({ entries: N, seed: SEED }, 32).head();
+  const snapshot = buildWorkloadTree({ entryCount: N, seed: SEED }, 32).head();
   root = hex(snapshot.root);
   const source = new StaticTreeSource([snapshot]);
   liar = await startTestPeer(source, { libp2pPort: null, byzantine: new Byzantine({ mode: 'corrupt-proof', rate: 1, seed: 1n }) });

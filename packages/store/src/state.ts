@@ -34,8 +34,8 @@ export type PruneOptions = { readonly keepLast: number } | { readonly before: nu
 
 /** What `stats()` reports. */
 export interface StoreStats {
-  readonly entries: number;
-  readonly chunks: number;
+  readonly entryCount: number;
+  readonly chunkCount: number;
   readonly versions: number;
   readonly bytesOnDisk: number;
   /** Chunk lookups of paged reads served from the cache, and chunks they loaded. */
@@ -359,8 +359,8 @@ export class State {
     const snapshot = this.#tree.head();
     const pages = this.#pages;
     const stats = {
-      entries: snapshot.len,
-      chunks: snapshot.chunkCount,
+      entryCount: snapshot.len,
+      chunkCount: snapshot.chunkCount,
       versions: this.#versions.size,
       bytesOnDisk: await this.#backend.sizeBytes(),
       cacheHits: pages.hits,

@@ -175,13 +175,13 @@ export function decodeBaselineResponse(body: Uint8Array): BaselineResponse {
 /** One Baseline root a peer offers (a hint, never trusted). */
 export interface BaselineRootInfo {
   root: Uint8Array;
-  chunks: number;
+  chunkCount: number;
 }
 
 /** Encodes a `BASELINE_ROOTS` payload. */
 export function encodeBaselineRootsPayload(roots: readonly BaselineRootInfo[]): Uint8Array {
   const parts = [encodeVarint(roots.length)];
-  for (const r of roots) parts.push(r.root, encodeVarint(r.chunks));
+  for (const r of roots) parts.push(r.root, encodeVarint(r.chunkCount));
   return concat(parts);
 }
 
@@ -191,7 +191,7 @@ export function decodeBaselineRootsPayload(payload: Uint8Array): BaselineRootInf
   try {
     const count = r.varint();
     const out: BaselineRootInfo[] = [];
-    for (let i = 0; i < count; i++) out.push({ root: r.take(32), chunks: r.varint() });
+    for (let i = 0; i < count; i++) out.push({ root: r.take(32), chunkCount: r.varint() });
     r.finish();
     return out;
   } catch {

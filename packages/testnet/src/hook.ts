@@ -58,7 +58,7 @@ export function testnetHook(opts: TestnetOptions): ServerHook | undefined {
 /** The honest answer to a Baseline request (kinds 5 and 6). */
 function answerBaseline(baseline: BaselineServed, req: BaselineRequest): Answer {
   if (req.kind === BaselineKind.Roots) {
-    return { status: Status.Ok, payload: encodeBaselineRootsPayload([{ root: baseline.root, chunks: baseline.chunks.length }]) };
+    return { status: Status.Ok, payload: encodeBaselineRootsPayload([{ root: baseline.root, chunkCount: baseline.chunks.length }]) };
   }
   if (!equalBytes(req.root, baseline.root)) return { status: Status.UnknownRoot };
   if (req.index >= baseline.chunks.length) return { status: Status.OutOfRange };

@@ -91,14 +91,14 @@ export const testnetServe: ServeExtension = {
       let baseline;
       if (v.baseline) {
         const builder = await baselineBuilder(chunkBytes);
-        for (let i = 0; i < workload.entries; i++) builder.insert(...workloadEntry(workload.seed, i));
+        for (let i = 0; i < workload.entryCount; i++) builder.insert(...workloadEntry(workload.seed, i));
         baseline = builder.finish();
       }
       let byzantine: Byzantine | undefined;
       if (byzSpec !== undefined) {
         const otherTree =
           byzSpec.mode === 'wrong-root'
-            ? buildWorkloadTree({ entries: Math.max(workload.entries, 1), seed: otherSeed(workload.seed) }, workload.capacity).head()
+            ? buildWorkloadTree({ entryCount: Math.max(workload.entryCount, 1), seed: otherSeed(workload.seed) }, workload.capacity).head()
             : undefined;
         byzantine = new Byzantine({ ...byzSpec, seed: byzSeed ?? workload.seed, slowMs, ...(otherTree ? { otherTree } : {}) });
       }
@@ -111,7 +111,7 @@ export const testnetServe: ServeExtension = {
         ...(hook ? { hook } : {}),
         info: {
           byzantine: byzantine ? { mode: byzantine.mode, rate: byzantine.rate } : null,
-          baseline: baseline ? { root: toHex(baseline.root), chunks: baseline.chunks.length, bytes: baseline.bytes, chunkBytes } : null,
+          baseline: baseline ? { root: toHex(baseline.root), chunkCount: baseline.chunks.length, bytes: baseline.bytes, chunkBytes } : null,
           link: link ? { delayMs, rttMs: 2 * delayMs, rateMBs: rateMBs ?? null } : null,
         },
         lines,

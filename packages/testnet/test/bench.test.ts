@@ -90,7 +90,7 @@ describe('Baseline wire extension (kinds 5 and 6)', () => {
     await sleep(20);
     const rs = baselineResponses(conn);
     const byId = new Map(rs.map((r) => [r.id, r]));
-    expect(decodeBaselineRootsPayload(byId.get(1)!.payload)).toEqual([{ root: fake.root, chunks: 3 }]);
+    expect(decodeBaselineRootsPayload(byId.get(1)!.payload)).toEqual([{ root: fake.root, chunkCount: 3 }]);
     for (let i = 0; i < 3; i++) expect(byId.get(10 + i)).toMatchObject({ kind: 5, status: Status.Ok, payload: fake.chunks[i] });
     expect(byId.get(13)).toMatchObject({ status: Status.OutOfRange });
     expect(byId.get(20)).toMatchObject({ status: Status.UnknownRoot });
@@ -124,7 +124,7 @@ describe('Baseline wire extension (kinds 5 and 6)', () => {
       conn.events.bytes(request({ id: 9, kind: BaselineKind.Roots }));
       await sleep(20);
       const rs = baselineResponses(conn).sort((a, b) => a.id - b.id);
-      expect(decodeBaselineRootsPayload(rs.at(-1)!.payload)).toEqual([{ root: fake.root, chunks: 3 }]); // ROOTS stays honest
+      expect(decodeBaselineRootsPayload(rs.at(-1)!.payload)).toEqual([{ root: fake.root, chunkCount: 3 }]); // ROOTS stays honest
       return rs.slice(0, 3).map((r) => [...r.payload]);
     };
     const flipped = (chunk: Uint8Array, at: number) => {
@@ -301,7 +301,7 @@ describe('bpavl-testnet serve: benchmark flags', () => {
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);
-    expect(info.baseline.chunks).toBeGreaterThan(10);
+    expect(info.baseline.chunkCount).toBeGreaterThan(10);
     const root = Uint8Array.from(Buffer.from(info.baseline.root, 'hex'));
     // A raw WebSocket client: the light client's decoder (rightly) knows nothing of kinds 5 and 6.
     const ws = new WebSocket(info.ws);
@@ -318,12 +318,12 @@ describe('bpavl-testnet serve: benchmark flags', () => {
       ws.onopen = resolve;
       ws.onerror = reject;
     });
-    for (let i = 0; i < info.baseline.chunks; i++) ws.send(encodeFrame(encodeBaselineRequest({ id: i, kind: BaselineKind.Chunk, root, index: i })));
+    for (let i = 0; i < info.baseline.chunkCount; i++) ws.send(encodeFrame(encodeBaselineRequest({ id: i, kind: BaselineKind.Chunk, root, index: i })));
     const deadline = Date.now() + 10_000;
-    while (got.size < info.baseline.chunks && Date.now() < deadline) await sleep(10);
+    while (got.size < info.baseline.chunkCount && Date.now() < deadline) await sleep(10);
     ws.close();
     const importer = new Importer();
-    for (let i = 0; i < info.baseline.chunks; i++) {
+    for (let i = 0; i < info.baseline.chunkCount; i++) {
       expect(got.get(i)?.status).toBe(Status.Ok);
       importer.addChunk(got.get(i)!.payload);
     }

@@ -30,13 +30,13 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
             ("envelope", h(&bytes)),
             ("capacity", n(env.capacity as u64)),
             ("key_height", n(want.key_height as u64)),
-            ("chunks", n(want.chunk_count)),
-            ("entries", n(want.entry_count)),
+            ("chunk_count", n(want.chunk_count)),
+            ("entry_count", n(want.entry_count)),
             ("chunk_entries", kv(&env.entries)),
         ]));
     };
     for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c16, &t.c256, &t.c4096, &t.limits] {
-        for i in 0..b.chunks() {
+        for i in 0..b.chunk_count() {
             let env = b.tree.head().export_chunk(i).unwrap();
             assert_eq!(env.encode(), b.tree.head().export_chunk_bytes(i).unwrap());
             let g = b.chunk_start(i as usize);
@@ -48,7 +48,7 @@ pub fn chunk_envelope(t: &Trees) -> VectorFile {
     valid(&mut f, Value::Null, &deep, folded);
     let c4 = &t.c4;
     let root = c4.root();
-    let idx = (1..c4.chunks())
+    let idx = (1..c4.chunk_count())
         .find(|&i| c4.shape[i as usize].1 == 4 && c4.shape[i as usize].0 >= 2)
         .expect("a full chunk with key-height >= 2");
     let env = c4.tree.head().export_chunk(idx).unwrap();

@@ -22,13 +22,13 @@ pub fn chunk_proof(t: &Trees) -> VectorFile {
             ("root", h(root)),
             ("proof", h(proof)),
             ("index", n(want.index)),
-            ("chunks", n(want.chunk_count)),
-            ("entries", n(want.entry_count)),
+            ("chunk_count", n(want.chunk_count)),
+            ("entry_count", n(want.entry_count)),
             ("key_height", n(want.key_height as u64)),
         ]));
     };
     for b in [&t.one, &t.five, &t.c3, &t.c4, &t.c256, &t.c4096, &t.limits] {
-        for i in 0..b.chunks() {
+        for i in 0..b.chunk_count() {
             let proof = b.tree.head().prove_chunk(i).unwrap().encode();
             valid(&mut f, s(b.name), &b.root(), &proof, b.folded(i));
         }

@@ -50,22 +50,26 @@ pub fn rebuild(t: &Trees) -> VectorFile {
     let valid = |f: &mut VectorFile, b: &Built, adds: Adds, about: &str| {
         let (new, tree) = run(&b.root(), &adds).unwrap_or_else(|e| panic!("rebuild {about}: {e:?}"));
         let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-        assert_eq!((tree.head().root(), tree.chunk_count(), &entries), (b.root(), b.chunks(), &b.entries), "{about}");
+        assert_eq!(
+            (tree.head().root(), tree.chunk_count(), &entries),
+            (b.root(), b.chunk_count(), &b.entries),
+            "{about}"
+        );
         f.valid.push(obj(vec![
             ("description", s(about)),
             ("tree", s(b.name)),
             ("root", h(&b.root())),
             ("version", n(VERSION)),
             ("adds", adds_json(&adds, Some(&new))),
-            ("chunks", n(b.chunks())),
-            ("entries", n(b.total())),
+            ("chunk_count", n(b.chunk_count())),
+            ("entry_count", n(b.entry_count())),
         ]));
     };
     let c4 = &t.c4;
-    let all: Vec<u64> = (0..c4.chunks()).collect();
+    let all: Vec<u64> = (0..c4.chunk_count()).collect();
     valid(&mut f, &t.one, chunks_of(&t.one, &[0]), "single chunk");
     valid(&mut f, c4, chunks_of(c4, &all.iter().rev().copied().collect::<Vec<_>>()), "every chunk, last first");
-    let mut twice: Vec<u64> = (0..t.c3.chunks()).collect();
+    let mut twice: Vec<u64> = (0..t.c3.chunk_count()).collect();
     twice.insert(3, 0);
     valid(&mut f, &t.c3, chunks_of(&t.c3, &twice), "capacity 3, chunk 0 added twice (the second add returns false)");
 

@@ -63,16 +63,22 @@ impl Built {
     pub fn root(&self) -> Hash {
         self.tree.head().root()
     }
-    pub fn chunks(&self) -> u64 {
+    pub fn chunk_count(&self) -> u64 {
         self.shape.len() as u64
     }
-    pub fn total(&self) -> u64 {
+    pub fn entry_count(&self) -> u64 {
         self.entries.len() as u64
     }
     /// What folding chunk `i`'s path must give, from the shape.
     pub fn folded(&self, i: u64) -> Folded {
         let key_height = self.shape[i as usize].0;
-        Folded { root: self.root(), index: i, chunk_count: self.chunks(), entry_count: self.total(), key_height }
+        Folded {
+            root: self.root(),
+            index: i,
+            chunk_count: self.chunk_count(),
+            entry_count: self.entry_count(),
+            key_height,
+        }
     }
     /// (chunk index, in-chunk position) of global entry `g`, from the shape.
     pub fn locate(&self, mut g: usize) -> (u64, usize) {
@@ -143,7 +149,7 @@ impl Built {
             .iter()
             .enumerate()
             .map(|(i, &(kh, m))| {
-                obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entries", n(m as u64))])
+                obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entry_count", n(m as u64))])
             })
             .collect();
         obj(vec![
@@ -151,8 +157,8 @@ impl Built {
             ("description", s(self.about)),
             ("capacity", n(self.capacity as u64)),
             ("root", h(&self.root())),
-            ("chunks", n(self.chunks())),
-            ("entries", n(self.total())),
+            ("chunk_count", n(self.chunk_count())),
+            ("entry_count", n(self.entry_count())),
             ("height", n(self.tree.height() as u64)),
             ("ops", Value::Array(ops)),
             ("final_entries", kv(&self.entries)),

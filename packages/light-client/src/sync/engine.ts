@@ -104,7 +104,7 @@ class SyncSession {
   private readonly banned: BannedPeer[] = [];
   /** Every peer given up on, and why. */
   private readonly reports: PeerReport[] = [];
-  private total: number | undefined;
+  private chunkCount: number | undefined;
   private bytes = 0;
   private verifiedBytes = 0;
   private refetches = 0;
@@ -231,7 +231,7 @@ class SyncSession {
       this.fail(
         new SyncError(
           'NO_HONEST_PEERS',
-          `every peer is banned or unusable (${this.received.size} of ${this.total ?? '?'} chunks)`,
+          `every peer is banned or unusable (${this.received.size} of ${this.chunkCount ?? '?'} chunks)`,
           this.banned,
           this.reports,
         ),
@@ -254,7 +254,7 @@ class SyncSession {
     }
     // Before the first chunk tells the total, any number of peers may race
     // for chunk 0, so that stallers listed first cannot hold the start.
-    if (this.total === undefined) {
+    if (this.chunkCount === undefined) {
       for (const [index, who] of this.fetchers) if (!who.has(p)) return { index, hedge: true };
       return undefined;
     }
@@ -414,9 +414,9 @@ class SyncSession {
       this.requeue(index);
       return;
     }
-    if (this.total === undefined) {
-      this.total = chunk.chunkCount;
-      for (let i = 1; i < this.total; i++) if (!this.received.has(i) && !this.fetchers.has(i)) this.queue.push(i);
+    if (this.chunkCount === undefined) {
+      this.chunkCount = chunk.chunkCount;
+      for (let i = 1; i < this.chunkCount; i++) if (!this.received.has(i) && !this.fetchers.has(i)) this.queue.push(i);
     }
     this.onServed(p, ms, envelope.length);
     if (this.received.has(index)) {
@@ -430,7 +430,7 @@ class SyncSession {
     this.emit({ type: 'chunk-verified', index, peer: p.address, ms, bytes: envelope.length });
     if (this.finished) return; // a listener aborted
     this.progress();
-    if (!this.finished && this.received.size === this.total) this.complete();
+    if (!this.finished && this.received.size === this.chunkCount) this.complete();
   }
 
   /** A valid chunk from `p`, new or not. */
@@ -460,11 +460,11 @@ class SyncSession {
     const seconds = (performance.now() - this.started) / 1000;
     const done = this.received.size;
     const rate = seconds > 0 ? this.verifiedBytes / seconds : 0;
-    const eta = this.total === undefined || done === 0 ? undefined : ((this.total - done) * seconds) / done;
+    const eta = this.chunkCount === undefined || done === 0 ? undefined : ((this.chunkCount - done) * seconds) / done;
     this.emit({
       type: 'progress',
       done,
-      total: this.total,
+      chunkCount: this.chunkCount,
       bytes: this.verifiedBytes,
       bytesPerSecond: rate,
       etaSeconds: eta,
@@ -509,7 +509,7 @@ class SyncSession {
       root: this.root,
       seconds,
       bytes: this.bytes,
-      chunks: this.received.size,
+      chunkCount: this.received.size,
       refetches: this.refetches,
       rejected: this.rejected,
       banned: this.banned,

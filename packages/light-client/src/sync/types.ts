@@ -19,7 +19,7 @@ export type SyncEvent =
   | {
       type: 'progress';
       done: number;
-      total: number | undefined;
+      chunkCount: number | undefined;
       bytes: number;
       bytesPerSecond: number;
       etaSeconds: number | undefined;
@@ -93,7 +93,7 @@ export interface SyncResult {
   seconds: number;
   /** Bytes of chunk envelopes received, duplicates and rejects included. */
   bytes: number;
-  chunks: number;
+  chunkCount: number;
   /** Chunks fetched again after a rejection, a timeout or a lost connection. */
   refetches: number;
   /** Responses rejected by verification. */

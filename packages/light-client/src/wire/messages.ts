@@ -30,7 +30,7 @@ export interface Response {
 export interface RootInfo {
   root: Uint8Array;
   version: number;
-  chunks: number;
+  chunkCount: number;
 }
 
 /** A `PROOF` payload: the value if the key is present, and the proof. */
@@ -259,7 +259,7 @@ export function decodeProofPayload(payload: Uint8Array): ProofPayload {
 /** Encodes a `ROOTS` payload. */
 export function encodeRootsPayload(roots: readonly RootInfo[]): Uint8Array {
   const w = new Writer().varint(roots.length);
-  for (const r of roots) w.push(r.root).varint(r.version).varint(r.chunks);
+  for (const r of roots) w.push(r.root).varint(r.version).varint(r.chunkCount);
   return w.finish();
 }
 
@@ -269,7 +269,7 @@ export function decodeRootsPayload(payload: Uint8Array): RootInfo[] {
   return parse(() => {
     const count = r.varint();
     const roots: RootInfo[] = [];
-    for (let i = 0; i < count; i++) roots.push({ root: r.take(HASH_LEN), version: r.varint(), chunks: r.varint() });
+    for (let i = 0; i < count; i++) roots.push({ root: r.take(HASH_LEN), version: r.varint(), chunkCount: r.varint() });
     r.finish();
     return roots;
   });
