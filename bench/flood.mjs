@@ -9,7 +9,8 @@
 //                                [--flood-seconds 15] [--settle-seconds 15] [--bin PATH]
 //
 // --bin runs another CLI entry (e.g. an older checkout's packages/peer/bin/bpavl.mjs)
-// to compare. JSON on the last line: {rss_idle_mb, rss_peak_mb, rss_settled_mb, …}.
+// to compare. JSON on the last line: {rss_idle_mb, rss_peak_mb, rss_settled_mb,
+// settled_near_idle (settled ≤ 1.3 × idle), …}.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +34,8 @@ if (args.help) {
   process.exit(0);
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** "Near its idle level": at most this much above the RSS before the flood. */
+const SETTLED_MAX_OVER_IDLE = 1.3;
 
 /** VmRSS and VmHWM of `pid`, in MB. */
 function memory(pid) {
@@ -94,6 +97,9 @@ const result = {
   rss_idle_mb: Math.round(idle.rss),
   rss_peak_mb: Math.round(Math.max(peak, hwm)),
   rss_settled_mb: Math.round(settled.rss),
+  // The target: memory returns near its idle level once the attack ends.
+  settled_near_idle: settled.rss <= SETTLED_MAX_OVER_IDLE * idle.rss,
 };
+process.stderr.write(`target: settled ≤ ${SETTLED_MAX_OVER_IDLE} × idle (${Math.round(SETTLED_MAX_OVER_IDLE * idle.rss)} MB): ${result.settled_near_idle ? 'met' : 'MISSED'}\n`);
 process.stdout.write(`${JSON.stringify(result)}\n`);
 process.exit(0);

@@ -243,6 +243,8 @@ export function serveCommand(ext?: ServeExtension): Command {
         ...(extra.hook ? { hook: extra.hook } : {}),
         ...(v.verbose ? { log: (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) } : {}),
       });
+      const { collectAfterBursts } = await import('./release.ts');
+      const stopCollecting = collectAfterBursts(() => peer.server.stats.answerBytes);
       const info = {
         root: toHex(snapshot.root),
         version: snapshot.version,
@@ -270,6 +272,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       }
       // Only now: a signal that came during startup is acted on here.
       const signal = await stopSignal;
+      stopCollecting();
       if (!v.json) process.stderr.write(`bpavl serve: ${signal}, stopping\n`);
       let force: NodeJS.Timeout | undefined;
       const timedOut = new Promise<number>((resolve) => {
