@@ -19,7 +19,11 @@ export const DEFAULT_MAX_CONNECTIONS = 256;
  */
 export const DEFAULT_MEMORY_BUDGET_BYTES = 256 * 1024 * 1024;
 
-/** A WebSocket whose upgrade request is not complete after this long is closed (Node's `headersTimeout`). */
+/**
+ * A connection whose handshake is not complete after this long is closed: the
+ * WebSocket upgrade request (Node's `headersTimeout`), and for libp2p also
+ * noise, yamux and protocol negotiation (libp2p's `inboundUpgradeTimeout`).
+ */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
 
 /** A connection with nothing received and nothing in flight for this long is closed. */

@@ -274,4 +274,43 @@ describe('handshake deadline', () => {
       await p.close();
     }
   }, 30_000);
+
+  /** Milliseconds until `socket` closes (Infinity after HANDSHAKE_TIMEOUT_MS + 5 s). */
+  const closedWithin = (socket: { on(event: 'close', f: () => void): unknown }, t0: number) =>
+    new Promise<number>((resolve) => {
+      const t = setTimeout(() => resolve(Infinity), HANDSHAKE_TIMEOUT_MS + 5000);
+      socket.on('close', () => {
+        clearTimeout(t);
+        resolve(performance.now() - t0);
+      });
+    });
+
+  it('libp2p: a socket that sends nothing, one whose WebSocket upgrade never ends, and a WebSocket that never starts noise are closed after HANDSHAKE_TIMEOUT_MS; a libp2p client is served', async () => {
+    const p = await startPeer(new StaticTreeSource([snap]), { wsPort: null });
+    const addr = p.libp2pAddrs[0]!;
+    const port = Number(/\/tcp\/(\d+)\//.exec(addr)![1]);
+    const raw = createConnection(port, '127.0.0.1');
+    raw.on('error', () => {});
+    raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // the headers never end
+    const quiet = createConnection(port, '127.0.0.1'); // connects, never sends a byte
+    quiet.on('error', () => {});
+    const silent = new WebSocket(`ws://127.0.0.1:${port}`); // upgraded, then never a noise message
+    silent.on('error', () => {});
+    const t0 = performance.now();
+    const [rawClosed, mute, silentClosed] = await Promise.all([closedWithin(raw, t0), closedWithin(quiet, t0), closedWithin(silent, t0)]);
+    try {
+      for (const closedAfter of [rawClosed, mute, silentClosed]) {
+        expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
+        expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
+      }
+      const client = await libp2pClient(dialer, addr);
+      expect((await client.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+      client.close();
+    } finally {
+      raw.destroy();
+      quiet.destroy();
+      silent.terminate();
+      await p.close();
+    }
+  }, 40_000);
 });

@@ -18,8 +18,11 @@ import { PROTOCOL_ID } from '@bpavl/light-client/wire';
 import type { Connection, Stream } from '@libp2p/interface';
 import { webSockets } from '@libp2p/websockets';
 import { createLibp2p, type Libp2p } from 'libp2p';
+import type { Server as HttpServer } from 'node:http';
+import type { Server as NetServer } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { ByteConnection, ConnectionEvents } from '../connection.ts';
-import { MAX_STREAMS_PER_LIBP2P_CONNECTION } from '../constants.ts';
+import { HANDSHAKE_TIMEOUT_MS, MAX_STREAMS_PER_LIBP2P_CONNECTION } from '../constants.ts';
 import type { SyncServer } from '../server.ts';
 
 class ProtocolFault extends Error {
@@ -90,6 +93,38 @@ export interface Libp2pListener {
   close(): Promise<void>;
 }
 
+/** The fields of @libp2p/websockets' listener that the handshake guard uses. */
+interface WebSocketListenerInternals {
+  server?: NetServer;
+  http?: HttpServer;
+}
+
+/**
+ * The handshake deadline before and during the WebSocket upgrade.
+ * @libp2p/websockets arms no timer there: a socket that sends nothing, or
+ * whose upgrade request never ends, is kept forever (Node checks its HTTP
+ * timeouts only on servers that listen themselves, which this one does
+ * not). So every accepted socket gets a one-shot deadline, cancelled by
+ * its upgrade. This reaches into the listener's `server` and `http` fields
+ * (the versions are pinned; test/hostile.test.ts fails if they move).
+ */
+function guardWebSocketHandshakes(node: Libp2p): void {
+  const { transportManager } = node.components as unknown as { transportManager: { getListeners(): unknown[] } };
+  for (const listener of transportManager.getListeners() as WebSocketListenerInternals[]) {
+    const { server, http } = listener;
+    if (server === undefined || http === undefined) throw new Error('@libp2p/websockets changed: its listener has no server or http field');
+    const upgraded = new WeakSet<Duplex>();
+    http.on('upgrade', (_req, socket: Duplex) => upgraded.add(socket));
+    server.on('connection', (socket) => {
+      const deadline = setTimeout(() => {
+        if (!upgraded.has(socket)) socket.destroy();
+      }, HANDSHAKE_TIMEOUT_MS);
+      deadline.unref();
+      socket.once('close', () => clearTimeout(deadline));
+    });
+  }
+}
+
 /**
  * Starts a libp2p node listening on `/ip4/<host>/tcp/<port>/ws` and hands
  * every `/bpavl/sync/1.0.0` stream to `server`.
@@ -101,8 +136,15 @@ export async function listenLibp2p(server: SyncServer, opts: { host: string; por
     transports: [webSockets()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    connectionManager: { maxConnections: server.maxConnections },
+    // The handshake deadline after the WebSocket upgrade: noise, yamux and
+    // protocol negotiation (before it: guardWebSocketHandshakes).
+    connectionManager: {
+      maxConnections: server.maxConnections,
+      inboundUpgradeTimeout: HANDSHAKE_TIMEOUT_MS,
+      inboundStreamProtocolNegotiationTimeout: HANDSHAKE_TIMEOUT_MS,
+    },
   });
+  guardWebSocketHandshakes(node);
   let n = 0;
   await node.handle(
     PROTOCOL_ID,
