@@ -16,6 +16,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
 import { SyncServer } from '../src/server.ts';
 import { type ServedTree, StaticTreeSource } from '../src/source.ts';
+import { loadVectors } from '../../light-client/test/vectors.shared.ts';
 import { bigValueTree, MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
 
 let snap: Snapshot;
@@ -81,6 +82,42 @@ describe('framing faults close the connection', () => {
     verifyChunk(snap.root, 3, (await c.response(2)).payload);
   });
 });
+
+// The byte rules of spec/vectors/wire.json on the server's side of a connection.
+describe('spec/vectors/wire.json against the server', () => {
+  const V = loadVectors('wire');
+  const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
+
+  it.each(V.frames.invalid.filter((c: { direction: string }) => c.direction === 'request').map((c: { why: string }) => [c.why, c]))(
+    'an invalid request frame closes the connection: %s',
+    (_why, c) => {
+      const { conn } = serve();
+      conn.events.bytes(bytes(c.stream));
+      expect(conn.aborted).toBe(true);
+      expect(conn.sent).toEqual([]);
+    },
+  );
+
+  it.each(V.requests.invalid.map((c: { why: string }) => [c.why, c]))('an invalid request body: %s', async (_why, c) => {
+    const { conn } = serve();
+    const body = bytes(c.body);
+    conn.events.bytes(encodeFrame(body));
+    await sleep(0);
+    if (c.answerable) {
+      // BAD_REQUEST, version 1, echoing the request's kind and id (the bytes after the version byte, up to the status).
+      const head = body.subarray(1, 2 + idLength(body));
+      expect(conn.sent.map((f) => [...f])).toEqual([[head.length + 2, 1, ...head, Status.BadRequest]]);
+      expect(conn.aborted).toBe(false);
+    } else expect(conn.aborted).toBe(true);
+  });
+});
+
+/** Bytes of the id varint that starts at offset 2 of a request body. */
+function idLength(body: Uint8Array): number {
+  let n = 1;
+  while (body[1 + n]! & 0x80) n++;
+  return n;
+}
 
 describe('answers', () => {
   it('an unknown kind is answered BAD_REQUEST echoing the kind, version 1', async () => {
