@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildPage, checkWasmBuilt, repoRoot } from './build.mjs';
 import { serve } from './serve.mjs';
-import type { StoreResults } from './store/main.ts';
+import type { CaseResults } from './cases-page.ts';
 import { MODEL_RUNS, runName } from './store/runs.ts';
 
 let outDir: string;
@@ -41,7 +41,7 @@ test('the store model runs on IndexedDB in Chromium: every retained version read
   });
   await page.goto(server.url);
   await expect(page.locator('#status')).toHaveAttribute('data-state', 'done', { timeout: 170_000 });
-  const results = (await page.evaluate(() => window.__storeResults)) as StoreResults;
+  const results = (await page.evaluate(() => window.__storeResults)) as CaseResults;
   expect(results.failures).toEqual([]);
   expect(results.passed).toEqual(MODEL_RUNS.map(runName));
   expect(problems).toEqual([]);

@@ -6,12 +6,10 @@
 // the checks that take two tabs.
 import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
 import { adapterCases } from '../../../packages/storage/test/adapter-suite.ts';
+import { type CaseResults, markDone, runCases } from '../cases-page.ts';
 
-export interface StorageResults {
-  passed: string[];
-  failures: Array<{ name: string; error: string }>;
-  ms: number;
-}
+/** What the page publishes. */
+export type StorageResults = CaseResults;
 
 declare global {
   interface Window {
@@ -22,34 +20,8 @@ declare global {
 
 window.__openIndexedDbBackend = openIndexedDbBackend;
 
-async function deleteDatabase(name: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const req = indexedDB.deleteDatabase(name);
-    req.onsuccess = () => resolve();
-    req.onerror = () => reject(req.error);
-  });
-}
-
-async function main(): Promise<void> {
-  const t0 = performance.now();
-  const results: StorageResults = { passed: [], failures: [], ms: 0 };
-  for (const [i, c] of adapterCases.entries()) {
-    const name = `adapter-suite-${i}`;
-    try {
-      await c.run({ open: (options) => openIndexedDbBackend({ ...options, name }) });
-      results.passed.push(c.name);
-    } catch (e) {
-      results.failures.push({ name: c.name, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
-    } finally {
-      await deleteDatabase(name);
-    }
-  }
-  results.ms = performance.now() - t0;
-  window.__storageResults = results;
-  document.querySelector('#summary')!.textContent = JSON.stringify(results, null, 2);
-  const status = document.querySelector<HTMLElement>('#status')!;
-  status.dataset.state = 'done';
-  status.textContent = 'done';
-}
-
-void main();
+window.__storageResults = await runCases(
+  adapterCases.map((c) => ({ name: c.name, run: (database: string) => c.run({ open: (options) => openIndexedDbBackend({ ...options, name: database }) }) })),
+  'adapter-suite',
+);
+markDone();
