@@ -79,7 +79,10 @@ fn every_vector_file_is_checked() {
             "existence.json",
             "range.json",
             "rebuild.json",
-            "trees.json"
+            "trees.json",
+            // The wire's byte rules: checked by the TypeScript codec and server
+            // (packages/light-client/test/wire-vectors.test.ts); the core has no wire code.
+            "wire.json"
         ]
     );
     for n in &names {

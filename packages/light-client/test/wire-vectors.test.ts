@@ -15,10 +15,13 @@ import {
   FrameDecoder,
   type Request,
   WireError,
-} from '../src/wire/index.ts';
-import { loadVectors } from './vectors.shared.ts';
+} from '../src/wire/index.js';
+import { loadVectors } from './vectors.shared.js';
 
 const V = loadVectors('wire');
+/** A case of wire.json (fields as spec/vectors/README.md lists them). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Vector = any;
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 const limit = (direction: string): number => (direction === 'request' ? V.limits.request_body : V.limits.response_body);
@@ -53,25 +56,25 @@ function asRequest(o: Record<string, unknown>): Request {
 describe('frames', () => {
   for (const byByte of [false, true]) {
     const how = byByte ? 'one byte at a time' : 'whole';
-    it.each(V.frames.valid.map((c: { description: string }) => [c.description, c]))(`valid, fed ${how}: %s`, (_d, c) => {
+    it.each<[string, Vector]>(V.frames.valid.map((c: Vector) => [c.description, c]))(`valid, fed ${how}: %s`, (_d, c) => {
       const { bodies, decoder } = feed(c.direction, bytes(c.stream), byByte);
       expect(bodies).toEqual(c.bodies);
       expect(decoder.busy).toBe(c.awaiting !== undefined);
     });
-    it.each(V.frames.invalid.map((c: { why: string }) => [c.why, c]))(`invalid, fed ${how}: %s`, (_why, c) => {
+    it.each<[string, Vector]>(V.frames.invalid.map((c: Vector) => [c.why, c]))(`invalid, fed ${how}: %s`, (_why, c) => {
       expect(wireCode(() => feed(c.direction, bytes(c.stream), byByte)).code).toBe(c.code);
     });
   }
 });
 
 describe('requests', () => {
-  it.each(V.requests.valid.map((c: { description: string }) => [c.description, c]))('valid: %s', (_d, c) => {
+  it.each<[string, Vector]>(V.requests.valid.map((c: Vector) => [c.description, c]))('valid: %s', (_d, c) => {
     const got = decodeRequest(bytes(c.body)) as unknown as Record<string, unknown>;
     const shown = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : v]));
     expect(shown).toEqual(c.request);
     expect(hex(encodeRequest(asRequest(c.request)))).toBe(c.body);
   });
-  it.each(V.requests.invalid.map((c: { why: string }) => [c.why, c]))('invalid: %s', (_why, c) => {
+  it.each<[string, Vector]>(V.requests.invalid.map((c: Vector) => [c.why, c]))('invalid: %s', (_why, c) => {
     const e = wireCode(() => decodeRequest(bytes(c.body)));
     expect(e.code).toBe(c.code);
     // A request whose id and kind were read is answered BAD_REQUEST; any other closes the connection.
@@ -80,7 +83,7 @@ describe('requests', () => {
 });
 
 describe('responses', () => {
-  it.each(V.responses.valid.map((c: { description: string }) => [c.description, c]))('valid: %s', (_d, c) => {
+  it.each<[string, Vector]>(V.responses.valid.map((c: Vector) => [c.description, c]))('valid: %s', (_d, c) => {
     const r = decodeResponse(bytes(c.body));
     const want = c.response;
     expect({ kind: r.kind, id: r.id, status: r.status, payload: hex(r.payload) }).toEqual({ kind: want.kind, id: want.id, status: want.status, payload: want.payload });
@@ -97,7 +100,7 @@ describe('responses', () => {
       expect(hex(encodeRootsPayload(roots))).toBe(want.payload);
     }
   });
-  it.each(V.responses.invalid.map((c: { why: string }) => [c.why, c]))('invalid: %s', (_why, c) => {
+  it.each<[string, Vector]>(V.responses.invalid.map((c: Vector) => [c.why, c]))('invalid: %s', (_why, c) => {
     const body = bytes(c.body);
     if (c.part === 'response') expect(wireCode(() => decodeResponse(body)).code).toBe(c.code);
     else {

@@ -84,11 +84,15 @@ describe('framing faults close the connection', () => {
 });
 
 // The byte rules of spec/vectors/wire.json on the server's side of a connection.
+/** A case of spec/vectors/wire.json (fields as its README lists them). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Vector = any;
+
 describe('spec/vectors/wire.json against the server', () => {
   const V = loadVectors('wire');
   const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 
-  it.each(V.frames.invalid.filter((c: { direction: string }) => c.direction === 'request').map((c: { why: string }) => [c.why, c]))(
+  it.each<[string, Vector]>(V.frames.invalid.filter((c: { direction: string }) => c.direction === 'request').map((c: Vector) => [c.why, c]))(
     'an invalid request frame closes the connection: %s',
     (_why, c) => {
       const { conn } = serve();
@@ -98,7 +102,7 @@ describe('spec/vectors/wire.json against the server', () => {
     },
   );
 
-  it.each(V.requests.invalid.map((c: { why: string }) => [c.why, c]))('an invalid request body: %s', async (_why, c) => {
+  it.each<[string, Vector]>(V.requests.invalid.map((c: Vector) => [c.why, c]))('an invalid request body: %s', async (_why, c) => {
     const { conn } = serve();
     const body = bytes(c.body);
     conn.events.bytes(encodeFrame(body));

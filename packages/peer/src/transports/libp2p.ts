@@ -109,7 +109,7 @@ interface WebSocketListenerInternals {
  * (the versions are pinned; test/hostile.test.ts fails if they move).
  */
 function guardWebSocketHandshakes(node: Libp2p): void {
-  const { transportManager } = node.components as unknown as { transportManager: { getListeners(): unknown[] } };
+  const { transportManager } = (node as unknown as { components: { transportManager: { getListeners(): unknown[] } } }).components;
   for (const listener of transportManager.getListeners() as WebSocketListenerInternals[]) {
     const { server, http } = listener;
     if (server === undefined || http === undefined) throw new Error('@libp2p/websockets changed: its listener has no server or http field');
