@@ -24,6 +24,7 @@ import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_USAGE, RANGE_USAGE, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
+import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
 
 /** A usage error: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
@@ -319,8 +320,9 @@ function onceStopSignal(stdinEnd: boolean): Promise<string> {
 
 const generate: Command = {
   summary: 'write a tree file for "serve --file"',
-  usage: GENERATE_USAGE,
+  usage: `${GENERATE_USAGE}\n\n${DB_USAGE.generate}`,
   async run(argv) {
+    if (hasDb(argv)) return runDbCommand('generate', argv, (m) => new UsageError(m));
     const v = parse(argv, { ...treeOptions, out: { type: 'string' } });
     if (v.help) return help(generate);
     if (v.out === undefined) throw new UsageError('--out FILE is required');
@@ -351,19 +353,38 @@ const sync: Command = {
 };
 
 const get: Command = {
-  summary: 'read values from peers, each proven against a trusted root',
-  usage: GET_USAGE,
-  run: (argv) => runGet(argv, (m) => new UsageError(m)),
+  summary: 'read values from peers (or a state directory, --db), each proven against a root',
+  usage: `${GET_USAGE}\n\n${DB_USAGE.get}`,
+  run: (argv) => (hasDb(argv) ? runDbCommand('get', argv, (m) => new UsageError(m)) : runGet(argv, (m) => new UsageError(m))),
 };
 
 const range: Command = {
-  summary: 'read a key range from peers, page by page, proven against a trusted root',
-  usage: RANGE_USAGE,
-  run: (argv) => runRange(argv, (m) => new UsageError(m)),
+  summary: 'read a key range from peers (or a state directory, --db), proven against a root',
+  usage: `${RANGE_USAGE}\n\n${DB_USAGE.range}`,
+  run: (argv) => (hasDb(argv) ? runDbCommand('range', argv, (m) => new UsageError(m)) : runRange(argv, (m) => new UsageError(m))),
 };
 
+/** A command on a state directory (`db-commands.ts`). */
+const dbCommand = (name: 'import' | 'prove' | 'versions' | 'prune' | 'rollback' | 'check', summary: string): Command => ({
+  summary,
+  usage: DB_USAGE[name],
+  run: (argv) => runDbCommand(name, argv, (m) => new UsageError(m)),
+});
+
 /** Every subcommand, by name. */
-export const COMMANDS: Record<string, Command> = { serve: serveCommand(), generate, sync, get, range };
+export const COMMANDS: Record<string, Command> = {
+  serve: serveCommand(),
+  generate,
+  sync,
+  get,
+  range,
+  import: dbCommand('import', 'load JSON lines of keys and values into a state directory'),
+  prove: dbCommand('prove', 'print the verified proof of a key in a state directory'),
+  versions: dbCommand('versions', 'list the versions a state directory keeps'),
+  prune: dbCommand('prune', 'keep the last N versions of a state directory'),
+  rollback: dbCommand('rollback', 'make an older version the head of a state directory'),
+  check: dbCommand('check', 'verify every record of every version of a state directory'),
+};
 
 function help(cmd: Command): number {
   process.stdout.write(`${cmd.usage}\n`);

@@ -1,0 +1,390 @@
+/**
+ * The `bpavl` commands on a state store directory (`--db DIR`, `@bpavl/store`
+ * on SQLite): `import`, `generate --db`, `get`/`prove`/`range --db`,
+ * `versions`, `prune`, `rollback` and `check`. Every read is proven: values
+ * come with an existence or absence proof verified against the root of the
+ * version they are read from. Errors keep their codes (`spec/errors.md`);
+ * with `--json` a failure is one JSON line `{error, message, …}`.
+ * @module
+ */
+
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
+import { openState, type State } from '@bpavl/store';
+import { fromHex, toHex } from './source.ts';
+import { workloadEntry } from './workload.ts';
+
+/** A malformed line of an import file (`IMPORT_LINE_INVALID`, with its line number). */
+export class ImportError extends Error {
+  override readonly name = 'ImportError';
+  readonly code = 'IMPORT_LINE_INVALID';
+  readonly line: number;
+  constructor(line: number, message: string) {
+    super(`line ${line}: ${message}`);
+    this.line = line;
+  }
+}
+
+const COMMON = `  --db DIR             the state directory (made by import or generate --db)
+  --json               print one JSON line instead of text
+  --help               this text`;
+
+export const DB_USAGE = {
+  import: `bpavl import --db DIR [--batch N] [--utf8] [--json] FILE
+
+Loads a file of JSON lines {"key": …, "value": …} (hex, or UTF-8 text with
+--utf8) into the state, committing every --batch entries (default 100000) and
+at the end. A malformed line stops the import with its line number (exit 1,
+IMPORT_LINE_INVALID); the last commit stays as it was.
+
+${COMMON}`,
+  generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--json]
+
+Writes the deterministic workload of "bpavl serve" into a new version of the
+state (entries 100000, seed 0, chunk capacity 256 for a new state; a commit
+every --batch entries, default 1000000).
+
+${COMMON}`,
+  get: `bpavl get --db DIR [--version V] [--utf8] [--json] KEY [KEY …]
+
+Reads each KEY at the head (or version V), with an existence or absence proof
+verified against that version's root: prints "KEY VALUE" or "KEY (absent)".
+
+${COMMON}`,
+  prove: `bpavl prove --db DIR [--version V] [--utf8] [--json] KEY
+
+Prints the existence or absence proof of KEY (spec/proof-format.md) at the
+head (or version V), after verifying it against that version's root.
+
+${COMMON}`,
+  range: `bpavl range --db DIR [--version V] [--limit N] [--utf8] [--json] [START [END]]
+
+Reads up to --limit entries (default 1000, at most 65536) with
+START ≤ key < END, with a range proof verified against the version's root.
+
+${COMMON}`,
+  versions: `bpavl versions --db DIR [--json]
+
+Lists the retained versions with their roots, oldest first.
+
+${COMMON}`,
+  prune: `bpavl prune --db DIR --keep N [--json]
+
+Keeps the last N versions and gives back the space of what only older ones used.
+
+${COMMON}`,
+  rollback: `bpavl rollback --db DIR --to V [--json]
+
+Makes version V the head and discards every later version.
+
+${COMMON}`,
+  check: `bpavl check --db DIR [--json]
+
+Reads every retained version whole, checking every record against the hash
+its parent names. Exit 0 when all verify; 1 with each damaged version and
+what was found (STORE_CORRUPT) otherwise.
+
+${COMMON}`,
+} as const;
+
+type DbCommandName = keyof typeof DB_USAGE;
+
+const OPTIONS = {
+  db: { type: 'string' },
+  version: { type: 'string' },
+  batch: { type: 'string' },
+  entries: { type: 'string' },
+  seed: { type: 'string' },
+  chunk: { type: 'string' },
+  limit: { type: 'string' },
+  keep: { type: 'string' },
+  to: { type: 'string' },
+  utf8: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+function int(v: Values, name: keyof Values, def: number | undefined, min: number, max: number): number {
+  const text = v[name];
+  if (text === undefined) {
+    if (def === undefined) throw new UsageError(`--${name} is required`);
+    return def;
+  }
+  if (typeof text !== 'string' || !/^\d+$/.test(text)) throw new UsageError(`--${name} must be a non-negative integer, got "${String(text)}"`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`--${name} must be in ${min} … ${max}, got ${text}`);
+  return n;
+}
+
+const encoder = new TextEncoder();
+
+/** A key or value from the command line or a file: hex, or UTF-8 with --utf8. */
+function bytesOf(text: string, utf8: boolean | undefined, what: string): Uint8Array {
+  if (utf8) return encoder.encode(text);
+  try {
+    return fromHex(text);
+  } catch {
+    throw new UsageError(`${what} "${text}" is not hex (use --utf8 for text)`);
+  }
+}
+
+async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, capacity?: number): Promise<T> {
+  const state = await openState({ path: dir, readOnly, ...(capacity === undefined ? {} : { capacity }) });
+  try {
+    return await body(state);
+  } finally {
+    await state.close();
+  }
+}
+
+/** The version a read names (`--version`), or the head. */
+function versionOf(v: Values, state: State): number {
+  const head = state.head();
+  return v.version === undefined ? (head?.version ?? 0) : int(v, 'version', 0, 0, Number.MAX_SAFE_INTEGER);
+}
+
+function rootOf(state: State, version: number): Uint8Array {
+  const info = state.versions().find((x) => x.version === version);
+  if (info === undefined) throw Object.assign(new Error(`version ${version} is not retained`), { code: 'VERSION_UNKNOWN' });
+  return info.root;
+}
+
+/** Reads the JSON lines of `file` into `state`, committing every `batch` entries. */
+async function importLines(state: State, file: string, batch: number, utf8: boolean | undefined, progress: (lines: number) => void): Promise<{ entries: number; lines: number }> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  let n = 0;
+  let pending = 0;
+  let entries = 0;
+  for await (const line of lines) {
+    n++;
+    if (line.trim() === '') continue;
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      throw new ImportError(n, 'not JSON');
+    }
+    const { key, value } = (record ?? {}) as { key?: unknown; value?: unknown };
+    if (typeof key !== 'string' || typeof value !== 'string') throw new ImportError(n, 'expected {"key": string, "value": string}');
+    let k: Uint8Array;
+    let val: Uint8Array;
+    try {
+      k = bytesOf(key, utf8, 'key');
+      val = bytesOf(value, utf8, 'value');
+      state.put(k, val);
+    } catch (e) {
+      throw new ImportError(n, e instanceof Error ? e.message : String(e));
+    }
+    entries++;
+    if (++pending === batch) {
+      await state.commit();
+      pending = 0;
+      progress(n);
+    }
+  }
+  if (pending > 0) await state.commit();
+  return { entries, lines: n };
+}
+
+type Out = (json: Record<string, unknown>, text: string) => void;
+
+/** Runs `bpavl NAME` on a state directory; resolves to the exit status. */
+export async function runDbCommand(name: DbCommandName, argv: string[], usageError: (message: string) => Error): Promise<number> {
+  try {
+    return await runChecked(name, argv);
+  } catch (e) {
+    if (e instanceof UsageError) throw usageError(e.message);
+    throw e;
+  }
+}
+
+/** A refused command line, turned into the CLI's own usage error by {@link runDbCommand}. */
+class UsageError extends Error {}
+
+async function runChecked(name: DbCommandName, argv: string[]): Promise<number> {
+  const { values: v, positionals } = (() => {
+    try {
+      return parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: true });
+    } catch (e) {
+      throw new UsageError(e instanceof Error ? e.message : String(e));
+    }
+  })();
+  if (v.help) {
+    process.stdout.write(`${DB_USAGE[name]}\n`);
+    return 0;
+  }
+  if (v.db === undefined) throw new UsageError('--db DIR is required');
+  const dir = v.db;
+  const out: Out = (json, text) => process.stdout.write(v.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
+  const tty = process.stderr.isTTY && !v.json;
+  try {
+    return await dispatch(name, v, positionals, dir, out, tty);
+  } catch (e) {
+    if (e instanceof UsageError || !v.json) throw e;
+    const code = (e as { code?: unknown }).code;
+    process.stdout.write(`${JSON.stringify({ error: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e), ...(e instanceof ImportError ? { line: e.line } : {}) })}\n`);
+    return 1;
+  }
+}
+
+async function dispatch(name: DbCommandName, v: Values, positionals: string[], dir: string, out: Out, tty: boolean): Promise<number> {
+  switch (name) {
+    case 'import': {
+      if (positionals.length !== 1) throw new UsageError('exactly one FILE');
+      const batch = int(v, 'batch', 100_000, 1, 10_000_000);
+      return withState(dir, false, async (state) => {
+        const t0 = performance.now();
+        const done = await importLines(state, positionals[0]!, batch, v.utf8, (lines) => tty && process.stderr.write(`\rimported ${lines} lines`));
+        if (tty) process.stderr.write('\n');
+        const head = state.head();
+        out(
+          { entries: done.entries, lines: done.lines, version: head?.version ?? 0, root: head ? toHex(head.root) : null, seconds: (performance.now() - t0) / 1000 },
+          `imported ${done.entries} entries; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}`,
+        );
+        return 0;
+      });
+    }
+    case 'generate': {
+      const entryCount = int(v, 'entries', 100_000, 0, Number.MAX_SAFE_INTEGER);
+      const seed = BigInt(int(v, 'seed', 0, 0, Number.MAX_SAFE_INTEGER));
+      const capacity = int(v, 'chunk', 256, 2, 4096);
+      const batch = int(v, 'batch', 1_000_000, 1, 100_000_000);
+      return withState(
+        dir,
+        false,
+        async (state) => {
+          const t0 = performance.now();
+          for (let i = 0; i < entryCount; i++) {
+            const [key, value] = workloadEntry(seed, i);
+            state.put(key, value);
+            if ((i + 1) % batch === 0 && i + 1 < entryCount) {
+              await state.commit();
+              if (tty) process.stderr.write(`\rgenerated ${i + 1} of ${entryCount} entries`);
+            }
+          }
+          const head = await state.commit();
+          if (tty) process.stderr.write('\n');
+          const stats = await state.stats();
+          out(
+            { version: head.version, root: toHex(head.root), entryCount: stats.entryCount, chunkCount: stats.chunkCount, capacity: state.capacity, seconds: (performance.now() - t0) / 1000 },
+            `version ${head.version}, root ${toHex(head.root)}\nchunks    ${stats.chunkCount} (${stats.entryCount} entries, chunk capacity ${state.capacity})`,
+          );
+          return 0;
+        },
+        capacity,
+      );
+    }
+    case 'get':
+      if (positionals.length === 0) throw new UsageError('at least one KEY');
+      return withState(dir, true, async (state) => {
+        const version = versionOf(v, state);
+        const root = rootOf(state, version);
+        const snapshot = await state.snapshot({ version });
+        const results = positionals.map((text) => {
+          const key = bytesOf(text, v.utf8, 'key');
+          const value = snapshot.get(key);
+          if (value === undefined) verifyAbsence(root, key, snapshot.proveAbsence(key));
+          else verifyExistence(root, key, value, snapshot.proveExistence(key));
+          return { key: toHex(key), value: value === undefined ? null : toHex(value) };
+        });
+        out({ version, root: toHex(root), results }, results.map((r) => `${r.key} ${r.value ?? '(absent)'}`).join('\n'));
+        return 0;
+      });
+    case 'prove':
+      if (positionals.length !== 1) throw new UsageError('exactly one KEY');
+      return withState(dir, true, async (state) => {
+        const version = versionOf(v, state);
+        const root = rootOf(state, version);
+        const snapshot = await state.snapshot({ version });
+        const key = bytesOf(positionals[0]!, v.utf8, 'key');
+        const value = snapshot.get(key);
+        const proof = value === undefined ? snapshot.proveAbsence(key) : snapshot.proveExistence(key);
+        if (value === undefined) verifyAbsence(root, key, proof);
+        else verifyExistence(root, key, value, proof);
+        const kind = value === undefined ? 'absence' : 'existence';
+        out({ version, root: toHex(root), key: toHex(key), kind, value: value === undefined ? null : toHex(value), proof: toHex(proof) }, `${kind} proof (verified against ${toHex(root)})\n${toHex(proof)}`);
+        return 0;
+      });
+    case 'range': {
+      if (positionals.length > 2) throw new UsageError('at most START and END');
+      const limit = int(v, 'limit', 1000, 1, 65_536);
+      return withState(dir, true, async (state) => {
+        const version = versionOf(v, state);
+        const root = rootOf(state, version);
+        const snapshot = await state.snapshot({ version });
+        const start = positionals[0] === undefined ? new Uint8Array(0) : bytesOf(positionals[0], v.utf8, 'START');
+        const end = positionals[1] === undefined ? undefined : bytesOf(positionals[1], v.utf8, 'END');
+        const page = verifyRange(root, start, end, limit, snapshot.proveRange(start, end, limit));
+        const entries = page.entries.map(([k, val]) => ({ key: toHex(k), value: toHex(val) }));
+        out(
+          { version, root: toHex(root), entries, complete: page.complete, resumeKey: page.resumeKey ? toHex(page.resumeKey) : null },
+          [...entries.map((e) => `${e.key} ${e.value}`), ...(page.complete ? [] : [`(more from ${toHex(page.resumeKey!)})`])].join('\n'),
+        );
+        return 0;
+      });
+    }
+    case 'versions':
+      return withState(dir, true, async (state) => {
+        const versions = state.versions().map((x) => ({ version: x.version, root: toHex(x.root) }));
+        out({ versions }, versions.map((x) => `${x.version} ${x.root}`).join('\n') || '(no versions)');
+        return 0;
+      });
+    case 'prune': {
+      const keep = int(v, 'keep', undefined, 1, Number.MAX_SAFE_INTEGER);
+      return withState(dir, false, async (state) => {
+        await state.prune({ keepLast: keep });
+        const versions = state.versions().map((x) => x.version);
+        out({ kept: versions }, `kept versions ${versions.join(', ')}`);
+        return 0;
+      });
+    }
+    case 'rollback': {
+      const to = int(v, 'to', undefined, 1, Number.MAX_SAFE_INTEGER);
+      return withState(dir, false, async (state) => {
+        await state.rollback(to);
+        const head = state.head()!;
+        out({ version: head.version, root: toHex(head.root) }, `head is version ${head.version}, root ${toHex(head.root)}`);
+        return 0;
+      });
+    }
+    case 'check': {
+      // Opening loads the head whole: damage there is found before any version is listed.
+      const opened = await openState({ path: dir, readOnly: true }).catch((e: unknown) => e as Error & { code?: string });
+      if (!('versions' in opened)) {
+        if (opened.code !== 'STORE_CORRUPT') throw opened;
+        out({ versions: null, damaged: [{ version: 'head', code: opened.code, message: opened.message }] }, `the head: ${opened.code} ${opened.message}`);
+        return 1;
+      }
+      await opened.close();
+      return withState(dir, true, async (state) => {
+        const damaged: { version: number; code: string; message: string }[] = [];
+        const versions = state.versions();
+        for (const { version } of versions) {
+          try {
+            const snapshot = await state.snapshot({ version });
+            // Loading checked every record; reading each chunk back checks the entries it names.
+            for (let i = 0; i < snapshot.chunkCount; i++) snapshot.exportChunk(i);
+          } catch (e) {
+            const code = (e as { code?: unknown }).code;
+            damaged.push({ version, code: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e) });
+          }
+        }
+        out(
+          { versions: versions.length, damaged },
+          damaged.length === 0 ? `${versions.length} versions verified` : damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`).join('\n'),
+        );
+        return damaged.length === 0 ? 0 : 1;
+      });
+    }
+  }
+}
+
+/** Whether `argv` names a state directory (`--db`), so that get and range read it instead of peers. */
+export function hasDb(argv: readonly string[]): boolean {
+  return argv.some((a) => a === '--db' || a.startsWith('--db='));
+}
+

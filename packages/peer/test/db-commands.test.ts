@@ -1,0 +1,154 @@
+// The `bpavl` commands on a state directory (src/db-commands.ts), run as a
+// user runs them: real child processes on a real SQLite database. The round
+// trip import → versions → get/prove/range at the head and at an old
+// version → import more → prune → rollback → check; a malformed import line;
+// `generate --db` against the workload's own tree; damage that `check` finds.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildWorkloadTree } from '../src/workload.ts';
+import { spawnCli, wasmReady } from './support.ts';
+
+let dir: string;
+beforeAll(async () => {
+  await wasmReady();
+  dir = await mkdtemp(join(tmpdir(), 'bpavl-db-cli-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const hex = (s: string) => Buffer.from(s).toString('hex');
+const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
+
+/** `bpavl ARGS --json`: the exit code and the parsed last line of stdout. */
+async function json(args: string[]): Promise<{ code: number | null; out: Record<string, any>; stderr: string }> {
+  const { code, stdout, stderr } = await spawnCli([...args, '--json'], 'ignore', 60_000).done;
+  return { code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null'), stderr };
+}
+
+const lines = (entries: Record<string, string>) => Object.entries(entries).map(([key, value]) => `${JSON.stringify({ key, value })}\n`).join('');
+
+describe('bpavl on a state directory', { timeout: 120_000 }, () => {
+  it('import, versions, get/prove/range at any version, prune, rollback and check', async () => {
+    const db = join(dir, 'round-trip');
+    const first = join(dir, 'first.jsonl');
+    await writeFile(first, lines({ alice: '100', bob: '7', carol: '42' }));
+    const imported = await json(['import', '--db', db, '--utf8', '--batch', '2', first]);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.out).toMatchObject({ entries: 3, version: 2 });
+
+    const second = join(dir, 'second.jsonl');
+    await writeFile(second, lines({ alice: '101', dave: '5' }));
+    expect((await json(['import', '--db', db, '--utf8', second])).out).toMatchObject({ entries: 2, version: 3 });
+
+    const { out: listed } = await json(['versions', '--db', db]);
+    expect(listed.versions.map((v: { version: number }) => v.version)).toEqual([1, 2, 3]);
+    const root = (v: number) => bytes(listed.versions.find((x: { version: number }) => x.version === v).root);
+
+    // Values at the head and at version 2, each with a proof checked here again.
+    const got = await json(['get', '--db', db, '--utf8', 'alice', 'dave', 'zed']);
+    expect(got.out.results).toEqual([
+      { key: hex('alice'), value: hex('101') },
+      { key: hex('dave'), value: hex('5') },
+      { key: hex('zed'), value: null },
+    ]);
+    expect((await json(['get', '--db', db, '--utf8', '--version', '2', 'alice', 'dave'])).out.results).toEqual([
+      { key: hex('alice'), value: hex('100') },
+      { key: hex('dave'), value: null },
+    ]);
+    const present = (await json(['prove', '--db', db, '--utf8', '--version', '2', 'carol'])).out;
+    expect(present).toMatchObject({ version: 2, kind: 'existence', value: hex('42') });
+    verifyExistence(root(2), bytes(hex('carol')), bytes(hex('42')), bytes(present.proof));
+    const absent = (await json(['prove', '--db', db, '--utf8', 'bobby'])).out;
+    expect(absent).toMatchObject({ version: 3, kind: 'absence', value: null });
+    verifyAbsence(root(3), bytes(hex('bobby')), bytes(absent.proof));
+    const range = (await json(['range', '--db', db, '--utf8', '--limit', '2', 'b'])).out;
+    expect(range.entries).toEqual([
+      { key: hex('bob'), value: hex('7') },
+      { key: hex('carol'), value: hex('42') },
+    ]);
+    expect(range.complete).toBe(false);
+    expect(range.resumeKey).toBe(hex('dave'));
+
+    expect((await json(['prune', '--db', db, '--keep', '2'])).out.kept).toEqual([2, 3]);
+    const gone = await json(['get', '--db', db, '--version', '1', hex('alice')]);
+    expect([gone.code, gone.out.error]).toEqual([1, 'VERSION_UNKNOWN']);
+    expect((await json(['rollback', '--db', db, '--to', '2'])).out).toMatchObject({ version: 2 });
+    expect((await json(['get', '--db', db, '--utf8', 'alice'])).out.results).toEqual([{ key: hex('alice'), value: hex('100') }]);
+    expect(await json(['check', '--db', db])).toMatchObject({ code: 0, out: { versions: 1, damaged: [] } });
+  });
+
+  it('a malformed line stops the import with its line number; the last commit stays', async () => {
+    const db = join(dir, 'malformed');
+    const good = join(dir, 'good.jsonl');
+    await writeFile(good, lines({ [hex('a')]: hex('1') }));
+    const { out: before } = await json(['import', '--db', db, good]);
+    for (const [content, line] of [
+      [`${lines({ [hex('b')]: hex('2') })}{"key": "00"\n`, 2],
+      [`\n${lines({ [hex('c')]: hex('3') })}{"key": "zz", "value": "00"}\n`, 3],
+      [`{"key": "00", "value": 1}\n`, 1],
+    ] as const) {
+      const bad = join(dir, 'bad.jsonl');
+      await writeFile(bad, content);
+      const r = await json(['import', '--db', db, '--batch', '1', bad]);
+      expect([r.code, r.out.error, r.out.line]).toEqual([1, 'IMPORT_LINE_INVALID', line]);
+    }
+    // Batches committed before the bad line stay committed; nothing after it is.
+    const { out: after } = await json(['versions', '--db', db]);
+    expect(after.versions.at(0).root).toBe(before.root);
+    expect((await json(['get', '--db', db, hex('b'), hex('c')])).out.results.map((r: { value: string | null }) => r.value)).toEqual([hex('2'), hex('3')]);
+  });
+
+  it('generate --db writes the workload: the same root as the tree built in memory', async () => {
+    const db = join(dir, 'generated');
+    const r = await json(['generate', '--db', db, '--entries', '3000', '--chunk', '32', '--seed', '4', '--batch', '1000']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.out).toMatchObject({ version: 3, entryCount: 3000, capacity: 32 });
+    const tree = buildWorkloadTree({ entryCount: 3000, seed: 4n }, 32);
+    expect(r.out.root).toBe(Buffer.from(tree.head().root).toString('hex'));
+    expect(r.out.chunkCount).toBe(tree.chunkCount);
+    const page = (await json(['range', '--db', db, '--limit', '5'])).out;
+    expect(verifyRange(tree.head().root, new Uint8Array(0), undefined, 5, tree.head().proveRange(new Uint8Array(0), undefined, 5)).entries.map(([k]) => Buffer.from(k).toString('hex'))).toEqual(
+      page.entries.map((e: { key: string }) => e.key),
+    );
+    tree.free();
+  });
+
+  it('check finds a damaged record and says where', async () => {
+    const db = join(dir, 'damaged');
+    expect((await json(['generate', '--db', db, '--entries', '400', '--chunk', '8'])).code).toBe(0);
+    const more = join(dir, 'more.jsonl');
+    await writeFile(more, lines({ [hex('zz')]: hex('1') }));
+    expect((await json(['import', '--db', db, more])).code).toBe(0);
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [] });
+    const sqlite = new DatabaseSync(join(db, 'data.sqlite'));
+    const flip = (table: string, key: Uint8Array) => {
+      const { v } = sqlite.prepare(`SELECT v FROM ${table} WHERE k = ?`).get(key) as { v: Uint8Array };
+      const damaged = Uint8Array.from(v);
+      damaged[damaged.length - 1]! ^= 1;
+      sqlite.prepare(`UPDATE ${table} SET v = ? WHERE k = ?`).run(damaged, key);
+    };
+    // An inner-node record that only version 1 uses (a stale mark of version 2 names it:
+    // u64be(2) ‖ table 1 (nodes) ‖ record key, spec/store-format.md).
+    const stale = (sqlite.prepare('SELECT k FROM stale').all() as { k: Uint8Array }[]).map((r) => r.k).find((k) => k[8] === 1)!;
+    flip('nodes', stale.subarray(9));
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [{ version: 1, code: 'STORE_CORRUPT', message: expect.any(String) }] });
+    expect((await json(['get', '--db', db, hex('zz')])).out.results).toEqual([{ key: hex('zz'), value: hex('1') }]); // the head still reads
+    // A record of the head: found as the state opens.
+    const row = sqlite.prepare('SELECT k FROM entries LIMIT 1 OFFSET 100').get() as { k: Uint8Array };
+    flip('entries', row.k);
+    sqlite.close();
+    const r = await json(['check', '--db', db]);
+    expect(r.code).toBe(1);
+    // The record belongs to the head too, which is loaded when the state opens.
+    expect(r.out.damaged).toEqual([{ version: 'head', code: 'STORE_CORRUPT', message: expect.any(String) }]);
+  });
+
+  it('usage errors exit 2', async () => {
+    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')]]) {
+      expect((await spawnCli(args, 'ignore', 30_000).done).code).toBe(2);
+    }
+  });
+});
