@@ -58,6 +58,10 @@ Tree:
   --seed S             workload seed, unsigned 64-bit (default 0: the standard workload)
   --file PATH          serve a tree file from "bpavl generate" instead (each chunk verified on load)
   --root HEX           with --file: refuse the file unless it holds this root
+  --db DIR             serve every retained version of a state directory instead (opened
+                       read-only: other servers and one writer share it; each version is
+                       loaded whole and checked at startup; versions committed later are
+                       served after a restart)
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -173,6 +177,7 @@ export interface ServeExtension {
 const serveOptions = {
   ...treeOptions,
   file: { type: 'string' },
+  db: { type: 'string' },
   root: { type: 'string' },
   host: { type: 'string' },
   'ws-port': { type: 'string' },
@@ -198,6 +203,9 @@ export function serveCommand(ext?: ServeExtension): Command {
       if (v.file !== undefined && (v.entries !== undefined || v.chunk !== undefined || v.seed !== undefined)) {
         throw new UsageError('--file and --entries/--chunk/--seed exclude each other');
       }
+      if (v.db !== undefined && (v.file !== undefined || v.entries !== undefined || v.chunk !== undefined || v.seed !== undefined)) {
+        throw new UsageError('--db and --file/--entries/--chunk/--seed exclude each other');
+      }
       if (v.root !== undefined && v.file === undefined) throw new UsageError('--root needs --file');
       let expectedRoot: Uint8Array | undefined;
       if (v.root !== undefined) {
@@ -219,22 +227,28 @@ export function serveCommand(ext?: ServeExtension): Command {
 
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
       await init();
-      let tree: Tree;
+      let snapshot: Snapshot;
+      let older: Snapshot[] = [];
       let workload: WorkloadArgs;
-      if (v.file !== undefined) {
+      if (v.db !== undefined) {
+        const versions = await loadStateVersions(v.db);
+        if (versions.length === 0) throw Object.assign(new Error(`${v.db} holds no committed version`), { code: 'VERSION_UNKNOWN' });
+        snapshot = versions.at(-1)!;
+        older = versions.slice(0, -1);
+        workload = { entryCount: snapshot.len, capacity: snapshot.capacity, seed: 0n };
+      } else if (v.file !== undefined) {
         const loaded = await readTreeFile(v.file, expectedRoot);
-        tree = loaded.tree;
+        snapshot = loaded.tree.head();
         workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
       } else {
         workload = workloadArgs(v);
-        tree = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity);
+        snapshot = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity).head();
       }
-      const snapshot = tree.head();
-      const extra = (await setUp?.({ snapshot, workload, fromFile: v.file !== undefined })) ?? { info: {}, lines: [] };
+      const extra = (await setUp?.({ snapshot, workload, fromFile: v.file !== undefined || v.db !== undefined })) ?? { info: {}, lines: [] };
       // Loaded here so that help, usage errors and `generate` do not pay for libp2p.
       const { startPeer } = await import('./peer.ts');
-      const served: ServedTree = v['cache-chunks'] ? new CachedTree(snapshot) : snapshot;
-      const peer = await startPeer(new StaticTreeSource([served]), {
+      const served: ServedTree[] = [...older, snapshot].map((s) => (v['cache-chunks'] ? new CachedTree(s) : s));
+      const peer = await startPeer(new StaticTreeSource(served), {
         host,
         wsPort,
         libp2pPort,
@@ -252,6 +266,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         chunkCount: snapshot.chunkCount,
         entryCount: snapshot.len,
         capacity: snapshot.capacity,
+        versions: served.length,
         ws: peer.wsUrl ?? null,
         libp2p: peer.libp2pAddrs[0] ?? null,
         peerId: peer.peerId ?? null,
@@ -424,5 +439,18 @@ export async function main(argv: string[], commands: Record<string, Command> = C
     const code = (e as { code?: unknown } | null)?.code;
     process.stderr.write(`${program} ${name}: ${e instanceof Error ? e.message : String(e)}${typeof code === 'string' ? ` (${code})` : ''}\n`);
     return 1;
+  }
+}
+
+/** Every retained version of the state directory `dir`, oldest first, each loaded whole and checked. */
+async function loadStateVersions(dir: string): Promise<Snapshot[]> {
+  const { openState } = await import('@bpavl/store');
+  const state = await openState({ path: dir, readOnly: true });
+  try {
+    const out: Snapshot[] = [];
+    for (const { version } of state.versions()) out.push(await state.loadSnapshot(version));
+    return out;
+  } finally {
+    await state.close();
   }
 }

@@ -3,6 +3,7 @@
 // trip import → versions → get/prove/range at the head and at an old
 // version → import more → prune → rollback → check; a malformed import line;
 // `generate --db` against the workload's own tree; damage that `check` finds.
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkloadTree } from '../src/workload.ts';
-import { spawnCli, wasmReady } from './support.ts';
+import { BIN, spawnCli, wasmReady } from './support.ts';
+import { spawn } from 'node:child_process';
 
 let dir: string;
 beforeAll(async () => {
@@ -144,6 +146,43 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     expect(r.code).toBe(1);
     // The record belongs to the head too, which is loaded when the state opens.
     expect(r.out.damaged).toEqual([{ version: 'head', code: 'STORE_CORRUPT', message: expect.any(String) }]);
+  });
+
+  it('two serve --db processes share one database; a client syncs an old and the new version from them', async () => {
+    const db = join(dir, 'served');
+    expect((await json(['generate', '--db', db, '--entries', '3000', '--chunk', '32', '--batch', '1500'])).code).toBe(0);
+    const { out: listed } = await json(['versions', '--db', db]);
+    expect(listed.versions).toHaveLength(2);
+    const servers: ChildProcess[] = [];
+    try {
+      const infos = [];
+      for (let i = 0; i < 2; i++) {
+        const child = spawn(process.execPath, [BIN, 'serve', '--db', db, '--json', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'inherit'] });
+        servers.push(child);
+        infos.push(
+          await new Promise<{ ws: string; versions: number; root: string }>((resolve, reject) => {
+            let buf = '';
+            const t = setTimeout(() => reject(new Error('serve --db did not start')), 30_000);
+            child.stdout!.on('data', (d) => {
+              buf += d;
+              if (buf.includes('\n')) {
+                clearTimeout(t);
+                resolve(JSON.parse(buf.split('\n')[0]!));
+              }
+            });
+          }),
+        );
+      }
+      for (const info of infos) expect(info).toMatchObject({ versions: 2, root: listed.versions[1].root });
+      const peers = infos.flatMap((i) => ['--peer', i.ws]);
+      for (const { root } of listed.versions) {
+        const r = await json(['sync', '--root', root, ...peers]);
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.out.root).toBe(root);
+      }
+    } finally {
+      for (const child of servers) child.kill('SIGTERM');
+    }
   });
 
   it('usage errors exit 2', async () => {

@@ -168,17 +168,35 @@ export class State {
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     let snapshot = this.#loaded.get(version);
     if (snapshot === undefined) {
-      const record = await this.#backend.get('versions', versionKey(version));
-      if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
-      const tree = await loadTree(this.#backend, version, record, this.capacity);
-      snapshot = tree.head();
-      tree.free();
+      snapshot = await this.#load(version);
       this.#loaded.set(version, snapshot);
       for (const old of [...this.#loaded.keys()].slice(0, -LOADED_VERSIONS)) {
         this.#loaded.get(old)!.free();
         this.#loaded.delete(old);
       }
     }
+    return snapshot;
+  }
+
+  /**
+   * The retained `version` (the head included), every record checked, as a
+   * snapshot that the caller owns and frees: unlike `snapshot()`, the state
+   * never frees it, so it can be served for as long as the caller wants.
+   */
+  async loadSnapshot(version: number): Promise<Snapshot> {
+    this.#open();
+    if (version === this.#tree.head().version) return this.#tree.head();
+    if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    return this.#load(version);
+  }
+
+  /** Loads the stored `version` whole (`STORE_CORRUPT` on any bad record). */
+  async #load(version: number): Promise<Snapshot> {
+    const record = await this.#backend.get('versions', versionKey(version));
+    if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
+    const tree = await loadTree(this.#backend, version, record, this.capacity);
+    const snapshot = tree.head();
+    tree.free();
     return snapshot;
   }
 
