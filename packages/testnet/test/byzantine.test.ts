@@ -171,9 +171,12 @@ describe('wire lies', () => {
     const { c } = await liar('silent');
     await expect(c.request({ kind: Kind.Chunk, root: snap.root, index: 0 }, 400)).rejects.toThrow(/no response/);
     // 150 ignored requests (in batches below the cap) do not fill the 64 in-flight slots.
+    // Each batch is followed by a ROOTS, answered after the batch (a connection's
+    // requests are taken in order), so the next batch waits for the server however
+    // loaded the machine is, instead of for a fixed sleep it can outrun.
     for (let batch = 0; batch < 3; batch++) {
       for (let i = 0; i < 50; i++) c.send({ kind: Kind.Chunk, root: snap.root, index: 0 });
-      await sleep(100);
+      expect((await c.request({ kind: Kind.Roots }, 10_000)).status).toBe(Status.Ok);
     }
     expect((await c.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
     expect(c.responses.every((r) => r.kind === Kind.Roots)).toBe(true);
