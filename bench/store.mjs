@@ -109,7 +109,7 @@ async function child(phase) {
     let head;
     for (let i = 0; i < n; i++) {
       const [key, value] = workloadEntry(0n, i);
-      state.put(key, value);
+      await state.put(key, value);
       if ((i + 1) % batch === 0 || i === n - 1) head = await state.commit();
       if ((i + 1) % 1_000_000 === 0) process.stderr.write(`  ${(i + 1) / 1e6}M entries, ${seconds(t0).toFixed(1)} s\n`);
     }
@@ -163,7 +163,7 @@ async function child(phase) {
         writes.set(i, [key, updated(old)]);
       }
       const t = performance.now();
-      for (const [key, value] of writes.values()) state.put(key, value);
+      for (const [key, value] of writes.values()) await state.put(key, value);
       const head = await state.commit();
       commitSeconds.push(seconds(t));
       const sample = [...writes.values()].slice(0, 200);

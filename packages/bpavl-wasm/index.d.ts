@@ -13,7 +13,7 @@ export {
   verifyChunk,
   Loader,
   Pages,
-  versionTop,
+  decodeVersionRecord,
   entryValue,
   encodeStoreRecord,
   decodeStoreRecord,
@@ -28,6 +28,8 @@ export {
   type RecordTable,
   type Lookup,
   type Proven,
+  type ProvenAbsent,
+  type VersionRecord,
 } from './pkg/bpavl_wasm.js';
 
 /**

@@ -17,7 +17,7 @@ export {
   verifyChunk,
   Loader,
   Pages,
-  versionTop,
+  decodeVersionRecord,
   entryValue,
   encodeStoreRecord,
   decodeStoreRecord,

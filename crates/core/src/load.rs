@@ -12,7 +12,7 @@ use crate::error::StoreError;
 use crate::hash::Hash;
 use crate::node::{Inner, KeyCopy, Node};
 use crate::record::{
-    apply_edits, decode_entry, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
+    apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
 use crate::tree::Tree;
 
@@ -46,14 +46,18 @@ pub struct Loader {
     version: u64,
     record: VersionRecord,
     /// Records asked for and not supplied yet.
-    pending: Vec<(Table, Ref)>,
+    pending: HashSet<(Table, Ref)>,
     /// Records to ask for in the next round.
     next: Vec<(Table, Ref)>,
     nodes: HashMap<Ref, NodeRecord>,
     /// The chunks of the version (a full record may also be only a base).
     version_chunks: HashSet<Ref>,
     /// Deltas whose base is on its way, by the base they wait for.
-    deltas: HashMap<Ref, Vec<(Ref, Vec<crate::record::Edit>)>>,
+    deltas: HashMap<Ref, Vec<(Ref, Vec<Edit>)>>,
+    /// Full records read so far, as bases for deltas that name them later.
+    fulls: HashMap<Ref, Arc<[Slot]>>,
+    /// Chunk records asked for (a base shared by many deltas is asked once).
+    asked_chunks: HashSet<Ref>,
     chunks: HashMap<Ref, LoadedChunk>,
     /// The key each wanted entry must hold, then its value.
     entry_keys: HashMap<Ref, Vec<u8>>,
@@ -66,30 +70,43 @@ impl Loader {
         let record = VersionRecord::decode(version_record, capacity)?;
         let mut loader = Loader {
             version,
-            pending: Vec::new(),
+            pending: HashSet::new(),
             next: Vec::new(),
             nodes: HashMap::new(),
             version_chunks: HashSet::new(),
             deltas: HashMap::new(),
+            fulls: HashMap::new(),
+            asked_chunks: HashSet::new(),
             chunks: HashMap::new(),
             entry_keys: HashMap::new(),
             values: HashMap::new(),
             record,
         };
         if let Some(top) = loader.record.top {
-            loader.want_child(top);
+            loader.want_child(top)?;
         }
         Ok(loader)
     }
 
-    fn want_child(&mut self, child: Child) {
-        self.next.push(match child {
+    fn want_child(&mut self, child: Child) -> Result<(), StoreError> {
+        match child {
             Child::Chunk(r) => {
                 self.version_chunks.insert(r);
-                (Table::Chunks, r)
+                // Read already as another chunk's base: it is here.
+                if let Some(slots) = self.fulls.get(&r).cloned() {
+                    return self.accept_chunk(r, slots.to_vec(), r, slots);
+                }
+                self.want_chunk(r);
             }
-            Child::Node(r) => (Table::Nodes, r),
-        });
+            Child::Node(r) => self.next.push((Table::Nodes, r)),
+        }
+        Ok(())
+    }
+
+    fn want_chunk(&mut self, r: Ref) {
+        if self.asked_chunks.insert(r) {
+            self.next.push((Table::Chunks, r));
+        }
     }
 
     /// The records to fetch next (each with its table), or none once every
@@ -97,20 +114,22 @@ impl Loader {
     /// before the next call.
     pub fn wanted(&mut self) -> Vec<(Table, Ref)> {
         assert!(self.pending.is_empty(), "every wanted record is supplied before the next round");
-        self.pending = std::mem::take(&mut self.next);
-        self.pending.clone()
+        let wanted = std::mem::take(&mut self.next);
+        self.pending = wanted.iter().copied().collect();
+        wanted
     }
 
     /// Hands over a wanted record's bytes (`None`: the store lacks it).
     pub fn supply(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
-        let at = self.pending.iter().position(|p| p == &(table, *r)).ok_or(StoreError::Corrupt)?;
-        self.pending.swap_remove(at);
+        if !self.pending.remove(&(table, *r)) {
+            return Err(StoreError::Corrupt);
+        }
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match table {
             Table::Nodes => {
                 let node = NodeRecord::decode(bytes, &r.hash)?;
-                self.want_child(node.left);
-                self.want_child(node.right);
+                self.want_child(node.left)?;
+                self.want_child(node.right)?;
                 self.nodes.insert(*r, node);
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.record.capacity)? {
@@ -118,20 +137,20 @@ impl Loader {
                     // A full record is the chunk itself, or the base some deltas wait for.
                     let slots: Arc<[Slot]> = slots.into();
                     for (delta, edits) in self.deltas.remove(r).unwrap_or_default() {
-                        let applied = apply_edits(&slots, &edits, self.record.capacity)?;
-                        self.accept_chunk(delta, applied, *r, slots.clone())?;
+                        self.accept_delta(delta, &edits, *r, slots.clone())?;
                     }
                     if self.version_chunks.contains(r) {
-                        self.accept_chunk(*r, slots.to_vec(), *r, slots)?;
+                        self.accept_chunk(*r, slots.to_vec(), *r, slots.clone())?;
                     }
+                    self.fulls.insert(*r, slots);
                 }
-                ChunkRecord::Delta { base, edits } => {
-                    let waiting = self.deltas.entry(base).or_default();
-                    if waiting.is_empty() && !self.next.contains(&(Table::Chunks, base)) {
-                        self.next.push((Table::Chunks, base));
+                ChunkRecord::Delta { base, edits } => match self.fulls.get(&base) {
+                    Some(base_slots) => self.accept_delta(*r, &edits, base, base_slots.clone())?,
+                    None => {
+                        self.deltas.entry(base).or_default().push((*r, edits));
+                        self.want_chunk(base);
                     }
-                    waiting.push((*r, edits));
-                }
+                },
             },
             Table::Entries => {
                 let key = self.entry_keys.get(r).ok_or(StoreError::Corrupt)?;
@@ -140,6 +159,11 @@ impl Loader {
             }
         }
         Ok(())
+    }
+
+    fn accept_delta(&mut self, r: Ref, edits: &[Edit], base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
+        let applied = apply_edits(&base_slots, edits, self.record.capacity)?;
+        self.accept_chunk(r, applied, base, base_slots)
     }
 
     fn accept_chunk(&mut self, r: Ref, slots: Vec<Slot>, base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {

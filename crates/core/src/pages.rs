@@ -17,8 +17,8 @@ use crate::error::StoreError;
 use crate::hash::{multiproof, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
-use crate::proof::EntryWitness;
-use crate::record::{apply_edits, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
+use crate::proof::{AbsenceProof, EntryWitness, Neighbour};
+use crate::record::{apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
 
 /// Resident bytes counted for a cached chunk besides its keys: per slot the
 /// entry ref, the key's bookkeeping and two in-chunk hashes (its leaf and
@@ -61,6 +61,18 @@ pub enum Witness {
     NotFound,
 }
 
+/// What `Pages::prove_absence` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Absence {
+    /// Fetch these records, [`Pages::supply`] them, and ask again.
+    Need(Vec<(Table, Ref)>),
+    /// The absence proof, to verify against the version's root; its
+    /// neighbours' values come from entry records checked against their slots.
+    Proof(Box<AbsenceProof>),
+    /// The key is in the version (its entry record checked).
+    Present,
+}
+
 /// Inner nodes and a byte-bounded chunk cache over a store's records.
 pub struct Pages {
     capacity: usize,
@@ -75,19 +87,21 @@ pub struct Pages {
     resident: usize,
     /// Deltas supplied before their base, by delta.
     deltas: HashMap<Ref, (Ref, Vec<Edit>)>,
+    /// Entry records supplied for the question at hand, dropped once it is answered.
+    entries: HashMap<Ref, Vec<u8>>,
     hits: u64,
     misses: u64,
 }
 
 impl Pages {
     /// Pages of a store of chunk `capacity`, caching at most `budget` bytes
-    /// of chunks. The budget is raised to what one chunk of the largest keys
-    /// needs, so that a lookup always fits.
+    /// of chunks. The budget is raised to what two chunks of the largest keys
+    /// need, so that a question about two adjacent chunks always fits.
     pub fn new(capacity: usize, budget: usize) -> Pages {
         let capacity = capacity.max(MIN_CAPACITY);
         Pages {
             capacity,
-            budget: budget.max(Self::chunk_bytes(capacity, MAX_KEY_LEN * capacity)),
+            budget: budget.max(2 * Self::chunk_bytes(capacity, MAX_KEY_LEN * capacity)),
             nodes: HashMap::new(),
             chunks: HashMap::new(),
             lru: BTreeMap::new(),
@@ -95,6 +109,7 @@ impl Pages {
             answered_at: 0,
             resident: 0,
             deltas: HashMap::new(),
+            entries: HashMap::new(),
             hits: 0,
             misses: 0,
         }
@@ -118,9 +133,9 @@ impl Pages {
         (self.hits, self.misses)
     }
 
-    /// Hands over a record a lookup needed (`None`: the store lacks it),
-    /// checked against the hash of its ref. Entries are checked by the
-    /// caller with `decode_entry`.
+    /// Hands over a record a question needed (`None`: the store lacks it),
+    /// checked against the hash of its ref. Entry records are kept for the
+    /// question at hand and checked against their slot's key when used.
     pub fn supply(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match table {
@@ -142,9 +157,16 @@ impl Pages {
                     self.deltas.insert(*r, (base, edits));
                 }
             },
-            Table::Entries => return Err(StoreError::Corrupt),
+            Table::Entries => {
+                self.entries.insert(*r, bytes.to_vec());
+            }
         }
         Ok(())
+    }
+
+    /// The value of a supplied entry record, checked against its hash and the key its slot lists.
+    fn entry_value(&self, r: &Ref, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.entries.get(r).map(|bytes| decode_entry(bytes, &r.hash, key).map(<[u8]>::to_vec)).transpose()
     }
 
     fn cache(&mut self, r: Ref, slots: Vec<Slot>) -> Result<(), StoreError> {
@@ -226,21 +248,82 @@ impl Pages {
         let Ok(position) = c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)) else {
             return Ok(Witness::NotFound);
         };
-        let m = c.slots.len();
-        let inchunk = multiproof(&c.tree, m, position, position + 1);
-        let (mut chunks, mut entries, mut steps) = (1u64, m as u64, Vec::with_capacity(d.path.len()));
-        for &(went_left, parent_height, parent_chunks, parent_entries, sibling_hash) in d.path.iter().rev() {
-            steps.push(PathStep {
-                sibling_is_left: !went_left,
-                parent_height,
-                sibling_chunks: parent_chunks.checked_sub(chunks).ok_or(StoreError::Corrupt)?,
-                sibling_entries: parent_entries.checked_sub(entries).ok_or(StoreError::Corrupt)?,
-                sibling_hash,
-            });
-            (chunks, entries) = (parent_chunks, parent_entries);
-        }
-        let witness = EntryWitness { chunk_entries: m, position, inchunk, path: ChunkPath { steps } };
+        let witness = entry_witness(&d.path, c, position)?;
         Ok(Witness::Found(c.slots[position].entry, witness))
+    }
+
+    /// The absence proof of `key` in the version whose top is `top` (`None`:
+    /// the empty tree), with its neighbours' values from their entry records.
+    pub fn prove_absence(&mut self, top: Option<Child>, key: &[u8]) -> Result<Absence, StoreError> {
+        let Some(top) = top else {
+            return Ok(Absence::Proof(Box::new(AbsenceProof { capacity: self.capacity, left: None, right: None })));
+        };
+        match self.absence_step(top, key) {
+            Ok(Absence::Need(need)) => Ok(Absence::Need(need)),
+            Ok(answer) => {
+                self.entries.clear();
+                Ok(answer)
+            }
+            Err(Step::Need(t, r)) => Ok(Absence::Need(vec![(t, r)])),
+            Err(Step::Corrupt) => Err(StoreError::Corrupt),
+        }
+    }
+
+    fn absence_step(&mut self, top: Child, key: &[u8]) -> Result<Absence, Step> {
+        let d = self.descend(top, key)?;
+        let c = self.chunk(&d.at)?;
+        let (found, m) = (c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)), c.slots.len());
+        if d.lower.as_deref().is_some_and(|l| l != c.slots[0].key.as_slice()) {
+            return Err(Step::Corrupt);
+        }
+        // Each neighbour as (its search, its position); the right one may open the next chunk.
+        let (left, right) = match found {
+            Ok(i) => {
+                let slot = &c.slots[i];
+                let entry = slot.entry;
+                return match self.entry_value(&entry, key)? {
+                    Some(_) => Ok(Absence::Present),
+                    None => Err(Step::Need(Table::Entries, entry)),
+                };
+            }
+            Err(0) if d.lower.is_some() => return Err(Step::Corrupt),
+            Err(i) if i < m => ((i > 0).then_some(i - 1), Some((None, i))),
+            Err(_) => {
+                let next = match &d.upper {
+                    None => None,
+                    Some((separator, _)) => {
+                        let next = self.descend(top, separator)?;
+                        if self.chunk(&next.at)?.slots[0].key != *separator {
+                            return Err(Step::Corrupt);
+                        }
+                        Some((Some(next), 0))
+                    }
+                };
+                (Some(m - 1), next)
+            }
+        };
+        // Both entry records are asked for in one round.
+        let mut need = Vec::new();
+        let left = left.map(|i| self.neighbour(&d, i, &mut need)).transpose()?.flatten();
+        let right =
+            right.map(|(next, i)| self.neighbour(next.as_ref().unwrap_or(&d), i, &mut need)).transpose()?.flatten();
+        if !need.is_empty() {
+            return Ok(Absence::Need(need));
+        }
+        Ok(Absence::Proof(Box::new(AbsenceProof { capacity: self.capacity, left, right })))
+    }
+
+    /// The neighbour at `position` of the chunk `d` ends at; `None` once its
+    /// entry record is added to `need`.
+    fn neighbour(&self, d: &Descent, position: usize, need: &mut Vec<(Table, Ref)>) -> Result<Option<Neighbour>, Step> {
+        let c = self.chunks.get(&d.at).ok_or(Step::Need(Table::Chunks, d.at))?;
+        let slot = &c.slots[position];
+        let Some(value) = self.entry_value(&slot.entry, &slot.key)? else {
+            need.push((Table::Entries, slot.entry));
+            return Ok(None);
+        };
+        let witness = entry_witness(&d.path, c, position)?;
+        Ok(Some(Neighbour { key: slot.key.clone(), value, witness }))
     }
 
     /// Looks `key` up in the version whose top is `top`.
@@ -290,6 +373,28 @@ impl Pages {
     }
 }
 
+/// The witness of the entry at `position` of chunk `c`, reached by `path`.
+fn entry_witness(path: &[PathNode], c: &CachedChunk, position: usize) -> Result<EntryWitness, StoreError> {
+    let m = c.slots.len();
+    let inchunk = multiproof(&c.tree, m, position, position + 1);
+    let (mut chunks, mut entries, mut steps) = (1u64, m as u64, Vec::with_capacity(path.len()));
+    for &(went_left, parent_height, parent_chunks, parent_entries, sibling_hash) in path.iter().rev() {
+        steps.push(PathStep {
+            sibling_is_left: !went_left,
+            parent_height,
+            sibling_chunks: parent_chunks.checked_sub(chunks).ok_or(StoreError::Corrupt)?,
+            sibling_entries: parent_entries.checked_sub(entries).ok_or(StoreError::Corrupt)?,
+            sibling_hash,
+        });
+        (chunks, entries) = (parent_chunks, parent_entries);
+    }
+    Ok(EntryWitness { chunk_entries: m, position, inchunk, path: ChunkPath { steps } })
+}
+
+/// A node a search passed: whether it went left, the node's height and
+/// counts, and the hash of the child it did not take.
+type PathNode = (bool, u8, u64, u64, Hash);
+
 /// Where a search for a key ends: the chunk, the key copies that bound it
 /// (where the search last went right, and where it last went left with that
 /// node's right subtree), and the nodes passed, top first.
@@ -297,15 +402,19 @@ struct Descent {
     at: Ref,
     lower: Option<Vec<u8>>,
     upper: Option<(Vec<u8>, Child)>,
-    /// Per node passed: whether the search went left, the node's height and
-    /// counts, and the hash of the child it did not take.
-    path: Vec<(bool, u8, u64, u64, Hash)>,
+    path: Vec<PathNode>,
 }
 
 /// Why a lookup stopped early.
 enum Step {
     Need(Table, Ref),
     Corrupt,
+}
+
+impl From<StoreError> for Step {
+    fn from(_: StoreError) -> Step {
+        Step::Corrupt
+    }
 }
 
 impl From<(Table, Ref)> for Step {

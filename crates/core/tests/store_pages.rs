@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use bpavl_core::pages::{Lookup, Pages, Witness};
+use bpavl_core::pages::{Absence, Lookup, Pages, Witness};
 use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
-use bpavl_core::{verify_existence, ExistenceProof, Hash, StoreError, Tree};
+use bpavl_core::{verify_absence, verify_existence, AbsenceProof, ExistenceProof, Hash, StoreError, Tree};
 use proptest::prelude::*;
 
 type Records = BTreeMap<(u8, [u8; 40]), Vec<u8>>;
@@ -173,5 +173,86 @@ fn witnesses_from_pages_verify_against_each_versions_root() {
             proven += 1;
         }
         assert!(proven > 20, "only {proven} keys were present");
+    }
+}
+
+/// Asks for `key`'s absence proof, fetching what the pages need.
+fn absence(pages: &mut Pages, records: &Records, top: Option<Child>, key: &[u8]) -> Result<Absence, StoreError> {
+    for _ in 0..64 {
+        match pages.prove_absence(top, key)? {
+            Absence::Need(wanted) => {
+                for (t, r) in wanted {
+                    pages.supply(t, &r, record(records, t, &r))?;
+                }
+            }
+            answer => return Ok(answer),
+        }
+    }
+    panic!("no answer in 64 rounds")
+}
+
+/// Absence proofs from the pages verify against their version's root, with
+/// neighbours in one chunk, across two chunks and at either end; a present
+/// key is `Present`; the empty tree has a proof without neighbours.
+#[test]
+fn absence_proofs_from_pages_verify_against_each_versions_root() {
+    for capacity in [2, 3, 8] {
+        let (records, versions) = stored(capacity, 9, 5);
+        let mut pages = Pages::new(capacity, 0);
+        let (mut proven, mut across) = (0, 0);
+        for k in 0..330u16 {
+            let (top, root, entries) = &versions[k as usize % versions.len()];
+            let key = k.to_be_bytes();
+            match absence(&mut pages, &records, Some(*top), &key).unwrap() {
+                Absence::Present => assert!(entries.contains_key(key.as_slice())),
+                Absence::Proof(proof) => {
+                    assert!(!entries.contains_key(key.as_slice()));
+                    let result = verify_absence(root, &key, &proof.encode()).unwrap();
+                    let (l, r) =
+                        (result.left.map(|n| n.position.chunk_index), result.right.map(|n| n.position.chunk_index));
+                    across += usize::from(l.is_some() && r.is_some() && l != r);
+                    proven += 1;
+                }
+                Absence::Need(_) => unreachable!(),
+            }
+            assert!(pages.resident_bytes() <= pages.budget());
+        }
+        assert!(proven > 20 && across > 0, "{proven} absent keys, {across} across two chunks");
+    }
+    let mut pages = Pages::new(4, 0);
+    let empty = Tree::new(4).unwrap().head().root();
+    let Absence::Proof(proof) = absence(&mut pages, &Records::new(), None, b"k").unwrap() else { panic!() };
+    assert_eq!(*proof, AbsenceProof { capacity: 4, left: None, right: None });
+    verify_absence(&empty, b"k", &proof.encode()).unwrap();
+}
+
+/// A flipped record never gives an absence proof for a present key, nor a
+/// proof that fails to verify: the answer is right or `STORE_CORRUPT`.
+#[test]
+fn a_flipped_record_never_gives_a_wrong_absence_proof() {
+    let (records, versions) = stored(3, 4, 3);
+    for which in records.keys() {
+        let len = records[which].len();
+        for at in [1, len / 2, len - 1] {
+            let mut bad = records.clone();
+            bad.get_mut(which).unwrap()[at] ^= 0x01;
+            let mut pages = Pages::new(3, 4_000);
+            for k in (0..320u16).step_by(3) {
+                let (top, root, entries) = &versions[k as usize % versions.len()];
+                let key = k.to_be_bytes();
+                match absence(&mut pages, &bad, Some(*top), &key) {
+                    Ok(Absence::Present) => assert!(entries.contains_key(key.as_slice()), "record {which:?} byte {at}"),
+                    Ok(Absence::Proof(proof)) => {
+                        // Key copies are not hashed: a lie there may route to a proof that
+                        // fails to verify (the store then says STORE_CORRUPT), never to one that passes.
+                        if verify_absence(root, &key, &proof.encode()).is_ok() {
+                            assert!(!entries.contains_key(key.as_slice()), "record {which:?} byte {at}");
+                        }
+                    }
+                    Ok(Absence::Need(_)) => unreachable!(),
+                    Err(e) => assert_eq!(e, StoreError::Corrupt),
+                }
+            }
+        }
     }
 }

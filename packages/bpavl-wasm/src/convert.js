@@ -147,6 +147,16 @@ export function tableKey(table, key) {
   return [RECORD_TABLES[table], key.slice()];
 }
 
+/** A `ProvenAbsent`: the absence proof, or present. */
+export function absentResult(proof) {
+  return proof === undefined ? { present: true } : { proof };
+}
+
+/** A `VersionRecord` from its fields. */
+export function versionFields(top, root, chunkCount, entryCount) {
+  return { top, root: root.slice(), chunkCount, entryCount };
+}
+
 /** A `Proven`: the entry record's key and the proof, or not found. */
 export function provenResult(entryKey, proof) {
   return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };

@@ -159,6 +159,25 @@ export type Proven =
   | { found: Uint8Array; proof: Uint8Array }
   /** No entry holds the key. */
   | { notFound: true };
+
+/** What `Pages.proveAbsence` answers. */
+export type ProvenAbsent =
+  /** Fetch these records, `supply` them, and ask again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The absence proof, to verify against the version's root. */
+  | { proof: Uint8Array }
+  /** The key is in the version (its entry record checked). */
+  | { present: true };
+
+/** A version record's fields (`spec/store-format.md`). */
+export interface VersionRecord {
+  /** The version's top as `[table, key]`; `undefined` for the empty tree. */
+  top: [table: RecordTable, key: Uint8Array] | undefined;
+  /** The root hash, 32 bytes. */
+  root: Uint8Array;
+  chunkCount: number;
+  entryCount: number;
+}
 "#;
 
 #[wasm_bindgen(module = "/src/convert.js")]
@@ -167,6 +186,17 @@ extern "C" {
     fn lookup_result(kind: u8, tables: &[u8], flat: &[u8], ends: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = provenResult)]
     fn proven_result(entry_key: Option<Vec<u8>>, proof: Option<Vec<u8>>) -> JsValue;
+    #[wasm_bindgen(js_name = absentResult)]
+    fn absent_result(proof: Option<Vec<u8>>) -> JsValue;
+    #[wasm_bindgen(js_name = versionFields)]
+    fn version_fields(top: JsValue, root: &[u8], chunk_count: f64, entry_count: f64) -> JsValue;
+}
+
+/// `{ need }` for records a question needs.
+fn need_result(wanted: &[(Table, Ref)]) -> JsValue {
+    let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
+    let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
+    lookup_result(0, &tables, &flat, &[])
 }
 
 /// Lookups in stored versions with chunks cached under a byte budget
@@ -184,7 +214,7 @@ impl Pages {
         Ok(Pages(core::pages::Pages::new(capacity, count(budget, "budget")?), capacity))
     }
 
-    /// Looks `key` up in the version whose top `versionTop` names. Throws
+    /// Looks `key` up in the version whose top `decodeVersionRecord` names. Throws
     /// StoreError `STORE_CORRUPT`.
     #[wasm_bindgen(unchecked_return_type = "Lookup")]
     pub fn lookup(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
@@ -215,17 +245,13 @@ impl Pages {
         Ok(lookup_result(kind, &tables, &flat, &ends))
     }
 
-    /// The existence proof of `key` in the version whose top `versionTop`
-    /// names, read from the cache. Throws StoreError `STORE_CORRUPT`.
+    /// The existence proof of `key` in the version whose top
+    /// `decodeVersionRecord` names, read from the cache. Throws StoreError `STORE_CORRUPT`.
     #[wasm_bindgen(js_name = proveExistence, unchecked_return_type = "Proven")]
     pub fn prove_existence(&mut self, top_table: &str, top_key: &Bytes, key: &Bytes) -> Result<JsValue, JsValue> {
         let capacity = self.1;
         Ok(match self.0.witness(child(top_table, top_key)?, &bytes(key, "key")?).map_err(throw)? {
-            core::pages::Witness::Need(wanted) => {
-                let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
-                let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
-                lookup_result(0, &tables, &flat, &[])
-            }
+            core::pages::Witness::Need(wanted) => need_result(&wanted),
             core::pages::Witness::Found(entry, witness) => {
                 let proof = core::ExistenceProof { capacity, witness }.encode();
                 proven_result(Some(entry.key().to_vec()), Some(proof))
@@ -234,7 +260,31 @@ impl Pages {
         })
     }
 
-    /// Hands over a record a lookup needed (`undefined`: the store lacks it).
+    /// The absence proof of `key` in the version whose top
+    /// `decodeVersionRecord` names (`undefined`: the empty tree), its
+    /// neighbours' values checked against their slots. Throws StoreError
+    /// `STORE_CORRUPT`, ProofError `KEY_EMPTY` / `KEY_TOO_LONG`.
+    #[wasm_bindgen(js_name = proveAbsence, unchecked_return_type = "ProvenAbsent")]
+    pub fn prove_absence(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        key: &Bytes,
+    ) -> Result<JsValue, JsValue> {
+        let key = bytes(key, "key")?;
+        core::codec::check_key(&key).map_err(throw)?;
+        let top = match (top_table, top_key) {
+            (Some(t), Some(k)) => Some(child(&t, &k)?),
+            _ => None,
+        };
+        Ok(match self.0.prove_absence(top, &key).map_err(throw)? {
+            core::pages::Absence::Need(wanted) => need_result(&wanted),
+            core::pages::Absence::Proof(proof) => absent_result(Some(proof.encode())),
+            core::pages::Absence::Present => absent_result(None),
+        })
+    }
+
+    /// Hands over a record a question needed (`undefined`: the store lacks it).
     /// Throws StoreError `STORE_CORRUPT`.
     pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
         let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
@@ -274,18 +324,18 @@ fn child(top_table: &str, top_key: &Bytes) -> Result<core::record::Child, JsValu
     }
 }
 
-/// The top of a version as `[table, key]`, or `undefined` for the empty
-/// tree, from its version record. Throws StoreError `STORE_CORRUPT`.
-#[wasm_bindgen(js_name = versionTop, unchecked_return_type = "[table: RecordTable, key: Uint8Array] | undefined")]
-pub fn version_top(version_record: &Bytes, capacity: &Number) -> Result<JsValue, JsValue> {
+/// A version record's fields: its top as `[table, key]` (`undefined` for
+/// the empty tree), root and counts. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = decodeVersionRecord, unchecked_return_type = "VersionRecord")]
+pub fn decode_version_record(record: &Bytes, capacity: &Number) -> Result<JsValue, JsValue> {
     let record =
-        core::record::VersionRecord::decode(&bytes(version_record, "versionRecord")?, count(capacity, "capacity")?)
-            .map_err(throw)?;
-    Ok(match record.top {
+        core::record::VersionRecord::decode(&bytes(record, "record")?, count(capacity, "capacity")?).map_err(throw)?;
+    let top = match record.top {
         None => JsValue::UNDEFINED,
         Some(core::record::Child::Node(r)) => table_key(Table::Nodes as u8, &r.key()),
         Some(core::record::Child::Chunk(r)) => table_key(Table::Chunks as u8, &r.key()),
-    })
+    };
+    Ok(version_fields(top, &record.root, record.chunk_count as f64, record.entry_count as f64))
 }
 
 /// The value of an entry record, checked against its record key's hash and

@@ -2,7 +2,7 @@
 // version back from its records, and StoreError codes. The store's own
 // behaviour is tested in packages/store.
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, encodeStoreRecord, entryValue, init, Loader, Pages, Tree, versionTop } from '../index.js';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, init, Loader, Pages, Tree, verifyAbsence } from '../index.js';
 import { thrown, toHex, utf8 } from './helpers.js';
 
 await init();
@@ -79,10 +79,12 @@ describe('the store record', () => {
   });
 });
 
-describe('Pages, versionTop and entryValue', () => {
+describe('Pages, decodeVersionRecord and entryValue', () => {
   it('look keys up in a stored version, found or bracketed', () => {
-    const { w, records } = committed();
-    const top = versionTop(w.versionRecord, 4)!;
+    const { tree, w, records } = committed();
+    const record = decodeVersionRecord(w.versionRecord, 4);
+    expect(record).toMatchObject({ root: w.root, chunkCount: tree.head().chunkCount, entryCount: 30 });
+    const top = record.top!;
     const pages = new Pages(4, 0);
     const get = (key: Uint8Array): Uint8Array | undefined => {
       for (let round = 0; round < 64; round++) {
@@ -103,5 +105,31 @@ describe('Pages, versionTop and entryValue', () => {
     const [entryKey] = [...records.keys()].filter((k) => k.startsWith('entries/'));
     const key = Buffer.from(entryKey!.slice(8), 'hex');
     expect(thrown(() => entryValue(key, utf8('nonsense'), utf8('k1')))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+
+  it('prove absence in a stored version, and say present for a present key', () => {
+    const { tree, w, records } = committed();
+    const { top, root } = decodeVersionRecord(w.versionRecord, 4);
+    const pages = new Pages(4, 0);
+    const absence = (key: Uint8Array) => {
+      for (let round = 0; round < 64; round++) {
+        const answer = pages.proveAbsence(top![0], top![1], key);
+        if (!('need' in answer)) return answer;
+        for (const [t, k] of answer.need) pages.supply(t, k, records.get(`${t}/${toHex(k)}`));
+      }
+      throw new Error('too many rounds');
+    };
+    for (const key of ['a', 'k125', 'k19x', 'z'].map(utf8)) {
+      const answer = absence(key);
+      if (!('proof' in answer)) throw new Error('no proof');
+      expect(answer.proof).toEqual(tree.head().proveAbsence(key));
+      verifyAbsence(root, key, answer.proof);
+    }
+    expect(absence(utf8('k7'))).toEqual({ present: true });
+    expect(thrown(() => pages.proveAbsence(top![0], top![1], new Uint8Array()))).toMatchObject({ code: 'KEY_EMPTY' });
+    const empty = pages.proveAbsence(undefined, undefined, utf8('k'));
+    if (!('proof' in empty)) throw new Error('no proof');
+    verifyAbsence(new Tree(4).head().root, utf8('k'), empty.proof);
+    expect(thrown(() => decodeVersionRecord(utf8('nonsense'), 4))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
   });
 });

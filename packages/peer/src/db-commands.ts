@@ -11,7 +11,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
+import { verifyRange } from '@bpavl/wasm';
 import { openState, type State } from '@bpavl/store';
 import { fromHex, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
@@ -147,6 +147,16 @@ function versionOf(v: Values, state: State): number {
   return v.version === undefined ? (head?.version ?? 0) : int(v, 'version', 0, 0, Number.MAX_SAFE_INTEGER);
 }
 
+/** `key`'s value (`undefined`: absent) and the proof of it at `version`, verified by the store. */
+async function proveKey(state: State, key: Uint8Array, version: number): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }> {
+  try {
+    return await state.proveExistence(key, { version });
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'KEY_NOT_FOUND') throw e;
+    return { value: undefined, proof: await state.proveAbsence(key, { version }) };
+  }
+}
+
 function rootOf(state: State, version: number): Uint8Array {
   const info = state.versions().find((x) => x.version === version);
   if (info === undefined) throw Object.assign(new Error(`version ${version} is not retained`), { code: 'VERSION_UNKNOWN' });
@@ -175,8 +185,10 @@ async function importLines(state: State, file: string, batch: number, utf8: bool
     try {
       k = bytesOf(key, utf8, 'key');
       val = bytesOf(value, utf8, 'value');
-      state.put(k, val);
+      await state.put(k, val);
     } catch (e) {
+      // A key or value the tree refuses is the line's fault; a store failure is not.
+      if (e instanceof Error && e.name !== 'TreeError' && !(e instanceof UsageError)) throw e;
       throw new ImportError(n, e instanceof Error ? e.message : String(e));
     }
     entries++;
@@ -260,7 +272,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           const t0 = performance.now();
           for (let i = 0; i < entryCount; i++) {
             const [key, value] = workloadEntry(seed, i);
-            state.put(key, value);
+            await state.put(key, value);
             if ((i + 1) % batch === 0 && i + 1 < entryCount) {
               await state.commit();
               if (tty) process.stderr.write(`\rgenerated ${i + 1} of ${entryCount} entries`);
@@ -283,14 +295,12 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       return withState(dir, true, async (state) => {
         const version = versionOf(v, state);
         const root = rootOf(state, version);
-        const snapshot = await state.snapshot({ version });
-        const results = positionals.map((text) => {
+        const results = [];
+        for (const text of positionals) {
           const key = bytesOf(text, v.utf8, 'key');
-          const value = snapshot.get(key);
-          if (value === undefined) verifyAbsence(root, key, snapshot.proveAbsence(key));
-          else verifyExistence(root, key, value, snapshot.proveExistence(key));
-          return { key: toHex(key), value: value === undefined ? null : toHex(value) };
-        });
+          const { value } = await proveKey(state, key, version);
+          results.push({ key: toHex(key), value: value === undefined ? null : toHex(value) });
+        }
         out({ version, root: toHex(root), results }, results.map((r) => `${r.key} ${r.value ?? '(absent)'}`).join('\n'));
         return 0;
       });
@@ -299,12 +309,8 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       return withState(dir, true, async (state) => {
         const version = versionOf(v, state);
         const root = rootOf(state, version);
-        const snapshot = await state.snapshot({ version });
         const key = bytesOf(positionals[0]!, v.utf8, 'key');
-        const value = snapshot.get(key);
-        const proof = value === undefined ? snapshot.proveAbsence(key) : snapshot.proveExistence(key);
-        if (value === undefined) verifyAbsence(root, key, proof);
-        else verifyExistence(root, key, value, proof);
+        const { value, proof } = await proveKey(state, key, version);
         const kind = value === undefined ? 'absence' : 'existence';
         out({ version, root: toHex(root), key: toHex(key), kind, value: value === undefined ? null : toHex(value), proof: toHex(proof) }, `${kind} proof (verified against ${toHex(root)})\n${toHex(proof)}`);
         return 0;
@@ -352,11 +358,11 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       });
     }
     case 'check': {
-      // Opening loads the head whole: damage there is found before any version is listed.
+      // Opening decodes every version record: a damaged one is found before any version is listed.
       const opened = await openState({ path: dir, readOnly: true }).catch((e: unknown) => e as Error & { code?: string });
       if (!('versions' in opened)) {
         if (opened.code !== 'STORE_CORRUPT') throw opened;
-        out({ versions: null, damaged: [{ version: 'head', code: opened.code, message: opened.message }] }, `the head: ${opened.code} ${opened.message}`);
+        out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }] }, `the version records: ${opened.code} ${opened.message}`);
         return 1;
       }
       await opened.close();

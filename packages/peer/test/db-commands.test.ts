@@ -138,14 +138,21 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     flip('nodes', stale.subarray(9));
     expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [{ version: 1, code: 'STORE_CORRUPT', message: expect.any(String) }] });
     expect((await json(['get', '--db', db, hex('zz')])).out.results).toEqual([{ key: hex('zz'), value: hex('1') }]); // the head still reads
-    // A record of the head: found as the state opens.
+    // A record that both versions use: found in each.
     const row = sqlite.prepare('SELECT k FROM entries LIMIT 1 OFFSET 100').get() as { k: Uint8Array };
     flip('entries', row.k);
     sqlite.close();
     const r = await json(['check', '--db', db]);
     expect(r.code).toBe(1);
-    // The record belongs to the head too, which is loaded when the state opens.
-    expect(r.out.damaged).toEqual([{ version: 'head', code: 'STORE_CORRUPT', message: expect.any(String) }]);
+    expect(r.out.damaged).toEqual([1, 2].map((version) => ({ version, code: 'STORE_CORRUPT', message: expect.any(String) })));
+    // A damaged version record: found as the state opens, before any version is listed.
+    const records = new DatabaseSync(join(db, 'data.sqlite'));
+    const version = records.prepare('SELECT k FROM versions LIMIT 1').get() as { k: Uint8Array };
+    records.prepare('UPDATE versions SET v = ? WHERE k = ?').run(new Uint8Array([1, 2, 3]), version.k);
+    records.close();
+    const opened = await json(['check', '--db', db]);
+    expect(opened.code).toBe(1);
+    expect(opened.out).toEqual({ versions: null, damaged: [{ version: 'records', code: 'STORE_CORRUPT', message: expect.any(String) }] });
   });
 
   it('two serve --db processes share one database; a client syncs an old and the new version from them', async () => {

@@ -3,9 +3,9 @@
  *
  * ```ts
  * const state = await openState({ path: '/var/lib/bpavl' });
- * state.put(key, value);
+ * await state.put(key, value);
  * const { version, root } = await state.commit();
- * const proof = (await state.snapshot({ version })).proveExistence(key);
+ * const { proof } = await state.proveExistence(key, { version });
  * await state.close();
  * ```
  * @module

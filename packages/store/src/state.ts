@@ -5,15 +5,16 @@
  * core (through `@bpavl/wasm`); this module moves records between the core
  * and the backend.
  *
- * Reads of versions other than the head go through `Pages`: inner nodes
- * loaded on demand, chunks cached under `cacheBytes`, every answer checked
- * against the entry records that prove it. The head (which takes writes)
- * and the versions that proofs are taken from are still loaded whole;
- * paging them too is the next step (docs/store.md, "Status").
+ * Opening reads only the version records. Reads and proofs at any version,
+ * the head included, go through `Pages`: inner nodes loaded on demand,
+ * chunks cached under `cacheBytes`, every answer checked against the entry
+ * records that prove it. The writable head is loaded whole at the first
+ * write after an open, a commit failure or a rollback; paging it too is the
+ * next step (docs/store.md, "Status").
  * @module
  */
 
-import { decodeStoreRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, verifyExistence, versionTop } from '@bpavl/wasm';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, verifyAbsence, verifyExistence, type VersionRecord } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
@@ -55,6 +56,9 @@ const LOADED_VERSIONS = 4;
 
 /** Rounds of record fetches a read may take: 48 levels of nodes, then chunks, bases and entries. */
 const MAX_ROUNDS = 64;
+
+/** A question to `Pages` that is answered or names the records it needs. */
+type Asked<T> = { need: [RecordTable, Uint8Array][] } | T;
 
 /** Fetches `wanted` records (one `getMany` per table) and hands each to `supply`. */
 async function fetchRecords(
@@ -98,23 +102,29 @@ async function keysFrom(backend: StorageBackend, table: string, start: Uint8Arra
 export class State {
   readonly #backend: StorageBackend;
   readonly capacity: number;
-  /** The head: committed versions plus the writes of the pending batch. */
-  #tree: Tree;
-  /** Version → root of every retained version, ascending. */
-  #versions: Map<number, Uint8Array>;
+  /** Every retained version's record (checked when decoded), ascending. */
+  #versions: Map<number, VersionRecord>;
+  /** The head version (0: nothing committed). */
+  #head: number;
+  /** The head plus the pending batch, loaded at the first write; a failed load is not kept. */
+  #tree: Promise<Tree> | undefined;
   #loaded = new Map<number, Snapshot>();
   readonly #pages: Pages;
   #closed = false;
 
-  private constructor(backend: StorageBackend, capacity: number, tree: Tree, versions: Map<number, Uint8Array>, cacheBytes: number) {
+  private constructor(backend: StorageBackend, capacity: number, versions: Map<number, VersionRecord>, cacheBytes: number) {
     this.#backend = backend;
     this.capacity = capacity;
-    this.#tree = tree;
     this.#versions = versions;
+    this.#head = Math.max(0, ...versions.keys());
     this.#pages = new Pages(capacity, cacheBytes);
   }
 
-  /** Opens the state a backend holds, or starts one (`capacity`, default 256). */
+  /**
+   * Opens the state a backend holds, or starts one (`capacity`, default
+   * 256). Reads only the version records: the records they name are
+   * checked when a read or a write reaches them.
+   */
   static async open(backend: StorageBackend, capacity = 256, cacheBytes = DEFAULT_CACHE_BYTES): Promise<State> {
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
@@ -123,49 +133,79 @@ export class State {
       await backend.write({ puts: [['meta', STORE_KEY, meta]] });
     }
     const stored = decodeStoreRecord(meta);
-    const versions = new Map<number, Uint8Array>();
-    const records = new Map<number, Uint8Array>();
+    const versions = new Map<number, VersionRecord>();
     for await (const [key, record] of backend.scan('versions')) {
-      records.set(versionOf(key), record);
+      versions.set(versionOf(key), decodeVersionRecord(record, stored));
     }
-    const head = Math.max(0, ...records.keys());
-    if (!backend.readOnly) await removeUnborn(backend, head);
-    const tree = head === 0 ? new Tree(stored) : await loadTree(backend, head, records.get(head)!, stored);
-    for (const [version, record] of records) {
-      // The head is checked by its load; the others by theirs, when read.
-      versions.set(version, version === head ? tree.head().root : rootOf(record));
-    }
-    return new State(backend, stored, tree, versions, cacheBytes);
+    if (!backend.readOnly) await removeUnborn(backend, Math.max(0, ...versions.keys()));
+    return new State(backend, stored, versions, cacheBytes);
   }
 
   #open(): void {
     if (this.#closed) throw new StoreError('STORE_CLOSED', 'the store is closed');
   }
 
-  #writable(): void {
+  /** The head with the pending batch, loaded if it is not (STORE_READ_ONLY on a reader). */
+  async #writable(): Promise<Tree> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    if (this.#tree === undefined) {
+      const loading = this.#loadHead();
+      this.#tree = loading;
+      loading.catch(() => {
+        if (this.#tree === loading) this.#tree = undefined;
+      });
+    }
+    return this.#tree;
+  }
+
+  async #loadHead(): Promise<Tree> {
+    if (this.#head === 0) return new Tree(this.capacity);
+    return loadTree(this.#backend, this.#head, await this.#versionRecord(this.#head), this.capacity);
+  }
+
+  /** Frees the loaded head and its pending batch; the next write loads the head again. */
+  #dropTree(): void {
+    const tree = this.#tree;
+    this.#tree = undefined;
+    tree?.then((t) => t.free(), () => {});
+  }
+
+  async #versionRecord(version: number): Promise<Uint8Array> {
+    const record = await this.#backend.get('versions', versionKey(version));
+    if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
+    return record;
+  }
+
+  /** The retained version `at` names (the head by default) and its record (`undefined`: nothing committed yet). */
+  #at(at: AtVersion): [number, VersionRecord | undefined] {
+    this.#open();
+    const version = at.version ?? this.#head;
+    const record = this.#versions.get(version);
+    if (record === undefined && version !== this.#head) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    return [version, record];
   }
 
   /** The head version, or `undefined` before the first commit. */
   head(): VersionInfo | undefined {
     this.#open();
-    const version = this.#tree.head().version;
-    return version === 0 ? undefined : { version, root: this.#tree.head().root };
+    const record = this.#versions.get(this.#head);
+    return record && { version: this.#head, root: record.root };
   }
 
   /** Every retained version with its root, oldest first. */
   versions(): VersionInfo[] {
     this.#open();
-    return [...this.#versions].map(([version, root]) => ({ version, root }));
+    return [...this.#versions].map(([version, { root }]) => ({ version, root }));
   }
 
-  /** The committed version `at` names (the head by default). */
+  /**
+   * The committed version `at` names (the head by default), loaded whole
+   * and kept for later calls (the last few versions asked for); the state
+   * frees it when it drops it.
+   */
   async snapshot(at: AtVersion = {}): Promise<Snapshot> {
-    this.#open();
-    const version = at.version ?? this.#tree.head().version;
-    if (version === this.#tree.head().version) return this.#tree.head();
-    if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    const [version] = this.#at(at);
     let snapshot = this.#loaded.get(version);
     if (snapshot === undefined) {
       snapshot = await this.#load(version);
@@ -184,100 +224,84 @@ export class State {
    * never frees it, so it can be served for as long as the caller wants.
    */
   async loadSnapshot(version: number): Promise<Snapshot> {
-    this.#open();
-    if (version === this.#tree.head().version) return this.#tree.head();
-    if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    this.#at({ version });
     return this.#load(version);
   }
 
   /** Loads the stored `version` whole (`STORE_CORRUPT` on any bad record). */
   async #load(version: number): Promise<Snapshot> {
-    const record = await this.#backend.get('versions', versionKey(version));
-    if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
-    const tree = await loadTree(this.#backend, version, record, this.capacity);
+    const tree = version === 0 ? new Tree(this.capacity) : await loadTree(this.#backend, version, await this.#versionRecord(version), this.capacity);
     const snapshot = tree.head();
     tree.free();
     return snapshot;
   }
 
-  async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
-    this.#open();
-    const version = at.version ?? this.#tree.head().version;
-    if (version === this.#tree.head().version) return this.#tree.head().get(key);
-    return this.#pagedGet(version, key);
-  }
-
-  /** The top of a retained stored version (`undefined`: the empty tree). */
-  async #top(version: number): Promise<[RecordTable, Uint8Array] | undefined> {
-    if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
-    const record = await this.#backend.get('versions', versionKey(version));
-    if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
-    return versionTop(record, this.capacity);
-  }
-
-  /**
-   * The value of `key` and its existence proof (`spec/proof-format.md`),
-   * which verifies against the version's root; old versions are read
-   * through the chunk cache, and their proofs are verified before they are
-   * returned. Throws StoreError `KEY_NOT_FOUND` if the key is absent.
-   */
-  async proveExistence(key: Uint8Array, at: AtVersion = {}): Promise<{ value: Uint8Array; proof: Uint8Array }> {
-    this.#open();
-    const version = at.version ?? this.#tree.head().version;
-    if (version === this.#tree.head().version) {
-      const snapshot = this.#tree.head();
-      const value = snapshot.get(key);
-      if (value === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
-      return { value, proof: snapshot.proveExistence(key) };
-    }
-    const top = await this.#top(version);
-    for (let round = 0; top !== undefined && round < MAX_ROUNDS; round++) {
-      const answer = this.#pages.proveExistence(top[0], top[1], key);
-      if ('notFound' in answer) break;
-      if ('found' in answer) {
-        const value = await readEntry(this.#backend, answer.found, key);
-        try {
-          verifyExistence(this.#versions.get(version)!, key, value, answer.proof);
-        } catch {
-          throw new StoreError('STORE_CORRUPT', `a record of version ${version} does not prove its entry`);
-        }
-        return { value, proof: answer.proof };
-      }
-      await fetchRecords(this.#backend, answer.need, (t, k, v) => this.#pages.supply(t, k, v));
-    }
-    throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
-  }
-
-  /** A read of a stored version through the chunk cache. */
-  async #pagedGet(version: number, key: Uint8Array): Promise<Uint8Array | undefined> {
-    const top = await this.#top(version);
-    if (top === undefined) return undefined;
+  /** Asks `Pages` until it answers, fetching the records it names. */
+  async #ask<T extends object>(version: number, question: () => Asked<T>): Promise<T> {
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const answer = this.#pages.lookup(top[0], top[1], key);
-      if ('found' in answer) return readEntry(this.#backend, answer.found, key);
-      if ('absent' in answer) {
-        for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
-        return undefined;
-      }
+      const answer = question();
+      if (!('need' in answer)) return answer;
       await fetchRecords(this.#backend, answer.need, (t, k, v) => this.#pages.supply(t, k, v));
     }
     throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
+  }
+
+  /** The value of `key` in the committed version `at` names (the head by default). */
+  async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
+    const [version, record] = this.#at(at);
+    const top = record?.top;
+    if (top === undefined) return undefined;
+    const answer = await this.#ask(version, () => this.#pages.lookup(top[0], top[1], key));
+    if ('found' in answer) return readEntry(this.#backend, answer.found, key);
+    for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
+    return undefined;
   }
 
   async has(key: Uint8Array, at?: AtVersion): Promise<boolean> {
     return (await this.get(key, at)) !== undefined;
   }
 
-  /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */
-  put(key: Uint8Array, value: Uint8Array): void {
-    this.#writable();
-    this.#tree.insert(key, value);
+  /**
+   * The value of `key` and its existence proof (`spec/proof-format.md`),
+   * which verifies against the version's root. Read through the chunk
+   * cache and verified before it is returned. Throws StoreError
+   * `KEY_NOT_FOUND` if the key is absent.
+   */
+  async proveExistence(key: Uint8Array, at: AtVersion = {}): Promise<{ value: Uint8Array; proof: Uint8Array }> {
+    const [version, record] = this.#at(at);
+    const top = record?.top;
+    if (top === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
+    const answer = await this.#ask(version, () => this.#pages.proveExistence(top[0], top[1], key));
+    if ('notFound' in answer) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
+    const value = await readEntry(this.#backend, answer.found, key);
+    proven(version, () => verifyExistence(record!.root, key, value, answer.proof));
+    return { value, proof: answer.proof };
   }
 
-  /** Deletes `key` in the pending batch; returns whether it was present. */
-  delete(key: Uint8Array): boolean {
-    this.#writable();
-    return this.#tree.remove(key);
+  /**
+   * The absence proof of `key` (`spec/proof-format.md`), which verifies
+   * against the version's root. Read through the chunk cache and verified
+   * before it is returned. Throws StoreError `KEY_EXISTS` if the key is
+   * present, ProofError `KEY_EMPTY` / `KEY_TOO_LONG` for a key no tree holds.
+   */
+  async proveAbsence(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#at(at);
+    const top = record?.top;
+    const answer = await this.#ask(version, () => this.#pages.proveAbsence(top?.[0], top?.[1], key));
+    if ('present' in answer) throw new StoreError('KEY_EXISTS', 'the key is present');
+    const root = record?.root ?? new Tree(this.capacity).head().root;
+    proven(version, () => verifyAbsence(root, key, answer.proof));
+    return answer.proof;
+  }
+
+  /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */
+  async put(key: Uint8Array, value: Uint8Array): Promise<void> {
+    (await this.#writable()).insert(key, value);
+  }
+
+  /** Deletes `key` in the pending batch; resolves to whether it was present. */
+  async delete(key: Uint8Array): Promise<boolean> {
+    return (await this.#writable()).remove(key);
   }
 
   /**
@@ -286,8 +310,8 @@ export class State {
    * write fails, the pending batch is dropped and the head stays as stored.
    */
   async commit(): Promise<VersionInfo> {
-    this.#writable();
-    const w = this.#tree.commitToStore();
+    const tree = await this.#writable();
+    const w = tree.commitToStore();
     const batch: WriteBatch = {
       puts: [
         ...w.puts,
@@ -298,24 +322,12 @@ export class State {
     try {
       await this.#backend.write(batch);
     } catch (e) {
-      await this.#reload(w.version - 1);
+      this.#dropTree();
       throw e;
     }
-    this.#versions.set(w.version, w.root);
+    this.#versions.set(w.version, decodeVersionRecord(w.versionRecord, this.capacity));
+    this.#head = w.version;
     return { version: w.version, root: w.root };
-  }
-
-  /** Makes the stored version `version` the head (0: the empty tree). */
-  async #reload(version: number): Promise<void> {
-    let tree: Tree;
-    if (version === 0) tree = new Tree(this.capacity);
-    else {
-      const record = await this.#backend.get('versions', versionKey(version));
-      if (record === undefined) throw new StoreError('STORE_CORRUPT', `version ${version} has no record`);
-      tree = await loadTree(this.#backend, version, record, this.capacity);
-    }
-    this.#tree.free();
-    this.#tree = tree;
   }
 
   /**
@@ -325,7 +337,8 @@ export class State {
    * the backend gives their space back (`compact`).
    */
   async prune(options: PruneOptions): Promise<void> {
-    this.#writable();
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     const retained = [...this.#versions.keys()];
     let keepFrom: number;
     if ('keepLast' in options) {
@@ -333,15 +346,11 @@ export class State {
       keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;
     } else {
       if (!Number.isSafeInteger(options.before) || options.before < 0) throw new RangeError('before must be a version number');
-      keepFrom = Math.min(options.before, this.#tree.head().version);
+      keepFrom = Math.min(options.before, this.#head);
     }
     const dropped = retained.filter((v) => v < keepFrom);
     if (dropped.length > 0) await this.#backend.write({ deletes: dropped.map((v) => ['versions', versionKey(v)] as const) });
-    for (const v of dropped) {
-      this.#versions.delete(v);
-      this.#loaded.get(v)?.free();
-      this.#loaded.delete(v);
-    }
+    for (const v of dropped) this.#forget(v);
     // Stale at s ≤ keepFrom: used only by versions before keepFrom.
     const end = versionKey(keepFrom + 1);
     for (let batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end); batch.length > 0; batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end)) {
@@ -351,9 +360,16 @@ export class State {
     await this.#backend.compact();
   }
 
-  /** Makes the retained `version` the head and discards every later version. */
+  #forget(version: number): void {
+    this.#versions.delete(version);
+    this.#loaded.get(version)?.free();
+    this.#loaded.delete(version);
+  }
+
+  /** Makes the retained `version` the head, discarding every later version and the pending batch. */
   async rollback(version: number): Promise<void> {
-    this.#writable();
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     const later = [...this.#versions.keys()].filter((v) => v > version);
     const after = versionKey(version + 1);
@@ -362,38 +378,33 @@ export class State {
     await this.#backend.write({
       deletes: [...later.map((v) => ['versions', versionKey(v)] as const), ...staleLater.map((k) => ['stale', k] as const)],
     });
-    for (const v of later) {
-      this.#versions.delete(v);
-      this.#loaded.get(v)?.free();
-      this.#loaded.delete(v);
-    }
+    for (const v of later) this.#forget(v);
+    this.#head = version;
+    this.#dropTree();
     // …then what those versions wrote (a crash here leaves garbage that the next open removes).
     await removeUnborn(this.#backend, version);
-    await this.#reload(version);
   }
 
   async stats(): Promise<StoreStats> {
     this.#open();
-    const snapshot = this.#tree.head();
+    const head = this.#versions.get(this.#head);
     const pages = this.#pages;
-    const stats = {
-      entryCount: snapshot.len,
-      chunkCount: snapshot.chunkCount,
+    return {
+      entryCount: head?.entryCount ?? 0,
+      chunkCount: head?.chunkCount ?? 0,
       versions: this.#versions.size,
       bytesOnDisk: await this.#backend.sizeBytes(),
       cacheHits: pages.hits,
       cacheMisses: pages.misses,
       cachedChunkBytes: pages.residentBytes,
     };
-    snapshot.free();
-    return stats;
   }
 
   /** Drops the pending batch, frees the loaded trees and closes the backend. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#tree.free();
+    this.#dropTree();
     for (const s of this.#loaded.values()) s.free();
     this.#loaded.clear();
     this.#pages.free();
@@ -401,9 +412,13 @@ export class State {
   }
 }
 
-/** The root a version record ends with (checked when the version is loaded). */
-function rootOf(record: Uint8Array): Uint8Array {
-  return record.slice(record.length - 32);
+/** Runs `verify`; a proof built from stored records that fails it means a record lied. */
+function proven(version: number, verify: () => unknown): void {
+  try {
+    verify();
+  } catch {
+    throw new StoreError('STORE_CORRUPT', `a record of version ${version} does not prove its answer`);
+  }
 }
 
 /** Deletes every record born after `head` (left by a torn import or rollback) and their stale marks. */

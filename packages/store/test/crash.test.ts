@@ -65,7 +65,6 @@ it(`after each of ${KILLS} SIGKILLs the store opens at the last reported version
     const snapshot = await state.snapshot();
     expect(snapshot.len).toBe(model.size);
     for (const [k, v] of model) expect(hex(snapshot.get(Buffer.from(k, 'hex'))!), `kill ${i}: key ${k}`).toBe(v);
-    snapshot.free();
     await state.close();
     head = now;
   }

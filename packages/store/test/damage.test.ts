@@ -26,7 +26,7 @@ beforeAll(async () => {
   const model = new Map<string, string>();
   for (let v = 1; v <= 3; v++) {
     for (let k = v; k < 120; k += v) {
-      state.put(key(k), value(k, v));
+      await state.put(key(k), value(k, v));
       model.set(hex(key(k)), hex(value(k, v)));
     }
     const { version } = await state.commit();

@@ -78,8 +78,10 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
         verifyExistence(root, k, want, paged.proof);
       } else {
         verifyAbsence(root, k, snapshot.proveAbsence(k));
+        verifyAbsence(root, k, await state.proveAbsence(k, { version }));
         await rejectsWith(() => state.proveExistence(k, { version }), 'KEY_NOT_FOUND', `existence proof of absent ${hex(k)}`);
       }
+      if (want) await rejectsWith(() => state.proveAbsence(k, { version }), 'KEY_EXISTS', `absence proof of present ${hex(k)}`);
     }
     const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
     const start = key(pick(domain));
@@ -104,11 +106,11 @@ export async function runModel(place: ModelPlace, capacity: number, seed: number
       const roll = pick(100);
       if (roll < 50) {
         const k = pick(domain);
-        state.put(key(k), value(k, step & 0xff));
+        await state.put(key(k), value(k, step & 0xff));
         model.set(hex(key(k)), value(k, step & 0xff));
       } else if (roll < 75) {
         const k = pick(domain);
-        same(state.delete(key(k)), model.delete(hex(key(k))), `delete ${k}`);
+        same(await state.delete(key(k)), model.delete(hex(key(k))), `delete ${k}`);
       } else if (roll < 88) {
         const { version } = await state.commit();
         models.set(version, new Map(model));

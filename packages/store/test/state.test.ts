@@ -51,13 +51,13 @@ describe('on the Node backend, by path', () => {
   it('one writer: a second is STORE_LOCKED, readers open beside it, and it reopens after close', async () => {
     const at = place();
     const writer = await at.open({ capacity: 4 });
-    writer.put(key(1), value(1, 1));
+    await writer.put(key(1), value(1, 1));
     const first = await writer.commit();
     await expect(at.open()).rejects.toMatchObject({ name: 'StorageError', code: 'STORE_LOCKED' });
     const reader = await at.open({ readOnly: true });
     expect(reader.head()).toEqual(first);
     expect(await reader.get(key(1))).toEqual(value(1, 1));
-    expect(() => reader.put(key(2), value(2, 1))).toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
+    await expect(reader.put(key(2), value(2, 1))).rejects.toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
     await reader.close();
     await writer.close();
     const again = await at.open();
@@ -88,7 +88,7 @@ describe('typed errors, the store unchanged', () => {
   async function sample() {
     const place = inMemory();
     const state = await place.open({ capacity: 4 });
-    for (let k = 0; k < 20; k++) state.put(key(k), value(k, 1));
+    for (let k = 0; k < 20; k++) await state.put(key(k), value(k, 1));
     const first = await state.commit();
     return { place, state, first };
   }
@@ -100,7 +100,7 @@ describe('typed errors, the store unchanged', () => {
       [new Uint8Array(), new Uint8Array(1), 'KEY_EMPTY'],
       [new Uint8Array(1), new Uint8Array(65537), 'VALUE_TOO_LONG'],
     ] as const) {
-      expect(() => state.put(k, v)).toThrow(expect.objectContaining({ code }));
+      await expect(state.put(k, v)).rejects.toThrow(expect.objectContaining({ code }));
     }
     const again = await state.commit();
     expect(hex(again.root)).toBe(hex(first.root));
@@ -116,7 +116,7 @@ describe('typed errors, the store unchanged', () => {
   it('a closed store is STORE_CLOSED', async () => {
     const { state } = await sample();
     await state.close();
-    expect(() => state.put(key(1), value(1, 1))).toThrow(StoreError);
+    await expect(state.put(key(1), value(1, 1))).rejects.toThrow(StoreError);
     expect(() => state.versions()).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
     await expect(state.get(key(1))).rejects.toMatchObject({ code: 'STORE_CLOSED' });
   });
@@ -126,17 +126,17 @@ describe('typed errors, the store unchanged', () => {
     await state.close();
     const reader = await place.open({ readOnly: true });
     expect(await reader.get(key(3))).toEqual(value(3, 1));
-    expect(() => reader.put(key(1), value(1, 2))).toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
+    await expect(reader.put(key(1), value(1, 2))).rejects.toThrow(expect.objectContaining({ code: 'STORE_READ_ONLY' }));
     await reader.close();
   });
 
   it('a failed commit leaves the store at its last version', async () => {
     const { place, state, first } = await sample();
-    state.put(key(50), value(50, 2));
+    await state.put(key(50), value(50, 2));
     await state.close();
     const backend = memoryBackend(place.database);
     const failing = await openState({ backend });
-    failing.put(key(51), value(51, 3));
+    await failing.put(key(51), value(51, 3));
     backend.write = async () => {
       throw Object.assign(new Error('disk full'), { code: 'STORE_IO' });
     };
@@ -150,9 +150,9 @@ describe('corruption is STORE_CORRUPT on the read that touches it', () => {
   async function stored() {
     const place = inMemory();
     const state = await place.open({ capacity: 4 });
-    for (let k = 0; k < 40; k++) state.put(key(k), value(k, 1));
+    for (let k = 0; k < 40; k++) await state.put(key(k), value(k, 1));
     await state.commit();
-    for (let k = 0; k < 40; k += 5) state.put(key(k), value(k, 2));
+    for (let k = 0; k < 40; k += 5) await state.put(key(k), value(k, 2));
     await state.commit();
     await state.close();
     return place;
@@ -196,7 +196,7 @@ describe('paged reads of old versions', () => {
     const model: Model = new Map();
     for (let v = 0; v < 5; v++) {
       for (let k = v; k < 600; k += 3) {
-        state.put(key(k), value(k, v));
+        await state.put(key(k), value(k, v));
         model.set(hex(key(k)), value(k, v));
       }
       await state.commit();

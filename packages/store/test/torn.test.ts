@@ -39,10 +39,10 @@ async function history(): Promise<{ data: MemoryDatabase; models: Models }> {
     for (let i = 0; i < 12; i++) {
       const k = (v * 7 + i * 5) % 40;
       if ((v + i) % 4 === 0) {
-        state.delete(key(k));
+        await state.delete(key(k));
         model.delete(hex(key(k)));
       } else {
-        state.put(key(k), value(k, v));
+        await state.put(key(k), value(k, v));
         model.set(hex(key(k)), hex(value(k, v)));
       }
     }
@@ -70,7 +70,7 @@ async function expectVersions(data: MemoryDatabase, models: Models, allowed: num
   const count = (db: MemoryDatabase) => ['nodes', 'chunks', 'entries'].reduce((n, t) => n + db.table(t).size(), 0);
   const alone = inMemory();
   const fresh = await alone.open({ capacity: 3 });
-  for (const [k, v] of models.get(head)!) fresh.put(Buffer.from(k, 'hex'), Buffer.from(v, 'hex'));
+  for (const [k, v] of models.get(head)!) await fresh.put(Buffer.from(k, 'hex'), Buffer.from(v, 'hex'));
   await fresh.commit();
   await fresh.close();
   // Deltas keep their bases, so a pruned store may hold a few more chunk records than a fresh one.
@@ -87,7 +87,7 @@ describe('a store killed between writes reopens at a whole version', () => {
     for (let dieAt = 1; dieAt <= 2; dieAt++) {
       const torn = copyDatabase(data);
       const state = await openState({ backend: dying(torn, dieAt) });
-      state.put(key(1), value(1, 99));
+      await state.put(key(1), value(1, 99));
       await state.commit().catch((e) => expect(e.code).toBe('KILLED'));
       await state.close();
       await expectVersions(torn, new Map([...models, [11, new Map([...models.get(10)!, [hex(key(1)), hex(value(1, 99))]])]]), [before, [...before, 11]]);

@@ -10,8 +10,8 @@ const state = await openState({ path: process.argv[2]!, capacity: 16 });
 print('ready');
 for (let v = (state.head()?.version ?? 0) + 1; ; v++) {
   for (const [k, value] of changes(v)) {
-    if (value === undefined) state.delete(k);
-    else state.put(k, value);
+    if (value === undefined) await state.delete(k);
+    else await state.put(k, value);
   }
   const { version, root } = await state.commit();
   print(`${version} ${Buffer.from(root).toString('hex')}`);
