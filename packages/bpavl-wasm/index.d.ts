@@ -13,6 +13,7 @@ export {
   verifyChunk,
   Loader,
   Pages,
+  PagedRange,
   decodeVersionRecord,
   entryValue,
   encodeStoreRecord,
@@ -29,6 +30,7 @@ export {
   type Lookup,
   type Proven,
   type ProvenAbsent,
+  type PagedBytes,
   type VersionRecord,
 } from './pkg/bpavl_wasm.js';
 

@@ -17,6 +17,7 @@ export {
   verifyChunk,
   Loader,
   Pages,
+  PagedRange,
   decodeVersionRecord,
   entryValue,
   encodeStoreRecord,

@@ -13,11 +13,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::envelope::ChunkEnvelope;
+use crate::error::ProofError;
 use crate::error::StoreError;
 use crate::hash::{multiproof, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
-use crate::proof::{AbsenceProof, EntryWitness, Neighbour};
+use crate::proof::{check_range_query, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment};
 use crate::record::{apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
 
 /// Resident bytes counted for a cached chunk besides its keys: per slot the
@@ -71,6 +73,35 @@ pub enum Absence {
     Proof(Box<AbsenceProof>),
     /// The key is in the version (its entry record checked).
     Present,
+}
+
+/// What `Pages::prove_range`, `prove_chunk` and `export_chunk` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Paged<T> {
+    /// Fetch these records, [`Pages::supply`] them, and ask again.
+    Need(Vec<(Table, Ref)>),
+    Done(T),
+}
+
+/// A range proof built chunk by chunk across rounds of fetches: finished
+/// segments stay here, so a cache smaller than the range still ends.
+pub struct RangeCursor {
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    limit: usize,
+    /// The chunk index and position the next segment starts at; `None` until the window is found.
+    next: Option<(u64, usize)>,
+    results: usize,
+    segments: Vec<Segment>,
+}
+
+impl RangeCursor {
+    /// A proof of every entry with `start ≤ key < end`, at most `limit` of them.
+    pub fn new(start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<RangeCursor, ProofError> {
+        check_range_query(start, end, limit)?;
+        let (start, end) = (start.to_vec(), end.map(<[u8]>::to_vec));
+        Ok(RangeCursor { start, end, limit, next: None, results: 0, segments: Vec::new() })
+    }
 }
 
 /// Inner nodes and a byte-bounded chunk cache over a store's records.
@@ -212,13 +243,13 @@ impl Pages {
     }
 
     fn descend(&self, top: Child, key: &[u8]) -> Result<Descent, Step> {
-        let (mut lower, mut upper, mut path) = (None, None, Vec::new());
+        let (mut lower, mut upper, mut path, mut key_height) = (None, None, Vec::new(), 0);
         let mut child = top;
         loop {
             match child {
-                Child::Chunk(at) => return Ok(Descent { at, lower, upper, path }),
+                Child::Chunk(at) => return Ok(Descent { at, lower, upper, path, key_height }),
                 Child::Node(r) => {
-                    let n = self.nodes.get(&r).ok_or(Step::Need(Table::Nodes, r))?;
+                    let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
                     let left = key < n.key_copy.as_slice();
                     let (next, other) = if left { (n.left, n.right) } else { (n.right, n.left) };
                     path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
@@ -226,6 +257,7 @@ impl Pages {
                         upper = Some((n.key_copy.clone(), n.right));
                     } else {
                         lower = Some(n.key_copy.clone());
+                        key_height = n.height;
                     }
                     child = next;
                 }
@@ -238,7 +270,7 @@ impl Pages {
     pub fn witness(&mut self, top: Child, key: &[u8]) -> Result<Witness, StoreError> {
         let d = match self.descend(top, key) {
             Ok(d) => d,
-            Err(Step::Need(t, r)) => return Ok(Witness::Need(vec![(t, r)])),
+            Err(Step::Need(records)) => return Ok(Witness::Need(records)),
             Err(Step::Corrupt) => return Err(StoreError::Corrupt),
         };
         let c = match self.chunk(&d.at) {
@@ -258,15 +290,11 @@ impl Pages {
         let Some(top) = top else {
             return Ok(Absence::Proof(Box::new(AbsenceProof { capacity: self.capacity, left: None, right: None })));
         };
-        match self.absence_step(top, key) {
-            Ok(Absence::Need(need)) => Ok(Absence::Need(need)),
-            Ok(answer) => {
-                self.entries.clear();
-                Ok(answer)
-            }
-            Err(Step::Need(t, r)) => Ok(Absence::Need(vec![(t, r)])),
-            Err(Step::Corrupt) => Err(StoreError::Corrupt),
+        let found = answer(self.absence_step(top, key), Absence::Need)?;
+        if !matches!(found, Absence::Need(_)) {
+            self.entries.clear();
         }
+        Ok(found)
     }
 
     fn absence_step(&mut self, top: Child, key: &[u8]) -> Result<Absence, Step> {
@@ -283,7 +311,7 @@ impl Pages {
                 let entry = slot.entry;
                 return match self.entry_value(&entry, key)? {
                     Some(_) => Ok(Absence::Present),
-                    None => Err(Step::Need(Table::Entries, entry)),
+                    None => Err((Table::Entries, entry).into()),
                 };
             }
             Err(0) if d.lower.is_some() => return Err(Step::Corrupt),
@@ -308,7 +336,7 @@ impl Pages {
         let right =
             right.map(|(next, i)| self.neighbour(next.as_ref().unwrap_or(&d), i, &mut need)).transpose()?.flatten();
         if !need.is_empty() {
-            return Ok(Absence::Need(need));
+            return Err(Step::Need(need));
         }
         Ok(Absence::Proof(Box::new(AbsenceProof { capacity: self.capacity, left, right })))
     }
@@ -316,7 +344,7 @@ impl Pages {
     /// The neighbour at `position` of the chunk `d` ends at; `None` once its
     /// entry record is added to `need`.
     fn neighbour(&self, d: &Descent, position: usize, need: &mut Vec<(Table, Ref)>) -> Result<Option<Neighbour>, Step> {
-        let c = self.chunks.get(&d.at).ok_or(Step::Need(Table::Chunks, d.at))?;
+        let c = self.chunks.get(&d.at).ok_or((Table::Chunks, d.at))?;
         let slot = &c.slots[position];
         let Some(value) = self.entry_value(&slot.entry, &slot.key)? else {
             need.push((Table::Entries, slot.entry));
@@ -326,13 +354,161 @@ impl Pages {
         Ok(Some(Neighbour { key: slot.key.clone(), value, witness }))
     }
 
+    /// Builds `cursor`'s range proof in the version whose top is `top`
+    /// (`None`: the empty tree), the same proof `Snapshot::prove_range` gives.
+    pub fn prove_range(
+        &mut self,
+        top: Option<Child>,
+        cursor: &mut RangeCursor,
+    ) -> Result<Paged<RangeProof>, StoreError> {
+        if let Some(top) = top {
+            match self.range_step(top, cursor) {
+                Ok(()) => {}
+                Err(Step::Need(records)) => return Ok(Paged::Need(records)),
+                Err(Step::Corrupt) => return Err(StoreError::Corrupt),
+            }
+        }
+        let segments = std::mem::take(&mut cursor.segments);
+        Ok(Paged::Done(RangeProof { capacity: self.capacity, segments }))
+    }
+
+    /// Adds segments to `cur` until its proof is whole (the window of
+    /// `spec/proof-format.md`: the left neighbour, the results, the successor).
+    fn range_step(&mut self, top: Child, cur: &mut RangeCursor) -> Result<(), Step> {
+        let total = self.chunk_count(top)?;
+        if cur.next.is_none() {
+            let d = self.descend(top, &cur.start)?;
+            let index = chunk_index(&chunk_path(&d.path, 1)?);
+            let pos = self.chunk(&d.at)?.slots.partition_point(|s| s.key < cur.start);
+            cur.next = Some(match (pos, index) {
+                (0, 0) => (0, 0),
+                // The left neighbour is the previous chunk's last entry.
+                (0, _) => (index - 1, usize::MAX),
+                _ => (index, pos - 1),
+            });
+        }
+        while let Some((index, lo)) = cur.next {
+            let d = self.descend_index(top, index)?;
+            self.chunk(&d.at)?;
+            let c = &self.chunks[&d.at];
+            let m = c.slots.len();
+            let lo = lo.min(m - 1);
+            let (mut hi, mut done, mut results) = (lo, false, cur.results);
+            while hi < m {
+                let k = c.slots[hi].key.as_slice();
+                hi += 1;
+                if k >= cur.start.as_slice() && cur.end.as_deref().is_none_or(|e| k < e) && results < cur.limit {
+                    results += 1;
+                } else if k >= cur.start.as_slice() {
+                    done = true; // the successor
+                    break;
+                }
+            }
+            let entries = self.values(c, lo..hi)?;
+            let (inchunk, path) = (multiproof(&c.tree, m, lo, hi), chunk_path(&d.path, m)?);
+            cur.segments.push(Segment { chunk_entries: m, lo, entries, inchunk, path });
+            cur.results = results;
+            self.entries.clear();
+            cur.next = (!done && hi == m && index + 1 < total).then_some((index + 1, 0));
+        }
+        Ok(())
+    }
+
+    /// The proof that chunk `index` sits at `index` in the version whose top is `top`.
+    pub fn prove_chunk(&mut self, top: Option<Child>, index: u64) -> Result<Paged<ChunkProof>, StoreError> {
+        let capacity = self.capacity;
+        answer(
+            self.chunk_step(top, index, |_, c, path, _| {
+                Ok(ChunkProof { capacity, chunk_entries: c.slots.len(), chunk_root: c.tree[0], path })
+            }),
+            Paged::Need,
+        )
+    }
+
+    /// The envelope of chunk `index` (`spec/chunk-format.md`), its values from checked entry records.
+    pub fn export_chunk(&mut self, top: Option<Child>, index: u64) -> Result<Paged<ChunkEnvelope>, StoreError> {
+        let capacity = self.capacity;
+        let found = answer(
+            self.chunk_step(top, index, |pages, c, path, key_height| {
+                let entries = pages.values(c, 0..c.slots.len())?;
+                Ok(ChunkEnvelope { capacity, key_height, entries, path })
+            }),
+            Paged::Need,
+        )?;
+        if matches!(found, Paged::Done(_)) {
+            self.entries.clear();
+        }
+        Ok(found)
+    }
+
+    /// Chunk `index` with its path and key height, handed to `then`
+    /// (`STORE_CORRUPT` for an index out of range: callers check it against the version's count).
+    fn chunk_step<T>(
+        &mut self,
+        top: Option<Child>,
+        index: u64,
+        then: impl FnOnce(&Pages, &CachedChunk, ChunkPath, u8) -> Result<T, Step>,
+    ) -> Result<Paged<T>, Step> {
+        let top = top.ok_or(Step::Corrupt)?;
+        if index >= self.chunk_count(top)? {
+            return Err(Step::Corrupt);
+        }
+        let d = self.descend_index(top, index)?;
+        self.chunk(&d.at)?;
+        let c = &self.chunks[&d.at];
+        let path = chunk_path(&d.path, c.slots.len())?;
+        then(self, c, path, d.key_height).map(Paged::Done)
+    }
+
+    /// The keys and values of slots `range` of chunk `c`, or every entry record missing.
+    fn values(&self, c: &CachedChunk, range: std::ops::Range<usize>) -> Result<KeyValues, Step> {
+        let (mut entries, mut need) = (Vec::with_capacity(range.len()), Vec::new());
+        for s in &c.slots[range] {
+            match self.entry_value(&s.entry, &s.key)? {
+                Some(v) => entries.push((s.key.clone(), v)),
+                None => need.push((Table::Entries, s.entry)),
+            }
+        }
+        if need.is_empty() {
+            Ok(entries)
+        } else {
+            Err(Step::Need(need))
+        }
+    }
+
+    /// How many chunks the version whose top is `top` has.
+    fn chunk_count(&self, top: Child) -> Result<u64, Step> {
+        match top {
+            Child::Chunk(_) => Ok(1),
+            Child::Node(r) => Ok(self.nodes.get(&r).ok_or((Table::Nodes, r))?.chunk_count),
+        }
+    }
+
+    /// The search for chunk `index` (below the top's chunk count), by the nodes' chunk counts.
+    fn descend_index(&self, top: Child, mut index: u64) -> Result<Descent, Step> {
+        let (mut path, mut key_height, mut child) = (Vec::new(), 0, top);
+        loop {
+            match child {
+                Child::Chunk(at) => return Ok(Descent { at, lower: None, upper: None, path, key_height }),
+                Child::Node(r) => {
+                    let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
+                    let left_chunks = self.chunk_count(n.left)?;
+                    let left = index < left_chunks;
+                    let (next, other) = if left { (n.left, n.right) } else { (n.right, n.left) };
+                    if !left {
+                        index -= left_chunks;
+                        key_height = n.height;
+                    }
+                    path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
+                    child = next;
+                }
+            }
+        }
+    }
+
     /// Looks `key` up in the version whose top is `top`.
     pub fn lookup(&mut self, top: Child, key: &[u8]) -> Result<Lookup, StoreError> {
-        match self.lookup_step(top, key) {
-            Ok(found) => Ok(found),
-            Err(Step::Need(t, r)) => Ok(Lookup::Need(vec![(t, r)])),
-            Err(Step::Corrupt) => Err(StoreError::Corrupt),
-        }
+        answer(self.lookup_step(top, key), Lookup::Need)
     }
 
     fn lookup_step(&mut self, top: Child, key: &[u8]) -> Result<Lookup, Step> {
@@ -377,6 +553,12 @@ impl Pages {
 fn entry_witness(path: &[PathNode], c: &CachedChunk, position: usize) -> Result<EntryWitness, StoreError> {
     let m = c.slots.len();
     let inchunk = multiproof(&c.tree, m, position, position + 1);
+    Ok(EntryWitness { chunk_entries: m, position, inchunk, path: chunk_path(path, m)? })
+}
+
+/// The chunk path (bottom first) of a chunk of `m` entries reached by
+/// `path`: each sibling's counts are its parent's less the child's.
+fn chunk_path(path: &[PathNode], m: usize) -> Result<ChunkPath, StoreError> {
     let (mut chunks, mut entries, mut steps) = (1u64, m as u64, Vec::with_capacity(path.len()));
     for &(went_left, parent_height, parent_chunks, parent_entries, sibling_hash) in path.iter().rev() {
         steps.push(PathStep {
@@ -388,8 +570,16 @@ fn entry_witness(path: &[PathNode], c: &CachedChunk, position: usize) -> Result<
         });
         (chunks, entries) = (parent_chunks, parent_entries);
     }
-    Ok(EntryWitness { chunk_entries: m, position, inchunk, path: ChunkPath { steps } })
+    Ok(ChunkPath { steps })
 }
+
+/// The index of the chunk a path reaches: the chunks of every left sibling.
+fn chunk_index(path: &ChunkPath) -> u64 {
+    path.steps.iter().filter(|s| s.sibling_is_left).map(|s| s.sibling_chunks).sum()
+}
+
+/// Keys and values, in key order.
+type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// A node a search passed: whether it went left, the node's height and
 /// counts, and the hash of the child it did not take.
@@ -403,11 +593,13 @@ struct Descent {
     lower: Option<Vec<u8>>,
     upper: Option<(Vec<u8>, Child)>,
     path: Vec<PathNode>,
+    /// The height of the lowest node where the search went right (0: none).
+    key_height: u8,
 }
 
-/// Why a lookup stopped early.
+/// Why a question stopped early.
 enum Step {
-    Need(Table, Ref),
+    Need(Vec<(Table, Ref)>),
     Corrupt,
 }
 
@@ -418,7 +610,16 @@ impl From<StoreError> for Step {
 }
 
 impl From<(Table, Ref)> for Step {
-    fn from((t, r): (Table, Ref)) -> Step {
-        Step::Need(t, r)
+    fn from(need: (Table, Ref)) -> Step {
+        Step::Need(vec![need])
+    }
+}
+
+/// An answer, or the records to fetch first.
+fn answer<T>(step: Result<T, Step>, need: impl FnOnce(Vec<(Table, Ref)>) -> T) -> Result<T, StoreError> {
+    match step {
+        Ok(answer) => Ok(answer),
+        Err(Step::Need(records)) => Ok(need(records)),
+        Err(Step::Corrupt) => Err(StoreError::Corrupt),
     }
 }

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use bpavl_core::pages::{Absence, Lookup, Pages, Witness};
+use bpavl_core::pages::{Absence, Lookup, Paged, Pages, RangeCursor, Witness};
 use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
-use bpavl_core::{verify_absence, verify_existence, AbsenceProof, ExistenceProof, Hash, StoreError, Tree};
+use bpavl_core::{verify_absence, verify_existence, AbsenceProof, ExistenceProof, Hash, Snapshot, StoreError, Tree};
 use proptest::prelude::*;
 
 type Records = BTreeMap<(u8, [u8; 40]), Vec<u8>>;
@@ -18,6 +18,12 @@ type Version = (Child, Hash, BTreeMap<Vec<u8>, Vec<u8>>);
 /// Stores `rounds` versions of random writes; returns the records and, per
 /// version, its top and its entries.
 fn stored(capacity: usize, seed: u64, rounds: usize) -> (Records, Vec<Version>) {
+    let (records, versions) = stored_snapshots(capacity, seed, rounds);
+    (records, versions.into_iter().map(|(v, _)| v).collect())
+}
+
+/// `stored`, with each version's snapshot.
+fn stored_snapshots(capacity: usize, seed: u64, rounds: usize) -> (Records, Vec<(Version, Snapshot)>) {
     let mut x = seed | 1;
     let mut next = |n: u64| {
         x ^= x << 13;
@@ -41,7 +47,7 @@ fn stored(capacity: usize, seed: u64, rounds: usize) -> (Records, Vec<Version>) 
         }
         let v = VersionRecord::decode(&w.version_record, capacity).unwrap();
         let entries = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-        versions.push((v.top.expect("never empty"), v.root, entries));
+        versions.push(((v.top.expect("never empty"), v.root, entries), tree.head().clone()));
     }
     (records, versions)
 }
@@ -255,4 +261,69 @@ fn a_flipped_record_never_gives_a_wrong_absence_proof() {
             }
         }
     }
+}
+
+/// Asks `ask` until it is done, fetching what the pages need.
+fn paged<T>(
+    pages: &mut Pages,
+    records: &Records,
+    mut ask: impl FnMut(&mut Pages) -> Result<Paged<T>, StoreError>,
+) -> Result<T, StoreError> {
+    for _ in 0..10_000 {
+        match ask(pages)? {
+            Paged::Need(wanted) => {
+                for (t, r) in wanted {
+                    pages.supply(t, &r, record(records, t, &r))?;
+                }
+            }
+            Paged::Done(answer) => return Ok(answer),
+        }
+    }
+    panic!("no answer in 10,000 rounds")
+}
+
+/// Range proofs, chunk proofs and chunk envelopes from the pages are the
+/// bytes the resident snapshot gives, at every version, with a cache of a
+/// few chunks (ranges longer than the cache included).
+#[test]
+fn ranges_and_chunks_from_pages_are_the_snapshots() {
+    for capacity in [2, 3, 8] {
+        let (records, versions) = stored_snapshots(capacity, 11, 4);
+        let mut pages = Pages::new(capacity, 0);
+        for ((top, _, _), snapshot) in &versions {
+            let top = Some(*top);
+            for (start, end, limit) in [
+                (0u16, None, 1000),
+                (37, Some(90u16), 1000),
+                (120, None, 7),
+                (299, None, 3),
+                (300, None, 5),
+                (5, Some(6), 1),
+            ] {
+                let (start, end) = (start.to_be_bytes(), end.map(u16::to_be_bytes));
+                let mut cursor = RangeCursor::new(&start, end.as_ref().map(|e| e.as_slice()), limit).unwrap();
+                let proof = paged(&mut pages, &records, |p| p.prove_range(top, &mut cursor)).unwrap();
+                assert_eq!(
+                    proof,
+                    snapshot.prove_range(&start, end.as_ref().map(|e| e.as_slice()), limit).unwrap(),
+                    "range {start:?}..{end:?} limit {limit}"
+                );
+                assert!(pages.resident_bytes() <= pages.budget());
+            }
+            for index in 0..snapshot.chunk_count() {
+                assert_eq!(
+                    paged(&mut pages, &records, |p| p.prove_chunk(top, index)).unwrap(),
+                    snapshot.prove_chunk(index).unwrap()
+                );
+                assert_eq!(
+                    paged(&mut pages, &records, |p| p.export_chunk(top, index)).unwrap(),
+                    snapshot.export_chunk(index).unwrap()
+                );
+            }
+            assert_eq!(pages.prove_chunk(top, snapshot.chunk_count()), Err(StoreError::Corrupt));
+        }
+    }
+    let mut cursor = RangeCursor::new(b"a", None, 3).unwrap();
+    let empty = Pages::new(4, 0).prove_range(None, &mut cursor).unwrap();
+    assert_eq!(empty, Paged::Done(Tree::new(4).unwrap().head().prove_range(b"a", None, 3).unwrap()));
 }

@@ -152,6 +152,11 @@ export function absentResult(proof) {
   return proof === undefined ? { present: true } : { proof };
 }
 
+/** `{ done }` with a copy of the bytes. */
+export function pagedBytes(done) {
+  return { done: done.slice() };
+}
+
 /** A `VersionRecord` from its fields. */
 export function versionFields(top, root, chunkCount, entryCount) {
   return { top, root: root.slice(), chunkCount, entryCount };

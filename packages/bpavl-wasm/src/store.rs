@@ -6,7 +6,7 @@ use bpavl_core as core;
 use bpavl_core::record::{decode_store, encode_store, stale_key, Ref, Table, RECORD_KEY_LEN};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{bytes, count, opt_bytes, range_error, throw, uint, Bytes, Number};
+use crate::convert::{bytes, count, opt_bytes, range_error, range_limit, throw, uint, Bytes, Number};
 use crate::Tree;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -169,6 +169,13 @@ export type ProvenAbsent =
   /** The key is in the version (its entry record checked). */
   | { present: true };
 
+/** What `Pages.proveRange`, `proveChunk` and `exportChunk` answer. */
+export type PagedBytes =
+  /** Fetch these records, `supply` them, and ask again. */
+  | { need: [table: RecordTable, key: Uint8Array][] }
+  /** The encoded proof or envelope (proofs: verify against the version's root). */
+  | { done: Uint8Array };
+
 /** A version record's fields (`spec/store-format.md`). */
 export interface VersionRecord {
   /** The version's top as `[table, key]`; `undefined` for the empty tree. */
@@ -188,6 +195,8 @@ extern "C" {
     fn proven_result(entry_key: Option<Vec<u8>>, proof: Option<Vec<u8>>) -> JsValue;
     #[wasm_bindgen(js_name = absentResult)]
     fn absent_result(proof: Option<Vec<u8>>) -> JsValue;
+    #[wasm_bindgen(js_name = pagedBytes)]
+    fn paged_bytes(done: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = versionFields)]
     fn version_fields(top: JsValue, root: &[u8], chunk_count: f64, entry_count: f64) -> JsValue;
 }
@@ -273,15 +282,50 @@ impl Pages {
     ) -> Result<JsValue, JsValue> {
         let key = bytes(key, "key")?;
         core::codec::check_key(&key).map_err(throw)?;
-        let top = match (top_table, top_key) {
-            (Some(t), Some(k)) => Some(child(&t, &k)?),
-            _ => None,
-        };
-        Ok(match self.0.prove_absence(top, &key).map_err(throw)? {
+        Ok(match self.0.prove_absence(opt_child(top_table, top_key)?, &key).map_err(throw)? {
             core::pages::Absence::Need(wanted) => need_result(&wanted),
             core::pages::Absence::Proof(proof) => absent_result(Some(proof.encode())),
             core::pages::Absence::Present => absent_result(None),
         })
+    }
+
+    /// Builds `range`'s proof in the version whose top `decodeVersionRecord`
+    /// names (`undefined`: the empty tree); ask again with the same `range`
+    /// after each `need`. Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = proveRange, unchecked_return_type = "PagedBytes")]
+    pub fn prove_range(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        range: &mut PagedRange,
+    ) -> Result<JsValue, JsValue> {
+        let found = self.0.prove_range(opt_child(top_table, top_key)?, &mut range.0).map_err(throw)?;
+        Ok(paged(found, |proof| proof.encode()))
+    }
+
+    /// The proof of chunk `index` (below the version's `chunkCount`). Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = proveChunk, unchecked_return_type = "PagedBytes")]
+    pub fn prove_chunk(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        index: &Number,
+    ) -> Result<JsValue, JsValue> {
+        let found = self.0.prove_chunk(opt_child(top_table, top_key)?, uint(index, "index")?).map_err(throw)?;
+        Ok(paged(found, |proof| proof.encode()))
+    }
+
+    /// The envelope of chunk `index` (below the version's `chunkCount`), its
+    /// values from checked entry records. Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = exportChunk, unchecked_return_type = "PagedBytes")]
+    pub fn export_chunk(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        index: &Number,
+    ) -> Result<JsValue, JsValue> {
+        let found = self.0.export_chunk(opt_child(top_table, top_key)?, uint(index, "index")?).map_err(throw)?;
+        Ok(paged(found, |envelope| envelope.encode()))
     }
 
     /// Hands over a record a question needed (`undefined`: the store lacks it).
@@ -312,6 +356,37 @@ impl Pages {
     #[wasm_bindgen(getter)]
     pub fn misses(&self) -> f64 {
         self.0.hits_and_misses().1 as f64
+    }
+}
+
+/// A range proof being built by `Pages.proveRange` across rounds of fetches.
+#[wasm_bindgen]
+pub struct PagedRange(core::pages::RangeCursor);
+
+#[wasm_bindgen]
+impl PagedRange {
+    /// Every entry with `start ≤ key < end`, at most `limit` (1 … 65,536) of
+    /// them. Throws ProofError (`QUERY_INVALID`, `KEY_TOO_LONG`, …).
+    #[wasm_bindgen(constructor)]
+    pub fn new(start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<PagedRange, JsValue> {
+        let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
+        core::pages::RangeCursor::new(&start, end.as_deref(), limit).map(PagedRange).map_err(throw)
+    }
+}
+
+/// `{ need }` or `{ done }` with the answer encoded.
+fn paged<T>(found: core::pages::Paged<T>, encode: impl FnOnce(T) -> Vec<u8>) -> JsValue {
+    match found {
+        core::pages::Paged::Need(wanted) => need_result(&wanted),
+        core::pages::Paged::Done(answer) => paged_bytes(&encode(answer)),
+    }
+}
+
+/// A version's top from `[table, key]`, or `undefined` for the empty tree.
+fn opt_child(top_table: Option<String>, top_key: Option<Bytes>) -> Result<Option<core::record::Child>, JsValue> {
+    match (top_table, top_key) {
+        (Some(t), Some(k)) => Ok(Some(child(&t, &k)?)),
+        _ => Ok(None),
     }
 }
 

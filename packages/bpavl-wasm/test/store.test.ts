@@ -2,7 +2,7 @@
 // version back from its records, and StoreError codes. The store's own
 // behaviour is tested in packages/store.
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, init, Loader, Pages, Tree, verifyAbsence } from '../index.js';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, init, Loader, PagedRange, Pages, type RecordTable, Tree, verifyAbsence } from '../index.js';
 import { thrown, toHex, utf8 } from './helpers.js';
 
 await init();
@@ -131,5 +131,27 @@ describe('Pages, decodeVersionRecord and entryValue', () => {
     if (!('proof' in empty)) throw new Error('no proof');
     verifyAbsence(new Tree(4).head().root, utf8('k'), empty.proof);
     expect(thrown(() => decodeVersionRecord(utf8('nonsense'), 4))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+
+  it('prove ranges and chunks and export chunks as the snapshot does', () => {
+    const { tree, w, records } = committed();
+    const { top } = decodeVersionRecord(w.versionRecord, 4);
+    const pages = new Pages(4, 0);
+    const paged = (ask: () => { need: [RecordTable, Uint8Array][] } | { done: Uint8Array }) => {
+      for (let round = 0; round < 256; round++) {
+        const answer = ask();
+        if ('done' in answer) return answer.done;
+        for (const [t, k] of answer.need) pages.supply(t, k, records.get(`${t}/${toHex(k)}`));
+      }
+      throw new Error('too many rounds');
+    };
+    const range = new PagedRange(utf8('k1'), utf8('k3'), 9);
+    expect(paged(() => pages.proveRange(top![0], top![1], range))).toEqual(tree.head().proveRange(utf8('k1'), utf8('k3'), 9));
+    for (const index of [0, 3, tree.head().chunkCount - 1]) {
+      expect(paged(() => pages.proveChunk(top![0], top![1], index))).toEqual(tree.head().proveChunk(index));
+      expect(paged(() => pages.exportChunk(top![0], top![1], index))).toEqual(tree.head().exportChunk(index));
+    }
+    expect(thrown(() => pages.proveChunk(top![0], top![1], tree.head().chunkCount))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    expect(thrown(() => new PagedRange(utf8('b'), utf8('a'), 5))).toMatchObject({ name: 'ProofError', code: 'QUERY_INVALID' });
   });
 });

@@ -321,10 +321,10 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       return withState(dir, true, async (state) => {
         const version = versionOf(v, state);
         const root = rootOf(state, version);
-        const snapshot = await state.snapshot({ version });
         const start = positionals[0] === undefined ? new Uint8Array(0) : bytesOf(positionals[0], v.utf8, 'START');
         const end = positionals[1] === undefined ? undefined : bytesOf(positionals[1], v.utf8, 'END');
-        const page = verifyRange(root, start, end, limit, snapshot.proveRange(start, end, limit));
+        // The store verified the proof; reading it again gives its entries and resume key.
+        const page = verifyRange(root, start, end, limit, await state.proveRange(start, end, limit, { version }));
         const entries = page.entries.map(([k, val]) => ({ key: toHex(k), value: toHex(val) }));
         out(
           { version, root: toHex(root), entries, complete: page.complete, resumeKey: page.resumeKey ? toHex(page.resumeKey) : null },

@@ -14,7 +14,24 @@
  * @module
  */
 
-import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, Loader, Pages, type RecordTable, type Snapshot, Tree, verifyAbsence, verifyExistence, type VersionRecord } from '@bpavl/wasm';
+import {
+  decodeStoreRecord,
+  decodeVersionRecord,
+  encodeStoreRecord,
+  entryValue,
+  Loader,
+  PagedRange,
+  Pages,
+  type RecordTable,
+  type Snapshot,
+  Tree,
+  verifyAbsence,
+  verifyChunk,
+  verifyChunkProof,
+  verifyExistence,
+  verifyRange,
+  type VersionRecord,
+} from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
@@ -28,6 +45,11 @@ export interface VersionInfo {
 /** Which version a read is taken from; the head when omitted. */
 export interface AtVersion {
   readonly version?: number;
+}
+
+/** Which version `range()` reads, and how many entries each of its proofs holds. */
+export interface RangeOptions extends AtVersion {
+  readonly pageSize?: number;
 }
 
 /** Which versions `prune` keeps: the last `keepLast`, or every version from `before` on. */
@@ -51,14 +73,16 @@ export const DEFAULT_CACHE_BYTES = 64 << 20;
 
 /** Records deleted per atomic write when pruning or rolling back. */
 const DELETE_BATCH = 10_000;
+/** Entries per range proof that `range()` reads. */
+const RANGE_PAGE = 1024;
 /** Old versions kept loaded for reads, most recent first. */
 const LOADED_VERSIONS = 4;
 
 /** Rounds of record fetches a read may take: 48 levels of nodes, then chunks, bases and entries. */
 const MAX_ROUNDS = 64;
 
-/** A question to `Pages` that is answered or names the records it needs. */
-type Asked<T> = { need: [RecordTable, Uint8Array][] } | T;
+/** A `Pages` answer that names the records to fetch first. */
+type Needs = { need: [RecordTable, Uint8Array][] };
 
 /** Fetches `wanted` records (one `getMany` per table) and hands each to `supply`. */
 async function fetchRecords(
@@ -236,12 +260,15 @@ export class State {
     return snapshot;
   }
 
-  /** Asks `Pages` until it answers, fetching the records it names. */
-  async #ask<T extends object>(version: number, question: () => Asked<T>): Promise<T> {
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+  /**
+   * Asks `Pages` until it answers, fetching the records it names; a question
+   * about `chunks` chunks may take `MAX_ROUNDS` rounds for each.
+   */
+  async #ask<A extends object>(version: number, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
+    for (let round = 0; round < MAX_ROUNDS * chunks; round++) {
       const answer = question();
-      if (!('need' in answer)) return answer;
-      await fetchRecords(this.#backend, answer.need, (t, k, v) => this.#pages.supply(t, k, v));
+      if (!('need' in answer)) return answer as Exclude<A, Needs>;
+      await fetchRecords(this.#backend, (answer as Needs).need, (t, k, v) => this.#pages.supply(t, k, v));
     }
     throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
   }
@@ -289,9 +316,80 @@ export class State {
     const top = record?.top;
     const answer = await this.#ask(version, () => this.#pages.proveAbsence(top?.[0], top?.[1], key));
     if ('present' in answer) throw new StoreError('KEY_EXISTS', 'the key is present');
-    const root = record?.root ?? new Tree(this.capacity).head().root;
-    proven(version, () => verifyAbsence(root, key, answer.proof));
+    proven(version, () => verifyAbsence(this.#rootOf(record), key, answer.proof));
     return answer.proof;
+  }
+
+  /**
+   * The range proof of every entry with `start ≤ key < end`, at most
+   * `limit` (1 … 65,536) of them (`spec/proof-format.md`), which verifies
+   * against the version's root. Built chunk by chunk through the cache and
+   * verified before it is returned. Throws ProofError `QUERY_INVALID`, … for
+   * a bad query.
+   */
+  async proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#at(at);
+    const top = record?.top;
+    const range = new PagedRange(start, end, limit);
+    try {
+      // Every chunk but the first and the last adds a result.
+      const { done } = await this.#ask(version, () => this.#pages.proveRange(top?.[0], top?.[1], range), limit + 2);
+      proven(version, () => verifyRange(this.#rootOf(record), start, end, limit, done));
+      return done;
+    } finally {
+      range.free();
+    }
+  }
+
+  /**
+   * Every entry with `start ≤ key < end` (from the first key by default) in
+   * the version `at` names, in key order, read one verified range proof of
+   * `pageSize` entries (default 1,024) at a time.
+   */
+  async *range(start: Uint8Array | undefined, end?: Uint8Array, at: RangeOptions = {}): AsyncGenerator<[key: Uint8Array, value: Uint8Array]> {
+    const [version, record] = this.#at(at);
+    const pageSize = at.pageSize ?? RANGE_PAGE;
+    for (let from: Uint8Array | undefined = start ?? new Uint8Array(); from !== undefined; ) {
+      const proof = await this.proveRange(from, end, pageSize, { version });
+      const page = verifyRange(this.#rootOf(record), from, end, pageSize, proof);
+      yield* page.entries;
+      from = page.complete ? undefined : page.resumeKey;
+    }
+  }
+
+  /** The proof of chunk `index` (`spec/proof-format.md`), verified against the version's root. */
+  async proveChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#chunkAt(index, at);
+    const { done } = await this.#ask(version, () => this.#pages.proveChunk(record.top?.[0], record.top?.[1], index));
+    proven(version, () => verifyChunkProof(record.root, done));
+    return done;
+  }
+
+  /** The envelope of chunk `index` (`spec/chunk-format.md`), as peers serve it, verified against the version's root. */
+  async exportChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#chunkAt(index, at);
+    const { done } = await this.#ask(version, () => this.#pages.exportChunk(record.top?.[0], record.top?.[1], index));
+    proven(version, () => verifyChunk(record.root, index, done).free());
+    return done;
+  }
+
+  /** `#at`, for a chunk that the version holds (TreeError code `CHUNK_OUT_OF_RANGE` otherwise). */
+  #chunkAt(index: number, at: AtVersion): [number, VersionRecord] {
+    const [version, record] = this.#at(at);
+    if (!Number.isSafeInteger(index) || index < 0) throw new TypeError('index must be a non-negative integer');
+    if (record === undefined || index >= record.chunkCount) throw new StoreError('CHUNK_OUT_OF_RANGE', `version ${version} has no chunk ${index}`);
+    return [version, record];
+  }
+
+  /** A version's root; the empty tree's for nothing committed. */
+  #rootOf(record: VersionRecord | undefined): Uint8Array {
+    if (record !== undefined) return record.root;
+    const empty = new Tree(this.capacity);
+    const head = empty.head();
+    const root = head.root;
+    head.free();
+    empty.free();
+    return root;
   }
 
   /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */

@@ -84,14 +84,32 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
       if (want) await rejectsWith(() => state.proveAbsence(k, { version }), 'KEY_EXISTS', `absence proof of present ${hex(k)}`);
     }
     const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    const start = key(pick(domain));
+    const from = pick(domain);
+    const start = key(from);
     const want = all.filter(([k]) => k >= hex(start)).slice(0, 8);
-    const got = verifyRange(root, start, undefined, 8, snapshot.proveRange(start, undefined, 8));
+    const rangeProof = snapshot.proveRange(start, undefined, 8);
+    const got = verifyRange(root, start, undefined, 8, rangeProof);
     same(
       got.entries.map(([k, v]) => [hex(k), hex(v)]),
       want.map(([k, v]) => [k, hex(v)]),
       `range from ${hex(start)} at version ${version}`,
     );
+    same(await state.proveRange(start, undefined, 8, { version }), rangeProof, `paged range proof from ${hex(start)} at version ${version}`);
+    // Up to 24 keys on, or to the end, a few entries a proof.
+    const stop = from + 24 < domain ? key(from + 24) : undefined;
+    const iterated: [string, string][] = [];
+    for await (const [k, v] of state.range(start, stop, { version, pageSize: 1 + pick(5) })) iterated.push([hex(k), hex(v)]);
+    same(
+      iterated,
+      all.filter(([k]) => k >= hex(start) && (stop === undefined || k < hex(stop))).map(([k, v]) => [k, hex(v)]),
+      `entries from ${hex(start)} to ${stop && hex(stop)} at version ${version}`,
+    );
+    if (snapshot.chunkCount > 0) {
+      const index = pick(snapshot.chunkCount);
+      same(await state.proveChunk(index, { version }), snapshot.proveChunk(index), `proof of chunk ${index} at version ${version}`);
+      same(await state.exportChunk(index, { version }), snapshot.exportChunk(index), `envelope of chunk ${index} at version ${version}`);
+    }
+    await rejectsWith(() => state.proveChunk(snapshot.chunkCount, { version }), 'CHUNK_OUT_OF_RANGE', `chunk ${snapshot.chunkCount} at version ${version}`);
   }
 }
 
