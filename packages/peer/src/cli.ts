@@ -19,12 +19,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
-import { CachedTree, fromHex, type ServedTree, StaticTreeSource, toHex } from './source.ts';
+import { type AnyServedTree, CachedTree, fromHex, StaticTreeSource, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_USAGE, RANGE_USAGE, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
-import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
+import { DB_USAGE, hasDb, runDbCommand, storedVersions } from './db-commands.ts';
+import { openState, type State } from '@bpavl/store';
 
 /** A usage error: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
@@ -59,9 +60,9 @@ Tree:
   --file PATH          serve a tree file from "bpavl generate" instead (each chunk verified on load)
   --root HEX           with --file: refuse the file unless it holds this root
   --db DIR             serve every retained version of a state directory instead (opened
-                       read-only: other servers and one writer share it; each version is
-                       loaded whole and checked at startup; versions committed later are
-                       served after a restart)
+                       read-only: other servers and one writer share it; answers are read
+                       through the store's chunk cache and verified before they are sent;
+                       versions committed later are served after a restart)
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -142,7 +143,6 @@ function workloadArgs(v: { entries?: string; chunk?: string; seed?: string }): W
 
 /** What `bpavl serve` knows of the tree it serves, for a `ServeExtension`. */
 export interface ServeContext {
-  readonly snapshot: Snapshot;
   /** The workload the tree was built from (read from the header with `--file`). */
   readonly workload: WorkloadArgs;
   /** Whether the tree came from `--file`. */
@@ -227,27 +227,34 @@ export function serveCommand(ext?: ServeExtension): Command {
 
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
       await init();
-      let snapshot: Snapshot;
-      let older: Snapshot[] = [];
+      let served: AnyServedTree[];
+      let state: State | undefined;
       let workload: WorkloadArgs;
       if (v.db !== undefined) {
-        const versions = await loadStateVersions(v.db);
-        if (versions.length === 0) throw Object.assign(new Error(`${v.db} holds no committed version`), { code: 'VERSION_UNKNOWN' });
-        snapshot = versions.at(-1)!;
-        older = versions.slice(0, -1);
-        workload = { entryCount: snapshot.len, capacity: snapshot.capacity, seed: 0n };
-      } else if (v.file !== undefined) {
-        const loaded = await readTreeFile(v.file, expectedRoot);
-        snapshot = loaded.tree.head();
-        workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
+        // Read as asked, through the store's chunk cache: memory stays bounded at any size.
+        state = await openState({ path: v.db, readOnly: true });
+        served = storedVersions(state);
+        if (served.length === 0) {
+          await state.close();
+          throw Object.assign(new Error(`${v.db} holds no committed version`), { code: 'VERSION_UNKNOWN' });
+        }
+        workload = { entryCount: state.head()!.entryCount, capacity: state.capacity, seed: 0n };
       } else {
-        workload = workloadArgs(v);
-        snapshot = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity).head();
+        let snapshot: Snapshot;
+        if (v.file !== undefined) {
+          const loaded = await readTreeFile(v.file, expectedRoot);
+          snapshot = loaded.tree.head();
+          workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
+        } else {
+          workload = workloadArgs(v);
+          snapshot = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity).head();
+        }
+        served = [v['cache-chunks'] ? new CachedTree(snapshot) : snapshot];
       }
-      const extra = (await setUp?.({ snapshot, workload, fromFile: v.file !== undefined || v.db !== undefined })) ?? { info: {}, lines: [] };
+      const head = served.at(-1)!;
+      const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined })) ?? { info: {}, lines: [] };
       // Loaded here so that help, usage errors and `generate` do not pay for libp2p.
       const { startPeer } = await import('./peer.ts');
-      const served: ServedTree[] = [...older, snapshot].map((s) => (v['cache-chunks'] ? new CachedTree(s) : s));
       const peer = await startPeer(new StaticTreeSource(served), {
         host,
         wsPort,
@@ -261,11 +268,11 @@ export function serveCommand(ext?: ServeExtension): Command {
       const { collectAfterBursts } = await import('./release.ts');
       const stopCollecting = collectAfterBursts(() => peer.server.stats.answerBytes);
       const info = {
-        root: toHex(snapshot.root),
-        version: snapshot.version,
-        chunkCount: snapshot.chunkCount,
-        entryCount: snapshot.len,
-        capacity: snapshot.capacity,
+        root: toHex(head.root),
+        version: head.version,
+        chunkCount: head.chunkCount,
+        entryCount: workload.entryCount,
+        capacity: workload.capacity,
         versions: served.length,
         ws: peer.wsUrl ?? null,
         libp2p: peer.libp2pAddrs[0] ?? null,
@@ -295,10 +302,13 @@ export function serveCommand(ext?: ServeExtension): Command {
         force = setTimeout(() => resolve(1), 5000);
         force.unref();
       });
-      const closed = peer.close().then(
-        () => 0,
-        () => 1,
-      );
+      const closed = peer
+        .close()
+        .then(() => state?.close())
+        .then(
+          () => 0,
+          () => 1,
+        );
       const code = await Promise.race([closed, timedOut]);
       clearTimeout(force);
       return code;
@@ -442,15 +452,3 @@ export async function main(argv: string[], commands: Record<string, Command> = C
   }
 }
 
-/** Every retained version of the state directory `dir`, oldest first, each loaded whole and checked. */
-async function loadStateVersions(dir: string): Promise<Snapshot[]> {
-  const { openState } = await import('@bpavl/store');
-  const state = await openState({ path: dir, readOnly: true });
-  try {
-    const out: Snapshot[] = [];
-    for (const { version } of state.versions()) out.push(await state.loadSnapshot(version));
-    return out;
-  } finally {
-    await state.close();
-  }
-}

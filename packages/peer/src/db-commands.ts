@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyRange } from '@bpavl/wasm';
 import { openState, type State } from '@bpavl/store';
-import { fromHex, toHex } from './source.ts';
+import { fromHex, type StoredTree, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
 
 /** A malformed line of an import file (`IMPORT_LINE_INVALID`, with its line number). */
@@ -155,6 +155,19 @@ async function proveKey(state: State, key: Uint8Array, version: number): Promise
     if ((e as { code?: unknown }).code !== 'KEY_NOT_FOUND') throw e;
     return { value: undefined, proof: await state.proveAbsence(key, { version }) };
   }
+}
+
+/** Every retained version of `state`, served from storage as asked (`bpavl serve --db`). */
+export function storedVersions(state: State): StoredTree[] {
+  return state.versions().map(({ version, root, chunkCount }) => ({
+    stored: true,
+    root,
+    version,
+    chunkCount,
+    exportChunk: (index) => state.exportChunk(index, { version }),
+    prove: (key) => proveKey(state, key, version),
+    proveRange: (start, end, limit) => state.proveRange(start, end, limit, { version }),
+  }));
 }
 
 function rootOf(state: State, version: number): Uint8Array {

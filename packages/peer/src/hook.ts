@@ -25,7 +25,7 @@ export interface Answer {
   readonly status: Status;
   /** The OK payload. */
   readonly payload?: Uint8Array;
-  /** The tree the payload came from. */
+  /** The tree the payload came from (a tree in memory; none for a version read from storage). */
   readonly tree?: ServedTree;
 }
 

@@ -18,7 +18,7 @@
 export { SyncServer, type SyncServerOptions, type SyncServerStats } from './server.ts';
 export type { ByteConnection, ConnectionEvents } from './connection.ts';
 export type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
-export { StaticTreeSource, CachedTree, toHex, fromHex, type ServedTree, type TreeSource } from './source.ts';
+export { StaticTreeSource, CachedTree, toHex, fromHex, type AnyServedTree, type ServedTree, type StoredTree, type TreeSource } from './source.ts';
 export { startPeer, type PeerOptions, type RunningPeer } from './peer.ts';
 export { wsConnection, listenWs, type WsListener } from './transports/ws.ts';
 export { streamConnection, listenLibp2p, type Libp2pListener } from './transports/libp2p.ts';

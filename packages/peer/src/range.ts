@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ServedTree } from './source.ts';
+import type { ServedTree, StoredTree } from './source.ts';
 
 /** Results of the first attempt when `limit` is bigger. */
 export const RANGE_PROBE_RESULTS = 256;
@@ -39,11 +39,33 @@ export function fittingRangeProof(
   limit: number,
   maxBytes: number,
 ): Uint8Array | undefined {
+  const attempts = fittingAttempts(limit, maxBytes);
+  let next = attempts.next();
+  while (!next.done) next = attempts.next(tree.proveRange(start, end, next.value));
+  return next.value;
+}
+
+/** `fittingRangeProof` for a version read from storage. */
+export async function fittingStoredRangeProof(
+  tree: StoredTree,
+  start: Uint8Array,
+  end: Uint8Array | undefined,
+  limit: number,
+  maxBytes: number,
+): Promise<Uint8Array | undefined> {
+  const attempts = fittingAttempts(limit, maxBytes);
+  let next = attempts.next();
+  while (!next.done) next = attempts.next(await tree.proveRange(start, end, next.value));
+  return next.value;
+}
+
+/** The attempts: yields a result count, is sent that attempt's proof, returns the answer. */
+function* fittingAttempts(limit: number, maxBytes: number): Generator<number, Uint8Array | undefined, Uint8Array> {
   let results = Math.min(limit, RANGE_PROBE_RESULTS);
   let probing = results < limit;
   let best: { proof: Uint8Array; results: number } | undefined;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const proof = tree.proveRange(start, end, results);
+    const proof = yield results;
     if (proof.length <= maxBytes) {
       // Fits: done, unless it was the probe; then one attempt sized from it.
       if (results === limit || !probing) return proof;

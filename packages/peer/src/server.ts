@@ -45,7 +45,7 @@ import {
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
-import { fittingRangeProof } from './range.ts';
+import { fittingRangeProof, fittingStoredRangeProof } from './range.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
@@ -54,7 +54,7 @@ import {
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
-import type { TreeSource } from './source.ts';
+import type { StoredTree, TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
 export interface SyncServerOptions {
@@ -225,16 +225,24 @@ export class SyncServer {
     const s = this.stats;
     s.answerBytes += delta;
     if (s.answerBytes > s.peakAnswerBytes) s.peakAnswerBytes = s.answerBytes;
-    if (delta < 0 && this.#waiting.size > 0 && this.#fits()) {
+    if (delta < 0) this.#wake();
+  }
+
+  /** Lets the sessions waiting for budget go on, once a maximal answer fits. */
+  #wake(): void {
+    if (this.#waiting.size > 0 && this.#fits()) {
       const waiting = [...this.#waiting];
       this.#waiting.clear();
       for (const w of waiting) w.budgetFreed();
     }
   }
 
-  /** Whether a maximal answer still fits the budget. */
+  /** Answers from storage being built: each may grow to a maximal answer. */
+  #building = 0;
+
+  /** Whether a maximal answer still fits the budget, beside those being built. */
   #fits(): boolean {
-    return this.stats.answerBytes + MAX_RESPONSE_BYTES <= this.memoryBudget;
+    return this.stats.answerBytes + (this.#building + 1) * MAX_RESPONSE_BYTES <= this.memoryBudget;
   }
 
   /**
@@ -278,9 +286,10 @@ export class SyncServer {
 
   /**
    * The honest answer to `req`: a status, the OK payload, and the tree it
-   * came from. Never throws.
+   * came from; a promise for a version read from storage. Never throws or
+   * rejects.
    */
-  answer(req: Request): Answer {
+  answer(req: Request): Answer | Promise<Answer> {
     try {
       if (req.kind === Kind.Roots) {
         const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunkCount: t.chunkCount }));
@@ -288,6 +297,7 @@ export class SyncServer {
       }
       const tree = this.source.lookup(req.root);
       if (tree === undefined) return { status: Status.UnknownRoot };
+      if ('stored' in tree) return this.#answerStored(req, tree);
       let payload: Uint8Array;
       switch (req.kind) {
         case Kind.Chunk:
@@ -312,13 +322,44 @@ export class SyncServer {
       }
       return { status: Status.Ok, payload, tree };
     } catch (e) {
-      const code = (e as { code?: unknown } | null)?.code;
-      if (typeof code === 'string' && SIZE_LIMITED_CODES.has(code)) return { status: Status.BadRequest };
-      if (code === 'CHUNK_OUT_OF_RANGE') return { status: Status.OutOfRange };
-      this.stats.internalErrors++;
-      this.log(`internal error answering kind ${req.kind}: ${e instanceof Error ? e.message : String(e)}`);
-      return { status: Status.Busy };
+      return this.#failed(req, e);
     }
+  }
+
+  /** `answer` from a version read from storage; counted as a maximal answer while it is built. */
+  async #answerStored(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: StoredTree): Promise<Answer> {
+    this.#building++;
+    try {
+      switch (req.kind) {
+        case Kind.Chunk:
+          if (req.index >= tree.chunkCount) return { status: Status.OutOfRange };
+          return { status: Status.Ok, payload: await tree.exportChunk(req.index) };
+        case Kind.Proof: {
+          const { value, proof } = await tree.prove(req.key);
+          const payload = value === undefined ? encodeProofPayload({ present: false, proof }) : encodeProofPayload({ present: true, value, proof });
+          return { status: Status.Ok, payload };
+        }
+        case Kind.Range: {
+          const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
+          return proof === undefined ? { status: Status.Busy } : { status: Status.Ok, payload: proof };
+        }
+      }
+    } catch (e) {
+      return this.#failed(req, e);
+    } finally {
+      this.#building--;
+      this.#wake();
+    }
+  }
+
+  /** The status for an answer that threw: the request's fault, out of range, or ours (`BUSY`, logged). */
+  #failed(req: Request, e: unknown): Answer {
+    const code = (e as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && SIZE_LIMITED_CODES.has(code)) return { status: Status.BadRequest };
+    if (code === 'CHUNK_OUT_OF_RANGE') return { status: Status.OutOfRange };
+    this.stats.internalErrors++;
+    this.log(`internal error answering kind ${req.kind}: ${e instanceof Error ? e.message : String(e)}`);
+    return { status: Status.Busy };
   }
 }
 
@@ -340,6 +381,8 @@ class Session {
   #ended = false;
   #closed = false;
   #scheduled = false;
+  /** An answer from storage is being built: the next request waits for it. */
+  #answering = false;
   /** Waiting for memory budget (`SyncServer.admit`). */
   #waitingBudget = false;
   /** The answer bytes this connection has counted against the budget (its transport's `bufferedAmount`). */
@@ -489,7 +532,7 @@ class Session {
   }
 
   #schedule(): void {
-    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#waitingBudget || this.#head >= this.#queue.length) return;
+    if (this.#scheduled || this.#closed || this.#waitingDrain || this.#waitingBudget || this.#answering || this.#head >= this.#queue.length) return;
     this.#scheduled = true;
     setImmediate(() => {
       this.#scheduled = false;
@@ -509,6 +552,7 @@ class Session {
       n++;
       this.#respond(req);
       this.#checkBackpressure();
+      if (this.#answering) break;
     }
     if (this.#head >= this.#queue.length) {
       this.#queue = [];
@@ -521,7 +565,20 @@ class Session {
   }
 
   #respond(req: IncomingRequest): void {
-    const honest: Answer = req.request === undefined ? { status: Status.BadRequest } : this.#server.answer(req.request);
+    const honest = req.request === undefined ? { status: Status.BadRequest } : this.#server.answer(req.request);
+    if (!(honest instanceof Promise)) return this.#reply(req, honest);
+    this.#answering = true;
+    void honest.then((answer) =>
+      this.#guard(() => {
+        this.#answering = false;
+        this.#reply(req, answer);
+        this.#checkBackpressure();
+        this.#schedule();
+      }),
+    );
+  }
+
+  #reply(req: IncomingRequest, honest: Answer): void {
     this.#send(req, this.#server.hook?.reply?.(req, honest) ?? { kind: 'answer', status: honest.status, payload: honest.payload });
   }
 

@@ -17,12 +17,31 @@ export interface ServedTree {
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array;
 }
 
+/**
+ * One committed version read from storage as it is asked for (`bpavl serve
+ * --db`): every answer is asynchronous. Methods may reject with an error
+ * with a `.code`.
+ */
+export interface StoredTree {
+  readonly stored: true;
+  readonly root: Uint8Array;
+  readonly version: number;
+  readonly chunkCount: number;
+  exportChunk(index: number): Promise<Uint8Array>;
+  /** The value of `key` (`undefined`: absent) and its existence or absence proof. */
+  prove(key: Uint8Array): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }>;
+  proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Promise<Uint8Array>;
+}
+
+/** A version a peer serves, from memory or from storage. */
+export type AnyServedTree = ServedTree | StoredTree;
+
 /** The roots a peer serves, looked up by root hash. */
 export interface TreeSource {
   /** Every served root, in the order `ROOTS` lists them. */
-  trees(): readonly ServedTree[];
+  trees(): readonly AnyServedTree[];
   /** The tree with this root, or `undefined` (`UNKNOWN_ROOT`). */
-  lookup(root: Uint8Array): ServedTree | undefined;
+  lookup(root: Uint8Array): AnyServedTree | undefined;
 }
 
 /** Lower-case hex of `bytes`. */
@@ -37,7 +56,8 @@ export function fromHex(hex: string): Uint8Array {
 }
 
 /**
- * A fixed set of served trees (e.g. `Snapshot`s from `tree.head()`).
+ * A fixed set of served trees (e.g. `Snapshot`s from `tree.head()`, or
+ * stored versions).
  *
  * @example
  * ```ts
@@ -46,19 +66,19 @@ export function fromHex(hex: string): Uint8Array {
  * ```
  */
 export class StaticTreeSource implements TreeSource {
-  readonly #trees: readonly ServedTree[];
-  readonly #byRoot = new Map<string, ServedTree>();
+  readonly #trees: readonly AnyServedTree[];
+  readonly #byRoot = new Map<string, AnyServedTree>();
 
-  constructor(trees: readonly ServedTree[]) {
+  constructor(trees: readonly AnyServedTree[]) {
     this.#trees = [...trees];
     for (const t of this.#trees) this.#byRoot.set(toHex(t.root), t);
   }
 
-  trees(): readonly ServedTree[] {
+  trees(): readonly AnyServedTree[] {
     return this.#trees;
   }
 
-  lookup(root: Uint8Array): ServedTree | undefined {
+  lookup(root: Uint8Array): AnyServedTree | undefined {
     return this.#byRoot.get(toHex(root));
   }
 }

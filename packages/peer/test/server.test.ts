@@ -2,6 +2,7 @@
 // limits, backpressure, idle and half-close handling, internal errors.
 
 import {
+  decodeProofPayload,
   encodeFrame,
   encodeRequest,
   Kind,
@@ -15,7 +16,7 @@ import type { Snapshot } from '@bpavl/wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
 import { SyncServer } from '../src/server.ts';
-import { type ServedTree, StaticTreeSource } from '../src/source.ts';
+import { type ServedTree, StaticTreeSource, type StoredTree } from '../src/source.ts';
 import { loadVectors } from '../../light-client/test/vectors.shared.ts';
 import { bigValueTree, MemoryConnection, sleep, smallTree, wasmReady } from './support.ts';
 
@@ -28,7 +29,7 @@ beforeAll(async () => {
   big = smallTree(3000, 256).tree.head(); // chunks of ≈ 70 … 140 KB
 });
 
-function serve(opts: ConstructorParameters<typeof SyncServer>[1] = {}, tree: ServedTree = snap) {
+function serve(opts: ConstructorParameters<typeof SyncServer>[1] = {}, tree: ServedTree | StoredTree = snap) {
   const server = new SyncServer(new StaticTreeSource([tree]), opts);
   const conn = new MemoryConnection();
   server.handleConnection(conn);
@@ -275,4 +276,110 @@ describe('limits and lifecycle', () => {
     expect(server.handleConnection(new MemoryConnection())).toBe(false);
   });
 
+});
+
+/** A version "read from storage": `snap`'s answers, each after the test releases it. */
+class SlowStoredTree implements StoredTree {
+  readonly stored = true;
+  readonly root = snap.root;
+  readonly version = snap.version;
+  readonly chunkCount = snap.chunkCount;
+  building = 0;
+  maxBuilding = 0;
+  readonly #waiting: (() => void)[] = [];
+  fail: unknown;
+
+  /** Lets the oldest waiting answer go on. */
+  release(): boolean {
+    this.#waiting.shift()?.();
+    return this.#waiting.length > 0;
+  }
+
+  async #answer<T>(make: () => T): Promise<T> {
+    this.maxBuilding = Math.max(this.maxBuilding, ++this.building);
+    await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.building--;
+    if (this.fail !== undefined) throw this.fail;
+    return make();
+  }
+
+  exportChunk(index: number): Promise<Uint8Array> {
+    return this.#answer(() => snap.exportChunk(index));
+  }
+  prove(key: Uint8Array): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }> {
+    return this.#answer(() => {
+      const value = snap.get(key);
+      return { value, proof: value === undefined ? snap.proveAbsence(key) : snap.proveExistence(key) };
+    });
+  }
+  proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Promise<Uint8Array> {
+    return this.#answer(() => snap.proveRange(start, end, limit));
+  }
+}
+
+/** Releases `tree`'s answers one at a time until `done` holds or 2 s pass. */
+async function releaseUntil(tree: SlowStoredTree, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 2000 && !done(); i++) {
+    tree.release();
+    await sleep(1);
+  }
+}
+
+describe('versions read from storage (StoredTree)', () => {
+  it('are answered one request at a time per connection, in order, and verify', async () => {
+    const tree = new SlowStoredTree();
+    const { conn, c } = serve({}, tree);
+    const ids = [
+      c.send({ kind: Kind.Chunk, root: snap.root, index: 2 }),
+      c.send({ kind: Kind.Proof, root: snap.root, key: new Uint8Array([1, 2, 3]) }),
+      c.send({ kind: Kind.Range, root: snap.root, start: new Uint8Array(), limit: 40 }),
+      c.send({ kind: Kind.Chunk, root: snap.root, index: snap.chunkCount }),
+      c.send({ kind: Kind.Roots }),
+    ];
+    await sleep(5);
+    expect(c.responses).toEqual([]);
+    await releaseUntil(tree, () => c.responses.length === ids.length);
+    expect(c.responses.map((r) => r.id)).toEqual(ids);
+    expect(c.responses.map((r) => r.status)).toEqual([Status.Ok, Status.Ok, Status.Ok, Status.OutOfRange, Status.Ok]);
+    verifyChunk(snap.root, 2, c.responses[0]!.payload!);
+    expect(decodeProofPayload(c.responses[1]!.payload!).present).toBe(false);
+    expect(verifyRange(snap.root, new Uint8Array(), undefined, 40, c.responses[2]!.payload!).entries.length).toBe(40);
+    expect(tree.maxBuilding).toBe(1);
+    expect(conn.aborted).toBe(false);
+  });
+
+  it('a failed read is BUSY (logged), a refused key BAD_REQUEST, a missing chunk OUT_OF_RANGE', async () => {
+    const tree = new SlowStoredTree();
+    const logged: string[] = [];
+    const { server, c } = serve({ log: (m) => logged.push(m) }, tree);
+    for (const [code, status] of [
+      ['STORE_CORRUPT', Status.Busy],
+      ['KEY_TOO_LONG', Status.BadRequest],
+      ['CHUNK_OUT_OF_RANGE', Status.OutOfRange],
+    ] as const) {
+      tree.fail = Object.assign(new Error(code), { code });
+      const id = c.send({ kind: Kind.Chunk, root: snap.root, index: 0 });
+      await releaseUntil(tree, () => c.responses.some((r) => r.id === id));
+      expect((await c.response(id)).status).toBe(status);
+    }
+    expect(server.stats.internalErrors).toBe(1);
+    expect(logged.join('\n')).toContain('STORE_CORRUPT');
+  });
+
+  it('an answer being built counts as a maximal one against the memory budget', async () => {
+    const tree = new SlowStoredTree();
+    const server = new SyncServer(new StaticTreeSource([tree]), { memoryBudget: 2 * MAX_RESPONSE_BYTES });
+    const conns = Array.from({ length: 4 }, () => {
+      const conn = new MemoryConnection();
+      server.handleConnection(conn);
+      return conn;
+    });
+    const ids = conns.map((conn) => conn.client.send({ kind: Kind.Chunk, root: snap.root, index: 1 }));
+    await sleep(5);
+    expect(tree.building).toBe(2); // each counted as 8 MiB: a third would not fit the 16 MiB budget
+    await releaseUntil(tree, () => conns.every((conn, i) => conn.client.responses.some((r) => r.id === ids[i])));
+    for (const conn of conns) verifyChunk(snap.root, 1, conn.client.responses[0]!.payload!);
+    expect(tree.maxBuilding).toBe(2);
+    expect(server.stats.answerBytes).toBe(0);
+  });
 });

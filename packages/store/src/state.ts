@@ -36,10 +36,12 @@ import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
 
-/** A committed version: its number and root hash. */
+/** A committed version: its number, root hash and counts. */
 export interface VersionInfo {
   readonly version: number;
   readonly root: Uint8Array;
+  readonly chunkCount: number;
+  readonly entryCount: number;
 }
 
 /** Which version a read is taken from; the head when omitted. */
@@ -214,13 +216,13 @@ export class State {
   head(): VersionInfo | undefined {
     this.#open();
     const record = this.#versions.get(this.#head);
-    return record && { version: this.#head, root: record.root };
+    return record && info(this.#head, record);
   }
 
   /** Every retained version with its root, oldest first. */
   versions(): VersionInfo[] {
     this.#open();
-    return [...this.#versions].map(([version, { root }]) => ({ version, root }));
+    return [...this.#versions].map(([version, record]) => info(version, record));
   }
 
   /**
@@ -423,9 +425,10 @@ export class State {
       this.#dropTree();
       throw e;
     }
-    this.#versions.set(w.version, decodeVersionRecord(w.versionRecord, this.capacity));
+    const record = decodeVersionRecord(w.versionRecord, this.capacity);
+    this.#versions.set(w.version, record);
     this.#head = w.version;
-    return { version: w.version, root: w.root };
+    return info(w.version, record);
   }
 
   /**
@@ -508,6 +511,10 @@ export class State {
     this.#pages.free();
     await this.#backend.close();
   }
+}
+
+function info(version: number, { root, chunkCount, entryCount }: VersionRecord): VersionInfo {
+  return { version, root, chunkCount, entryCount };
 }
 
 /** Runs `verify`; a proof built from stored records that fails it means a record lied. */
