@@ -389,7 +389,6 @@ impl Pages {
         }
         while let Some((index, lo)) = cur.next {
             let d = self.descend_index(top, index)?;
-            self.chunk(&d.at)?;
             let c = &self.chunks[&d.at];
             let m = c.slots.len();
             let lo = lo.min(m - 1);
@@ -454,7 +453,6 @@ impl Pages {
             return Err(Step::Corrupt);
         }
         let d = self.descend_index(top, index)?;
-        self.chunk(&d.at)?;
         let c = &self.chunks[&d.at];
         let path = chunk_path(&d.path, c.slots.len())?;
         then(self, c, path, d.key_height).map(Paged::Done)
@@ -484,12 +482,25 @@ impl Pages {
         }
     }
 
-    /// The search for chunk `index` (below the top's chunk count), by the nodes' chunk counts.
-    fn descend_index(&self, top: Child, mut index: u64) -> Result<Descent, Step> {
-        let (mut path, mut key_height, mut child) = (Vec::new(), 0, top);
+    /// The search for chunk `index` (below the top's chunk count), by the
+    /// nodes' chunk counts; the chunk is cached, and starts with the key copy
+    /// where the search last went right (`STORE_CORRUPT` otherwise: key
+    /// copies are not hashed, so this is where a walk over every chunk
+    /// checks each of them).
+    fn descend_index(&mut self, top: Child, index: u64) -> Result<Descent, Step> {
+        let d = self.index_path(top, index)?;
+        let first = &self.chunk(&d.at)?.slots[0].key;
+        if d.lower.as_ref().is_some_and(|l| l != first) {
+            return Err(Step::Corrupt);
+        }
+        Ok(d)
+    }
+
+    fn index_path(&self, top: Child, mut index: u64) -> Result<Descent, Step> {
+        let (mut path, mut key_height, mut lower, mut child) = (Vec::new(), 0, None, top);
         loop {
             match child {
-                Child::Chunk(at) => return Ok(Descent { at, lower: None, upper: None, path, key_height }),
+                Child::Chunk(at) => return Ok(Descent { at, lower, upper: None, path, key_height }),
                 Child::Node(r) => {
                     let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
                     let left_chunks = self.chunk_count(n.left)?;
@@ -498,6 +509,7 @@ impl Pages {
                     if !left {
                         index -= left_chunks;
                         key_height = n.height;
+                        lower = Some(n.key_copy.clone());
                     }
                     path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
                     child = next;
