@@ -142,7 +142,7 @@ export class State {
     this.#backend = backend;
     this.capacity = capacity;
     this.#versions = versions;
-    this.#head = Math.max(0, ...versions.keys());
+    this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
   }
 
@@ -163,7 +163,7 @@ export class State {
     for await (const [key, record] of backend.scan('versions')) {
       versions.set(versionOf(key), decodeVersionRecord(record, stored));
     }
-    if (!backend.readOnly) await removeUnborn(backend, Math.max(0, ...versions.keys()));
+    if (!backend.readOnly) await removeUnborn(backend, lastKey(versions));
     return new State(backend, stored, versions, cacheBytes);
   }
 
@@ -511,6 +511,13 @@ export class State {
     this.#pages.free();
     await this.#backend.close();
   }
+}
+
+/** The last key of an ascending map (0 when empty); a store may hold more versions than a spread takes. */
+function lastKey(versions: Map<number, unknown>): number {
+  let last = 0;
+  for (const v of versions.keys()) last = v;
+  return last;
 }
 
 function info(version: number, { root, chunkCount, entryCount }: VersionRecord): VersionInfo {
