@@ -136,6 +136,8 @@ export class State {
   #tree: Promise<Tree> | undefined;
   #loaded = new Map<number, Snapshot>();
   readonly #pages: Pages;
+  /** The question `Pages` is answering now (`#ask`). */
+  #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
 
   private constructor(backend: StorageBackend, capacity: number, versions: Map<number, VersionRecord>, cacheBytes: number) {
@@ -264,9 +266,18 @@ export class State {
 
   /**
    * Asks `Pages` until it answers, fetching the records it names; a question
-   * about `chunks` chunks may take `MAX_ROUNDS` rounds for each.
+   * about `chunks` chunks may take `MAX_ROUNDS` rounds for each. Questions
+   * run one at a time: between the rounds of one, another's records would
+   * evict its chunks from a small cache and drop the entry records supplied
+   * for it, so that neither ends.
    */
-  async #ask<A extends object>(version: number, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
+  #ask<A extends object>(version: number, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
+    const asked = this.#asking.then(() => this.#askAlone(version, question, chunks));
+    this.#asking = asked.catch(() => {});
+    return asked;
+  }
+
+  async #askAlone<A extends object>(version: number, question: () => A, chunks: number): Promise<Exclude<A, Needs>> {
     for (let round = 0; round < MAX_ROUNDS * chunks; round++) {
       const answer = question();
       if (!('need' in answer)) return answer as Exclude<A, Needs>;
@@ -501,13 +512,15 @@ export class State {
     };
   }
 
-  /** Drops the pending batch, frees the loaded trees and closes the backend. */
+  /** Drops the pending batch, frees the loaded trees, lets the questions already asked end, and closes the backend. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#dropTree();
     for (const s of this.#loaded.values()) s.free();
     this.#loaded.clear();
+    // Questions asked before the close end first (later calls are STORE_CLOSED).
+    await this.#asking;
     this.#pages.free();
     await this.#backend.close();
   }

@@ -214,4 +214,35 @@ describe('paged reads of old versions', () => {
     expect(stats.cacheHits).toBeGreaterThan(0);
     await state.close();
   });
+
+  it('answer questions asked at once (as a server does) with a cache of two chunks, each as if asked alone', async () => {
+    const state = await inMemory().open({ capacity: 4, cacheBytes: 0 });
+    for (let v = 0; v < 3; v++) {
+      for (let k = v; k < 300; k += 2) await state.put(key(k), value(k, v));
+      await state.commit();
+    }
+    const snapshots = await Promise.all([1, 2, 3].map((version) => state.loadSnapshot(version)));
+    const asked: Promise<void>[] = [];
+    for (let i = 0; i < 120; i++) {
+      const version = 1 + (i % 3);
+      const snapshot = snapshots[version - 1]!;
+      const index = (i * 7) % snapshot.chunkCount;
+      const k = key((i * 13) % 310);
+      asked.push(
+        (async () => {
+          expect(await state.exportChunk(index, { version })).toEqual(snapshot.exportChunk(index));
+          expect(await state.proveRange(k, undefined, 9, { version })).toEqual(snapshot.proveRange(k, undefined, 9));
+          if (snapshot.get(k) === undefined) expect(await state.proveAbsence(k, { version })).toEqual(snapshot.proveAbsence(k));
+          else expect((await state.proveExistence(k, { version })).proof).toEqual(snapshot.proveExistence(k));
+        })(),
+      );
+    }
+    await Promise.all(asked);
+    // A close waits for the questions already asked; later ones are STORE_CLOSED.
+    const before = state.exportChunk(0, { version: 1 });
+    await state.close();
+    expect(await before).toEqual(snapshots[0]!.exportChunk(0));
+    await expect(state.exportChunk(0, { version: 1 })).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    for (const s of snapshots) s.free();
+  });
 });
