@@ -86,7 +86,10 @@ const MAX_ROUNDS = 64;
 /** A `Pages` answer that names the records to fetch first. */
 type Needs = { need: [RecordTable, Uint8Array][] };
 
-/** Fetches `wanted` records (one `getMany` per table) and hands each to `supply`. */
+/** Records per `getMany`: a whole version's entries are not held twice while they are handed over. */
+const FETCH_BATCH = 4096;
+
+/** Fetches `wanted` records (a `getMany` per table and batch) and hands each to `supply`. */
 async function fetchRecords(
   backend: StorageBackend,
   wanted: readonly (readonly [RecordTable, Uint8Array])[],
@@ -94,9 +97,11 @@ async function fetchRecords(
 ): Promise<void> {
   for (const table of BORN_TABLES) {
     const keys = wanted.filter(([t]) => t === table).map(([, k]) => k);
-    if (keys.length === 0) continue;
-    const values = await backend.getMany(table, keys);
-    keys.forEach((k, i) => supply(table, k, values[i]));
+    for (let at = 0; at < keys.length; at += FETCH_BATCH) {
+      const batch = keys.slice(at, at + FETCH_BATCH);
+      const values = await backend.getMany(table, batch);
+      batch.forEach((k, i) => supply(table, k, values[i]));
+    }
   }
 }
 
