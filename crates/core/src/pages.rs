@@ -19,7 +19,9 @@ use crate::error::StoreError;
 use crate::hash::{multiproof, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
-use crate::proof::{check_range_query, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment};
+use crate::proof::{
+    check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
+};
 use crate::record::{apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
 
 /// Resident bytes counted for a cached chunk besides its keys: per slot the
@@ -231,31 +233,23 @@ impl Pages {
         Ok(c)
     }
 
-    /// The chunk `child` names, walking down through left children to the
-    /// leftmost chunk of an inner node.
-    fn leftmost(&mut self, mut child: Child) -> Result<Ref, (Table, Ref)> {
-        loop {
-            match child {
-                Child::Chunk(r) => return Ok(r),
-                Child::Node(r) => child = self.nodes.get(&r).ok_or((Table::Nodes, r))?.left,
-            }
-        }
+    /// The search for `key`, by the key copies.
+    fn descend(&self, top: Child, key: &[u8]) -> Result<Descent, Step> {
+        self.walk(top, |n| Ok(key < n.key_copy.as_slice()))
     }
 
-    fn descend(&self, top: Child, key: &[u8]) -> Result<Descent, Step> {
-        let (mut lower, mut upper, mut path, mut key_height) = (None, None, Vec::new(), 0);
-        let mut child = top;
+    /// A walk from `top` to a chunk, turning left where `go_left` says.
+    fn walk(&self, top: Child, mut go_left: impl FnMut(&NodeRecord) -> Result<bool, Step>) -> Result<Descent, Step> {
+        let (mut lower, mut path, mut key_height, mut child) = (None, Vec::new(), 0, top);
         loop {
             match child {
-                Child::Chunk(at) => return Ok(Descent { at, lower, upper, path, key_height }),
+                Child::Chunk(at) => return Ok(Descent { at, lower, path, key_height }),
                 Child::Node(r) => {
                     let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
-                    let left = key < n.key_copy.as_slice();
+                    let left = go_left(n)?;
                     let (next, other) = if left { (n.left, n.right) } else { (n.right, n.left) };
                     path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
-                    if left {
-                        upper = Some((n.key_copy.clone(), n.right));
-                    } else {
+                    if !left {
                         lower = Some(n.key_copy.clone());
                         key_height = n.height;
                     }
@@ -265,23 +259,51 @@ impl Pages {
         }
     }
 
+    /// Where `key` is in the version whose top is `top`: its slot, or the
+    /// slots either side of it. The key copies that route the search are not
+    /// hashed, so the answer is checked against what is: the key copy below
+    /// the key's chunk must be its first key, and a key past the chunk's end
+    /// must sort below the first key of the next chunk, found by index.
+    fn place(&mut self, top: Child, key: &[u8]) -> Result<Place, Step> {
+        let d = self.descend(top, key)?;
+        let c = self.chunk(&d.at)?;
+        let (found, m) = (c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)), c.slots.len());
+        if d.lower.as_deref().is_some_and(|l| l != c.slots[0].key.as_slice()) {
+            return Err(Step::Corrupt);
+        }
+        match found {
+            Ok(i) => Ok(Place::Found(d, i)),
+            // Below the first key of a chunk that has a separator: the routing lied.
+            Err(0) if d.lower.is_some() => Err(Step::Corrupt),
+            Err(0) => Ok(Place::Between(None, Some((d, 0)))),
+            Err(i) if i < m => Ok(Place::Between(Some((d.clone(), i - 1)), Some((d, i)))),
+            Err(_) => {
+                // The next chunk by index (counts are hashed, key copies are not); the key must sort below it.
+                let index = chunk_index(&chunk_path(&d.path, 1)?);
+                if index + 1 == self.chunk_count(top)? {
+                    return Ok(Place::Between(Some((d, m - 1)), None));
+                }
+                let next = self.descend_index(top, index + 1)?;
+                if self.chunks[&next.at].slots[0].key.as_slice() <= key {
+                    return Err(Step::Corrupt);
+                }
+                Ok(Place::Between(Some((d, m - 1)), Some((next, 0))))
+            }
+        }
+    }
+
     /// The witness of `key`'s entry in the version whose top is `top`
     /// (`spec/proof-format.md`), with the entry record that holds its value.
     pub fn witness(&mut self, top: Child, key: &[u8]) -> Result<Witness, StoreError> {
-        let d = match self.descend(top, key) {
-            Ok(d) => d,
-            Err(Step::Need(records)) => return Ok(Witness::Need(records)),
-            Err(Step::Corrupt) => return Err(StoreError::Corrupt),
-        };
-        let c = match self.chunk(&d.at) {
-            Ok(c) => c,
-            Err(need) => return Ok(Witness::Need(vec![need])),
-        };
-        let Ok(position) = c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)) else {
+        answer(self.witness_step(top, key), Witness::Need)
+    }
+
+    fn witness_step(&mut self, top: Child, key: &[u8]) -> Result<Witness, Step> {
+        let Place::Found(d, position) = self.place(top, key)? else {
             return Ok(Witness::NotFound);
         };
-        let witness = entry_witness(&d.path, c, position)?;
-        Ok(Witness::Found(c.slots[position].entry, witness))
+        let c = &self.chunks[&d.at];
+        Ok(Witness::Found(c.slots[position].entry, entry_witness(&d.path, c, position)?))
     }
 
     /// The absence proof of `key` in the version whose top is `top` (`None`:
@@ -298,43 +320,20 @@ impl Pages {
     }
 
     fn absence_step(&mut self, top: Child, key: &[u8]) -> Result<Absence, Step> {
-        let d = self.descend(top, key)?;
-        let c = self.chunk(&d.at)?;
-        let (found, m) = (c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)), c.slots.len());
-        if d.lower.as_deref().is_some_and(|l| l != c.slots[0].key.as_slice()) {
-            return Err(Step::Corrupt);
-        }
-        // Each neighbour as (its search, its position); the right one may open the next chunk.
-        let (left, right) = match found {
-            Ok(i) => {
-                let slot = &c.slots[i];
-                let entry = slot.entry;
+        let (left, right) = match self.place(top, key)? {
+            Place::Found(d, i) => {
+                let entry = self.chunks[&d.at].slots[i].entry;
                 return match self.entry_value(&entry, key)? {
                     Some(_) => Ok(Absence::Present),
                     None => Err((Table::Entries, entry).into()),
                 };
             }
-            Err(0) if d.lower.is_some() => return Err(Step::Corrupt),
-            Err(i) if i < m => ((i > 0).then_some(i - 1), Some((None, i))),
-            Err(_) => {
-                let next = match &d.upper {
-                    None => None,
-                    Some((separator, _)) => {
-                        let next = self.descend(top, separator)?;
-                        if self.chunk(&next.at)?.slots[0].key != *separator {
-                            return Err(Step::Corrupt);
-                        }
-                        Some((Some(next), 0))
-                    }
-                };
-                (Some(m - 1), next)
-            }
+            Place::Between(left, right) => (left, right),
         };
         // Both entry records are asked for in one round.
         let mut need = Vec::new();
-        let left = left.map(|i| self.neighbour(&d, i, &mut need)).transpose()?.flatten();
-        let right =
-            right.map(|(next, i)| self.neighbour(next.as_ref().unwrap_or(&d), i, &mut need)).transpose()?.flatten();
+        let left = left.map(|(d, i)| self.neighbour(&d, i, &mut need)).transpose()?.flatten();
+        let right = right.map(|(d, i)| self.neighbour(&d, i, &mut need)).transpose()?.flatten();
         if !need.is_empty() {
             return Err(Step::Need(need));
         }
@@ -377,14 +376,20 @@ impl Pages {
     fn range_step(&mut self, top: Child, cur: &mut RangeCursor) -> Result<(), Step> {
         let total = self.chunk_count(top)?;
         if cur.next.is_none() {
-            let d = self.descend(top, &cur.start)?;
-            let index = chunk_index(&chunk_path(&d.path, 1)?);
-            let pos = self.chunk(&d.at)?.slots.partition_point(|s| s.key < cur.start);
-            cur.next = Some(match (pos, index) {
-                (0, 0) => (0, 0),
-                // The left neighbour is the previous chunk's last entry.
-                (0, _) => (index - 1, usize::MAX),
-                _ => (index, pos - 1),
+            // The window starts at the left neighbour of the first key at or above `start`.
+            let start = cur.start.clone();
+            let index = |d: &Descent| chunk_path(&d.path, 1).map(|path| chunk_index(&path));
+            cur.next = Some(match self.place(top, &start)? {
+                // `start` is a key: the entry before it (the previous chunk's last, at a chunk's start).
+                Place::Found(d, 0) => match index(&d)? {
+                    0 => (0, 0),
+                    i => (i - 1, usize::MAX),
+                },
+                Place::Found(d, i) => (index(&d)?, i - 1),
+                // The entry just below `start`.
+                Place::Between(Some((d, i)), _) => (index(&d)?, i),
+                // Nothing below `start`: the first entry.
+                Place::Between(None, _) => (0, 0),
             });
         }
         while let Some((index, lo)) = cur.next {
@@ -392,23 +397,15 @@ impl Pages {
             let c = &self.chunks[&d.at];
             let m = c.slots.len();
             let lo = lo.min(m - 1);
-            let (mut hi, mut done, mut results) = (lo, false, cur.results);
-            while hi < m {
-                let k = c.slots[hi].key.as_slice();
-                hi += 1;
-                if k >= cur.start.as_slice() && cur.end.as_deref().is_none_or(|e| k < e) && results < cur.limit {
-                    results += 1;
-                } else if k >= cur.start.as_slice() {
-                    done = true; // the successor
-                    break;
-                }
-            }
+            let keys = c.slots[lo..].iter().map(|s| s.key.as_slice());
+            let (taken, results, ends) = segment_len(keys, &cur.start, cur.end.as_deref(), cur.limit, cur.results);
+            let hi = lo + taken;
             let entries = self.values(c, lo..hi)?;
             let (inchunk, path) = (multiproof(&c.tree, m, lo, hi), chunk_path(&d.path, m)?);
             cur.segments.push(Segment { chunk_entries: m, lo, entries, inchunk, path });
             cur.results = results;
             self.entries.clear();
-            cur.next = (!done && hi == m && index + 1 < total).then_some((index + 1, 0));
+            cur.next = (!ends && index + 1 < total).then_some((index + 1, 0));
         }
         Ok(())
     }
@@ -497,25 +494,14 @@ impl Pages {
     }
 
     fn index_path(&self, top: Child, mut index: u64) -> Result<Descent, Step> {
-        let (mut path, mut key_height, mut lower, mut child) = (Vec::new(), 0, None, top);
-        loop {
-            match child {
-                Child::Chunk(at) => return Ok(Descent { at, lower, upper: None, path, key_height }),
-                Child::Node(r) => {
-                    let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
-                    let left_chunks = self.chunk_count(n.left)?;
-                    let left = index < left_chunks;
-                    let (next, other) = if left { (n.left, n.right) } else { (n.right, n.left) };
-                    if !left {
-                        index -= left_chunks;
-                        key_height = n.height;
-                        lower = Some(n.key_copy.clone());
-                    }
-                    path.push((left, n.height, n.chunk_count, n.entry_count, other.record().hash));
-                    child = next;
-                }
+        self.walk(top, |n| {
+            let left_chunks = self.chunk_count(n.left)?;
+            let left = index < left_chunks;
+            if !left {
+                index -= left_chunks;
             }
-        }
+            Ok(left)
+        })
     }
 
     /// Looks `key` up in the version whose top is `top`.
@@ -524,38 +510,20 @@ impl Pages {
     }
 
     fn lookup_step(&mut self, top: Child, key: &[u8]) -> Result<Lookup, Step> {
-        let Descent { at, lower, upper, .. } = self.descend(top, key)?;
         let answered_at = self.answered_at;
-        let c = self.chunk(&at)?;
-        let hit = c.loaded_at <= answered_at;
-        let slot = |i: usize| (c.slots[i].entry, c.slots[i].key.clone());
-        let (found, m) = (c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)), c.slots.len());
-        // The routing separator below this chunk must be its first key.
-        if lower.as_deref().is_some_and(|l| l != c.slots[0].key.as_slice()) {
-            return Err(Step::Corrupt);
-        }
-        let answer = match found {
-            Ok(i) => Lookup::Found(c.slots[i].entry),
-            // Below the first key of a chunk that has a separator: the routing lied.
-            Err(0) if lower.is_some() => return Err(Step::Corrupt),
-            Err(0) => Lookup::Absent(vec![slot(0)]),
-            Err(i) if i < m => Lookup::Absent(vec![slot(i - 1), slot(i)]),
-            Err(_) => {
-                let last = slot(m - 1);
-                match upper {
-                    None => Lookup::Absent(vec![last]),
-                    Some((separator, right)) => {
-                        let next = self.leftmost(right)?;
-                        let first = &self.chunk(&next)?.slots[0];
-                        if first.key != separator {
-                            return Err(Step::Corrupt);
-                        }
-                        Lookup::Absent(vec![last, (first.entry, first.key.clone())])
-                    }
-                }
+        let place = self.place(top, key)?;
+        let slot = |(d, i): &(Descent, usize)| {
+            let s = &self.chunks[&d.at].slots[*i];
+            (s.entry, s.key.clone())
+        };
+        let (answer, key_chunk) = match &place {
+            Place::Found(d, i) => (Lookup::Found(self.chunks[&d.at].slots[*i].entry), d.at),
+            Place::Between(left, right) => {
+                let key_chunk = left.as_ref().or(right.as_ref()).expect("a chunk holds a key").0.at;
+                (Lookup::Absent(left.iter().chain(right).map(slot).collect()), key_chunk)
             }
         };
-        self.hits += u64::from(hit);
+        self.hits += u64::from(self.chunks[&key_chunk].loaded_at <= answered_at);
         self.answered_at = self.clock;
         Ok(answer)
     }
@@ -597,13 +565,20 @@ type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
 /// counts, and the hash of the child it did not take.
 type PathNode = (bool, u8, u64, u64, Hash);
 
-/// Where a search for a key ends: the chunk, the key copies that bound it
-/// (where the search last went right, and where it last went left with that
-/// node's right subtree), and the nodes passed, top first.
+/// Where a key is in a version: its slot, or the slots either side of it
+/// (none beyond the tree's ends), each as the search that reaches its chunk
+/// and the position there.
+enum Place {
+    Found(Descent, usize),
+    Between(Option<(Descent, usize)>, Option<(Descent, usize)>),
+}
+
+/// Where a search ends: the chunk, the key copy where the search last went
+/// right, and the nodes passed, top first.
+#[derive(Clone)]
 struct Descent {
     at: Ref,
     lower: Option<Vec<u8>>,
-    upper: Option<(Vec<u8>, Child)>,
     path: Vec<PathNode>,
     /// The height of the lowest node where the search went right (0: none).
     key_height: u8,

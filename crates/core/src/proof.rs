@@ -290,6 +290,31 @@ pub struct RangeResult {
     pub resume_key: Option<Vec<u8>>,
 }
 
+/// How far a range proof's segment runs in a chunk, from its first key (the
+/// window of `spec/proof-format.md`): keys below `start` (the left
+/// neighbour) and results while fewer than `limit` are taken, and the first
+/// other key at or above `start` (the successor) is taken and ends the
+/// proof. Returns the keys taken, the results counted so far, and whether
+/// the proof ends in this segment.
+pub(crate) fn segment_len<'a>(
+    keys: impl Iterator<Item = &'a [u8]>,
+    start: &[u8],
+    end: Option<&[u8]>,
+    limit: usize,
+    mut results: usize,
+) -> (usize, usize, bool) {
+    let mut taken = 0;
+    for k in keys {
+        taken += 1;
+        if k >= start && end.is_none_or(|e| k < e) && results < limit {
+            results += 1;
+        } else if k >= start {
+            return (taken, results, true);
+        }
+    }
+    (taken, results, false)
+}
+
 /// Checks a range query as `spec/proof-format.md` orders it.
 pub fn check_range_query(start: &[u8], end: Option<&[u8]>, limit: usize) -> Result<(), ProofError> {
     if start.len() > MAX_KEY_LEN {

@@ -7,7 +7,8 @@ use crate::error::TreeError;
 use crate::node::Node;
 use crate::path::{ChunkPath, PathStep};
 use crate::proof::{
-    check_range_query, AbsenceProof, ChunkProof, EntryWitness, ExistenceProof, Neighbour, RangeProof, Segment,
+    check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, ExistenceProof, Neighbour, RangeProof,
+    Segment,
 };
 use crate::tree::{descend, tree_error, Snapshot};
 
@@ -134,24 +135,15 @@ impl Snapshot {
         // Walk chunk by chunk, stopping after the successor.
         let mut segments = Vec::new();
         let mut results = 0usize;
-        let mut done = false;
-        while !done {
+        loop {
             let (index, lo) = from;
             let (c, path, _) = self.chunk_with_path(index).expect("in range");
-            let mut hi = lo;
-            while hi < c.len() {
-                let k = c.key(hi);
-                hi += 1;
-                if k >= start && end.is_none_or(|e| k < e) && results < limit {
-                    results += 1;
-                } else if k >= start {
-                    done = true; // the successor
-                    break;
-                }
-            }
+            let (taken, counted, ends) = segment_len((lo..c.len()).map(|i| c.key(i)), start, end, limit, results);
+            let hi = lo + taken;
+            results = counted;
             let entries = (lo..hi).map(|i| (c.key(i).to_vec(), c.value(i).to_vec())).collect();
             segments.push(Segment { chunk_entries: c.len(), lo, entries, inchunk: c.multiproof(lo, hi), path });
-            if hi < c.len() || index + 1 == top.chunks() {
+            if ends || index + 1 == top.chunks() {
                 break;
             }
             from = (index + 1, 0);

@@ -61,7 +61,7 @@ Tree:
   --root HEX           with --file: refuse the file unless it holds this root
   --db DIR             serve every retained version of a state directory instead (opened
                        read-only: other servers and one writer share it; answers are read
-                       through the store's chunk cache and verified before they are sent;
+                       through the store's chunk cache, every record checked against its hash;
                        versions committed later are served after a restart)
 
 Listening:

@@ -384,9 +384,9 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const versions = state.versions();
         for (const { version, chunkCount } of versions) {
           try {
-            // Each chunk's envelope read through the cache checks every record on its way (its
-            // path's nodes and their key copies, its chunk record and base, its entries) and is
-            // verified against the root: every record a version uses, with bounded memory.
+            // Each chunk's envelope read through the cache checks every record on its way against
+            // its hash (its path's nodes and their key copies, its chunk record and base, its
+            // entries): every record a version uses, with bounded memory.
             for (let i = 0; i < chunkCount; i++) await state.exportChunk(i, { version });
           } catch (e) {
             const code = (e as { code?: unknown }).code;

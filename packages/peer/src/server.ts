@@ -306,10 +306,7 @@ export class SyncServer {
           break;
         case Kind.Proof: {
           const value = tree.get(req.key);
-          payload =
-            value === undefined
-              ? encodeProofPayload({ present: false, proof: tree.proveAbsence(req.key) })
-              : encodeProofPayload({ present: true, value, proof: tree.proveExistence(req.key) });
+          payload = proofPayload(value, value === undefined ? tree.proveAbsence(req.key) : tree.proveExistence(req.key));
           break;
         }
         case Kind.Range: {
@@ -336,8 +333,7 @@ export class SyncServer {
           return { status: Status.Ok, payload: await tree.exportChunk(req.index) };
         case Kind.Proof: {
           const { value, proof } = await tree.prove(req.key);
-          const payload = value === undefined ? encodeProofPayload({ present: false, proof }) : encodeProofPayload({ present: true, value, proof });
-          return { status: Status.Ok, payload };
+          return { status: Status.Ok, payload: proofPayload(value, proof) };
         }
         case Kind.Range: {
           const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
@@ -361,6 +357,11 @@ export class SyncServer {
     this.log(`internal error answering kind ${req.kind}: ${e instanceof Error ? e.message : String(e)}`);
     return { status: Status.Busy };
   }
+}
+
+/** The `PROOF` payload for `value` (`undefined`: absent) and its existence or absence proof. */
+function proofPayload(value: Uint8Array | undefined, proof: Uint8Array): Uint8Array {
+  return encodeProofPayload(value === undefined ? { present: false, proof } : { present: true, value, proof });
 }
 
 /** One served connection. */

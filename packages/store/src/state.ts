@@ -22,11 +22,11 @@ import {
   Loader,
   PagedRange,
   Pages,
+  type RangeResult,
   type RecordTable,
   type Snapshot,
   Tree,
   verifyAbsence,
-  verifyChunk,
   verifyChunkProof,
   verifyExistence,
   verifyRange,
@@ -347,13 +347,17 @@ export class State {
    */
   async proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#at(at);
+    return (await this.#rangeProof(version, record, start, end, limit)).proof;
+  }
+
+  /** A range proof and what it proves, verified once. */
+  async #rangeProof(version: number, record: VersionRecord | undefined, start: Uint8Array, end: Uint8Array | undefined, limit: number): Promise<{ proof: Uint8Array; page: RangeResult }> {
     const top = record?.top;
     const range = new PagedRange(start, end, limit);
     try {
       // Every chunk but the first and the last adds a result.
-      const { done } = await this.#ask(version, () => this.#pages.proveRange(top?.[0], top?.[1], range), limit + 2);
-      proven(version, () => verifyRange(this.#rootOf(record), start, end, limit, done));
-      return done;
+      const { done: proof } = await this.#ask(version, () => this.#pages.proveRange(top?.[0], top?.[1], range), limit + 2);
+      return { proof, page: proven(version, () => verifyRange(this.#rootOf(record), start, end, limit, proof)) };
     } finally {
       range.free();
     }
@@ -365,11 +369,12 @@ export class State {
    * `pageSize` entries (default 1,024) at a time.
    */
   async *range(start: Uint8Array | undefined, end?: Uint8Array, at: RangeOptions = {}): AsyncGenerator<[key: Uint8Array, value: Uint8Array]> {
-    const [version, record] = this.#at(at);
+    const [version] = this.#at(at);
     const pageSize = at.pageSize ?? RANGE_PAGE;
     for (let from: Uint8Array | undefined = start ?? new Uint8Array(); from !== undefined; ) {
-      const proof = await this.proveRange(from, end, pageSize, { version });
-      const page = verifyRange(this.#rootOf(record), from, end, pageSize, proof);
+      // Asked again for each page: the store may have been closed, or the version pruned, meanwhile.
+      const [, record] = this.#at({ version });
+      const { page } = await this.#rangeProof(version, record, from, end, pageSize);
       yield* page.entries;
       from = page.complete ? undefined : page.resumeKey;
     }
@@ -383,11 +388,15 @@ export class State {
     return done;
   }
 
-  /** The envelope of chunk `index` (`spec/chunk-format.md`), as peers serve it, verified against the version's root. */
+  /**
+   * The envelope of chunk `index` (`spec/chunk-format.md`), as peers serve
+   * it. Not hashed again: each record it is built from was checked against
+   * the hash its parent names, up to the version record, whose root commits
+   * to the top (`Pages`).
+   */
   async exportChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#chunkAt(index, at);
     const { done } = await this.#ask(version, () => this.#pages.exportChunk(record.top?.[0], record.top?.[1], index));
-    proven(version, () => verifyChunk(record.root, index, done).free());
     return done;
   }
 
@@ -542,10 +551,10 @@ function info(version: number, { root, chunkCount, entryCount }: VersionRecord):
   return { version, root, chunkCount, entryCount };
 }
 
-/** Runs `verify`; a proof built from stored records that fails it means a record lied. */
-function proven(version: number, verify: () => unknown): void {
+/** Runs `verify` and returns what it proves; a proof built from stored records that fails it means a record lied. */
+function proven<T>(version: number, verify: () => T): T {
   try {
-    verify();
+    return verify();
   } catch {
     throw new StoreError('STORE_CORRUPT', `a record of version ${version} does not prove its answer`);
   }
