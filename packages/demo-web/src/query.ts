@@ -171,7 +171,9 @@ export class QueryPanel {
     };
     this.askPeer.disabled = true;
     this.show('busy', `<p>Asking ${name(first.address)}…</p>`);
-    const client = createClient({ root, peers: dials.map((d) => d.address), connect: lyingFirst(tampered), onEvent, deadlineMs: 8000 });
+    // No hedge before the deadline: the chosen peer answers (or lies, or times out) alone, so what it did is what is shown.
+    // With the default 50 ms hedge a slow first connect let another peer answer before the liar was caught.
+    const client = createClient({ root, peers: dials.map((d) => d.address), connect: lyingFirst(tampered), onEvent, deadlineMs: 8000, hedgeAfterMs: 8000 });
     try {
       const proof = await client.proof(key);
       const note = tampered?.note ? `<p class="tamper-note">${tampered.note}</p>` : '';
