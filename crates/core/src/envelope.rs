@@ -97,6 +97,8 @@ pub struct VerifiedChunk {
     pub(crate) capacity: usize,
     pub(crate) key_height: u8,
     pub(crate) chunk: Chunk,
+    /// Kept for a sync into a store, which stores it to check the chunk again on resume.
+    pub(crate) path: ChunkPath,
 }
 
 impl VerifiedChunk {
@@ -161,5 +163,6 @@ pub fn verify_chunk(root: &Hash, expected_index: u64, bytes: &[u8]) -> Result<Ve
         capacity: v.capacity,
         key_height: v.key_height,
         chunk: Chunk::from_verified(&v.keys, &v.values, tree, hash),
+        path: v.path,
     })
 }

@@ -28,6 +28,7 @@ mod rebuild;
 pub mod record;
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 mod sha256x4;
+mod sync_store;
 mod tree;
 mod verify_batch;
 
@@ -45,5 +46,6 @@ pub use proof::{
     Segment, FORMAT_ABSENCE, FORMAT_CHUNK_PROOF, FORMAT_EXISTENCE, FORMAT_RANGE,
 };
 pub use rebuild::Rebuilder;
+pub use sync_store::{ChunkWrite, StoreSync, FORMAT_SYNC_PROGRESS};
 pub use tree::{Commit, Entries, Snapshot, Tree};
 pub use verify_batch::{verify_existence_batch, ExistenceItem};

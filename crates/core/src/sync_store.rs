@@ -1,0 +1,281 @@
+//! Syncing straight into a state store (`spec/store-format.md`, "Sync
+//! progress"). Each verified chunk becomes the records it adds: its entries,
+//! its chunk record and a progress record that keeps its chunk path, so that
+//! no chunk data stays in memory and an interrupted sync resumes from what
+//! it stored, every stored chunk checked again against the root. The
+//! finished sync writes the inner nodes and the version record from a few
+//! facts per chunk (the active-nodes rebuild of `rebuild.rs`, over metadata).
+//! No I/O: callers move the bytes.
+
+use std::collections::BTreeMap;
+
+use crate::codec::{put_varint, Reader};
+use crate::envelope::VerifiedChunk;
+use crate::error::{RebuildError, StoreError};
+use crate::hash::{inner_hash, root_hash, Hash};
+use crate::limits::MAX_HEIGHT;
+use crate::path::ChunkPath;
+use crate::persist::WriteSet;
+use crate::record::{verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+
+/// Format byte of a sync progress record.
+pub const FORMAT_SYNC_PROGRESS: u8 = 0x0c;
+
+/// What a stored chunk contributes to the inner tree.
+#[derive(Debug, Clone)]
+struct ChunkFacts {
+    hash: Hash,
+    entries: u64,
+    key_height: u8,
+    first_key: Box<[u8]>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    capacity: usize,
+    chunks: u64,
+}
+
+/// The records one verified chunk adds to the store, written in one atomic
+/// write so that a chunk is stored whole or not at all.
+#[derive(Debug, Clone)]
+pub struct ChunkWrite {
+    /// Its entry records and its (whole) chunk record, born at the sync's version.
+    pub puts: Vec<(Table, Ref, Vec<u8>)>,
+    /// Its progress record (its key is the caller's: the chunk index).
+    pub progress: Vec<u8>,
+}
+
+/// A sync of the tree under `root` into a store, as version `version`.
+///
+/// ```
+/// use bpavl_core::{verify_chunk, StoreSync, Tree};
+/// let mut source = Tree::new(2).unwrap();
+/// for i in 0u8..10 { source.insert(&[i + 1], &[i]).unwrap(); }
+/// let root = source.commit().root;
+/// let mut sync = StoreSync::new(root, 1);
+/// for i in (0..source.chunk_count()).rev() {
+///     let chunk = verify_chunk(&root, i, &source.head().export_chunk_bytes(i).unwrap()).unwrap();
+///     let write = sync.add(chunk).unwrap().unwrap();
+///     assert!(!write.puts.is_empty());
+/// }
+/// let finished = sync.finish().unwrap();
+/// assert_eq!(finished.version, 1);
+/// ```
+#[derive(Debug)]
+pub struct StoreSync {
+    root: Hash,
+    version: u64,
+    layout: Option<Layout>,
+    /// By index: only what has arrived (the chunk count is authenticated but may be huge).
+    chunks: BTreeMap<u64, ChunkFacts>,
+}
+
+impl StoreSync {
+    pub fn new(root: Hash, version: u64) -> StoreSync {
+        StoreSync { root, version, layout: None, chunks: BTreeMap::new() }
+    }
+
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The tree's chunk count, once a chunk has told it (authenticated).
+    pub fn chunk_count(&self) -> Option<u64> {
+        self.layout.map(|l| l.chunks)
+    }
+
+    /// Chunks stored so far (added or restored).
+    pub fn received(&self) -> u64 {
+        self.chunks.len() as u64
+    }
+
+    pub fn has(&self, index: u64) -> bool {
+        self.chunks.contains_key(&index)
+    }
+
+    /// Whether every chunk is in.
+    pub fn is_complete(&self) -> bool {
+        self.chunk_count() == Some(self.received())
+    }
+
+    /// The records that store `chunk` (verified against this root), or
+    /// `None` if it is already held.
+    pub fn add(&mut self, chunk: VerifiedChunk) -> Result<Option<ChunkWrite>, RebuildError> {
+        if chunk.root != self.root {
+            return Err(RebuildError::Chunk(crate::ProofError::RootMismatch));
+        }
+        if self.chunks.contains_key(&chunk.index) {
+            return Ok(None);
+        }
+        let VerifiedChunk { index, chunk_count, capacity, key_height, mut chunk, path, .. } = chunk;
+        self.layout.get_or_insert(Layout { capacity, chunks: chunk_count });
+        let hash = chunk.hash();
+        let mut puts = Vec::with_capacity(chunk.len() + 1);
+        let slots = chunk
+            .slots(self.version, |k, v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(k, v))));
+        puts.push((Table::Chunks, Ref { birth: self.version, hash }, ChunkRecord::Full(slots).encode()));
+        let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
+        let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
+        self.chunks.insert(index, facts);
+        Ok(Some(ChunkWrite { puts, progress }))
+    }
+
+    /// The key of the chunk record that progress record `progress` names.
+    pub fn chunk_ref(&self, progress: &[u8]) -> Result<Ref, StoreError> {
+        Ok(Ref { birth: self.version, hash: decode_progress(progress)?.hash })
+    }
+
+    /// Takes back chunk `index` stored by an earlier run: its progress
+    /// record and its chunk record must verify against this root exactly as
+    /// the envelope did (the chunk hash from the record's slots, folded up
+    /// the stored path). `STORE_CORRUPT` otherwise: the caller drops the
+    /// progress record and fetches the chunk again. Entry records are
+    /// checked when they are read, as in every stored version.
+    pub fn restore(&mut self, index: u64, progress: &[u8], chunk_record: Option<&[u8]>) -> Result<(), StoreError> {
+        let p = decode_progress(progress)?;
+        let Some(ChunkRecord::Full(slots)) = chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
+        else {
+            return Err(StoreError::Corrupt);
+        };
+        if slots.len() != p.entries || slots.iter().any(|s| s.entry.birth != self.version) {
+            return Err(StoreError::Corrupt);
+        }
+        verify_slots(&slots, &p.hash)?;
+        let folded = p.path.fold(p.capacity, p.entries, p.hash);
+        if folded.root != self.root || folded.index != index || folded.key_height != p.key_height {
+            return Err(StoreError::Corrupt);
+        }
+        let layout = Layout { capacity: p.capacity, chunks: folded.chunk_count };
+        if *self.layout.get_or_insert(layout) != layout {
+            return Err(StoreError::Corrupt);
+        }
+        let facts = ChunkFacts {
+            hash: p.hash,
+            entries: p.entries as u64,
+            key_height: p.key_height,
+            first_key: slots[0].key.clone().into(),
+        };
+        self.chunks.insert(index, facts);
+        Ok(())
+    }
+
+    /// The inner node records and the version record that complete the
+    /// sync, built in index order from the chunks' facts and checked against
+    /// the root. Fails (nothing to write) if chunks are missing.
+    pub fn finish(&self) -> Result<WriteSet, RebuildError> {
+        let layout = match self.layout {
+            Some(l) if self.is_complete() => l,
+            _ => return Err(RebuildError::Incomplete),
+        };
+        let mut out = WriteSet { version: self.version, ..WriteSet::default() };
+        let mut facts = self.chunks.values();
+        let mut current = Sub::chunk(facts.next().expect("complete"), self.version);
+        // Inner nodes waiting for their right subtree: (declared height, key copy, left).
+        let mut stack: Vec<(u8, &[u8], Sub)> = Vec::new();
+        for f in facts {
+            while stack.last().is_some_and(|t| t.0 < f.key_height) {
+                let (height, key, left) = stack.pop().expect("non-empty");
+                current = close(height, key, left, current, self.version, &mut out)?;
+            }
+            let left = std::mem::replace(&mut current, Sub::chunk(f, self.version));
+            stack.push((f.key_height, &f.first_key, left));
+        }
+        while let Some((height, key, left)) = stack.pop() {
+            current = close(height, key, left, current, self.version, &mut out)?;
+        }
+        let root = root_hash(layout.capacity, current.chunks, current.entries, &current.child.record().hash);
+        if root != self.root {
+            return Err(RebuildError::RootMismatch);
+        }
+        let record = VersionRecord {
+            capacity: layout.capacity,
+            chunk_count: current.chunks,
+            entry_count: current.entries,
+            top: Some(current.child),
+            root,
+        };
+        out.version_record = record.encode();
+        Ok(out)
+    }
+}
+
+/// A finished subtree: what its parent's record and hash need.
+struct Sub {
+    child: Child,
+    height: u8,
+    chunks: u64,
+    entries: u64,
+}
+
+impl Sub {
+    fn chunk(f: &ChunkFacts, version: u64) -> Sub {
+        Sub { child: Child::Chunk(Ref { birth: version, hash: f.hash }), height: 0, chunks: 1, entries: f.entries }
+    }
+}
+
+/// The inner node over `left` and `right`, whose key-height its chunks
+/// declared: written as a node record once its height checks out, AVL-balanced.
+fn close(
+    declared: u8,
+    key: &[u8],
+    left: Sub,
+    right: Sub,
+    version: u64,
+    out: &mut WriteSet,
+) -> Result<Sub, RebuildError> {
+    let height = 1 + left.height.max(right.height);
+    if height != declared || left.height.abs_diff(right.height) > 1 {
+        return Err(RebuildError::RootMismatch);
+    }
+    let (chunks, entries) = (left.chunks + right.chunks, left.entries + right.entries);
+    let hash = inner_hash(height, chunks, entries, &left.child.record().hash, &right.child.record().hash);
+    let record = NodeRecord {
+        height,
+        chunk_count: chunks,
+        entry_count: entries,
+        left: left.child,
+        right: right.child,
+        key_copy: key.to_vec(),
+    };
+    let at = Ref { birth: version, hash };
+    out.puts.push((Table::Nodes, at, record.encode()));
+    Ok(Sub { child: Child::Node(at), height, chunks, entries })
+}
+
+/// A decoded progress record.
+struct Progress {
+    capacity: usize,
+    key_height: u8,
+    entries: usize,
+    hash: Hash,
+    path: ChunkPath,
+}
+
+fn encode_progress(capacity: usize, key_height: u8, entries: usize, hash: &Hash, path: &ChunkPath) -> Vec<u8> {
+    let mut out = vec![FORMAT_SYNC_PROGRESS];
+    put_varint(&mut out, capacity as u64);
+    out.push(key_height);
+    put_varint(&mut out, entries as u64);
+    out.extend_from_slice(hash);
+    path.encode(&mut out);
+    out
+}
+
+fn decode_progress(bytes: &[u8]) -> Result<Progress, StoreError> {
+    let mut r = Reader::new(bytes, FORMAT_SYNC_PROGRESS)?;
+    let capacity = r.capacity()?;
+    let key_height = r.u8()?;
+    if key_height > MAX_HEIGHT {
+        return Err(StoreError::Corrupt);
+    }
+    let entries = r.chunk_size(capacity)?;
+    let hash = r.hash()?;
+    let path = ChunkPath::decode(&mut r, capacity, entries).map_err(|_| StoreError::Corrupt)?;
+    r.finish()?;
+    Ok(Progress { capacity, key_height, entries, hash, path })
+}
