@@ -16,6 +16,7 @@ export {
   verifyChunkProof,
   verifyChunk,
   Loader,
+  StoreSync,
   Pages,
   PagedRange,
   decodeVersionRecord,

@@ -89,6 +89,11 @@ impl StoreSync {
         self.layout.map(|l| l.chunks)
     }
 
+    /// The tree's capacity, once a chunk has told it (authenticated).
+    pub fn capacity(&self) -> Option<usize> {
+        self.layout.map(|l| l.capacity)
+    }
+
     /// Chunks stored so far (added or restored).
     pub fn received(&self) -> u64 {
         self.chunks.len() as u64

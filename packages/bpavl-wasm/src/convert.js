@@ -114,16 +114,27 @@ const STALE_KEY_LEN = 49;
 
 /** A WriteSet from records laid end to end (each a 40-byte key, then the value) and 49-byte stale keys. */
 export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, versionRecord) {
-  const puts = new Array(putTables.length);
-  let at = 0;
-  for (let i = 0; i < puts.length; i++) {
-    const end = putEnds[i];
-    puts[i] = [RECORD_TABLES[putTables[i]], putFlat.slice(at, at + RECORD_KEY_LEN), putFlat.slice(at + RECORD_KEY_LEN, end)];
-    at = end;
-  }
+  const puts = records(putTables, putFlat, putEnds);
   const stale = new Array(staleFlat.length / STALE_KEY_LEN);
   for (let i = 0; i < stale.length; i++) stale[i] = staleFlat.slice(i * STALE_KEY_LEN, (i + 1) * STALE_KEY_LEN);
   return { version, root: root.slice(), puts, stale, versionRecord: versionRecord.slice() };
+}
+
+/** `[table, key, record][]` from table ids and `key ‖ record` laid end to end, each ending at `ends[i]`. */
+function records(tables, flat, ends) {
+  const out = new Array(tables.length);
+  let at = 0;
+  for (let i = 0; i < out.length; i++) {
+    const end = ends[i];
+    out[i] = [RECORD_TABLES[tables[i]], flat.slice(at, at + RECORD_KEY_LEN), flat.slice(at + RECORD_KEY_LEN, end)];
+    at = end;
+  }
+  return out;
+}
+
+/** What `StoreSync.add` returns: a chunk's records and its progress record. */
+export function chunkWrite(putTables, putFlat, putEnds, progress) {
+  return { puts: records(putTables, putFlat, putEnds), progress: progress.slice() };
 }
 
 /** `[table, key][]` from table ids and 40-byte record keys laid end to end. */

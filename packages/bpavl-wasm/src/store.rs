@@ -41,6 +41,8 @@ extern "C" {
         stale_flat: &[u8],
         version_record: &[u8],
     ) -> JsValue;
+    #[wasm_bindgen(js_name = chunkWrite)]
+    fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
     fn table_keys(tables: &[u8], flat: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKey)]
@@ -69,15 +71,117 @@ impl Tree {
     #[wasm_bindgen(js_name = commitToStore, unchecked_return_type = "WriteSet")]
     pub fn commit_to_store(&mut self) -> JsValue {
         let (commit, w) = self.0.commit_to_store();
-        let (mut tables, mut flat, mut ends) = (Vec::new(), Vec::new(), Vec::new());
-        for (t, r, value) in &w.puts {
-            tables.push(*t as u8);
-            flat.extend_from_slice(&r.key());
-            flat.extend_from_slice(value);
-            ends.push(flat.len() as u32);
-        }
-        let stale: Vec<u8> = w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect();
-        write_set(commit.version as f64, &commit.root, &tables, &flat, &ends, &stale, &w.version_record)
+        js_write_set(&commit.root, &w)
+    }
+}
+
+/// Record puts laid end to end for the JS side: table ids, `key ‖ record`, and each one's end.
+fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Vec<u32>) {
+    let (mut tables, mut flat, mut ends) = (Vec::with_capacity(puts.len()), Vec::new(), Vec::with_capacity(puts.len()));
+    for (t, r, value) in puts {
+        tables.push(*t as u8);
+        flat.extend_from_slice(&r.key());
+        flat.extend_from_slice(value);
+        ends.push(flat.len() as u32);
+    }
+    (tables, flat, ends)
+}
+
+fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
+    let (tables, flat, ends) = flat_puts(&w.puts);
+    let stale: Vec<u8> = w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect();
+    write_set(w.version as f64, root, &tables, &flat, &ends, &stale, &w.version_record)
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const SYNC_TYPES: &str = r#"
+/** What `StoreSync.add()` returns: one chunk's records, to be written in one atomic write. */
+export interface ChunkWrite {
+  /** Its entry records and its chunk record: table, record key (40 bytes), record. */
+  puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
+  /** Its progress record (`spec/store-format.md`, "Sync progress"), kept under its chunk index. */
+  progress: Uint8Array;
+}
+"#;
+
+/// A sync into a store (`spec/store-format.md`, "Sync progress"): each
+/// verified chunk becomes the records it adds, a chunk stored by an earlier
+/// run is checked again and taken back, and the finished sync is the write
+/// set of one version whose root is the trusted root.
+#[wasm_bindgen]
+pub struct StoreSync(core::StoreSync);
+
+#[wasm_bindgen]
+impl StoreSync {
+    /// A sync of the tree under `root` (32 bytes) as version `version`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(root: &Bytes, version: &Number) -> Result<StoreSync, JsValue> {
+        Ok(StoreSync(core::StoreSync::new(crate::convert::root(root)?, uint(version, "version")?)))
+    }
+
+    /// The tree's chunk count, or `undefined` before a chunk has told it.
+    #[wasm_bindgen(getter, js_name = chunkCount)]
+    pub fn chunk_count(&self) -> Option<f64> {
+        self.0.chunk_count().map(|n| n as f64)
+    }
+
+    /// The tree's capacity, or `undefined` before a chunk has told it.
+    #[wasm_bindgen(getter)]
+    pub fn capacity(&self) -> Option<f64> {
+        self.0.capacity().map(|n| n as f64)
+    }
+
+    /// Chunks stored so far, added or restored.
+    #[wasm_bindgen(getter)]
+    pub fn received(&self) -> f64 {
+        self.0.received() as f64
+    }
+
+    /// Whether chunk `index` is stored.
+    pub fn has(&self, index: &Number) -> Result<bool, JsValue> {
+        Ok(self.0.has(uint(index, "index")?))
+    }
+
+    /// The records that store a chunk `verifyChunk` checked against this
+    /// root, or `undefined` if it is already stored. Takes the chunk over
+    /// (`chunk` is freed afterwards, also when this throws RebuildError
+    /// `ROOT_MISMATCH` for a chunk of another root).
+    #[wasm_bindgen(unchecked_return_type = "ChunkWrite | undefined")]
+    pub fn add(&mut self, chunk: crate::VerifiedChunk) -> Result<JsValue, JsValue> {
+        Ok(match self.0.add(chunk.0).map_err(throw)? {
+            None => JsValue::UNDEFINED,
+            Some(w) => {
+                let (tables, flat, ends) = flat_puts(&w.puts);
+                chunk_write(&tables, &flat, &ends, &w.progress)
+            }
+        })
+    }
+
+    /// The `chunks` key of the chunk record a progress record names.
+    /// Throws StoreError `STORE_CORRUPT` for a progress record that does not decode.
+    #[wasm_bindgen(js_name = chunkKey)]
+    pub fn chunk_key(&self, progress: &Bytes) -> Result<Vec<u8>, JsValue> {
+        let progress = bytes(progress, "progress")?;
+        Ok(self.0.chunk_ref(&progress).map_err(throw)?.key().to_vec())
+    }
+
+    /// Takes back chunk `index` stored by an earlier run, from its progress
+    /// record and its chunk record (`undefined`: missing), both checked
+    /// against the root as its envelope was. Throws StoreError
+    /// `STORE_CORRUPT` if they do not check out: fetch the chunk again.
+    pub fn restore(&mut self, index: &Number, progress: &Bytes, chunk_record: Option<Bytes>) -> Result<(), JsValue> {
+        let (index, progress) = (uint(index, "index")?, bytes(progress, "progress")?);
+        let record = opt_bytes(chunk_record.as_deref(), "chunkRecord")?;
+        self.0.restore(index, &progress, record.as_deref()).map_err(throw)
+    }
+
+    /// The inner node records and the version record that complete the sync
+    /// (`stale` is empty). Throws RebuildError `REBUILD_INCOMPLETE` while
+    /// chunks are missing.
+    #[wasm_bindgen(unchecked_return_type = "WriteSet")]
+    pub fn finish(&self) -> Result<JsValue, JsValue> {
+        let w = self.0.finish().map_err(throw)?;
+        Ok(js_write_set(&self.0.root(), &w))
     }
 }
 

@@ -7,7 +7,17 @@
  */
 
 /** A stable code from spec/errors.md. */
-export type StoreErrorCode = 'STORE_CORRUPT' | 'VERSION_UNKNOWN' | 'STORE_CLOSED' | 'STORE_READ_ONLY' | 'KEY_NOT_FOUND' | 'KEY_EXISTS' | 'CHUNK_OUT_OF_RANGE';
+export type StoreErrorCode =
+  | 'STORE_CORRUPT'
+  | 'VERSION_UNKNOWN'
+  | 'STORE_CLOSED'
+  | 'STORE_READ_ONLY'
+  | 'KEY_NOT_FOUND'
+  | 'KEY_EXISTS'
+  | 'CHUNK_OUT_OF_RANGE'
+  | 'SYNC_PENDING'
+  | 'STORE_NOT_EMPTY'
+  | 'CAPACITY_MISMATCH';
 
 /** A refused store operation; the store is left unchanged. */
 export class StoreError extends Error {

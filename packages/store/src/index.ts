@@ -18,7 +18,7 @@ import { State } from './state.ts';
 
 export { StoreError, type StoreErrorCode } from './errors.ts';
 export { TABLES } from './records.ts';
-export { DEFAULT_CACHE_BYTES, type AtVersion, type PruneOptions, type RangeOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
+export { DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
 
 /** Where the state lives: a directory (the Node backend) or any backend. */
 export type StateLocation =

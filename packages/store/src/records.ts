@@ -37,3 +37,24 @@ export function staleTable(staleKey: Uint8Array): (typeof BORN_TABLES)[number] {
 export function staleRecord(staleKey: Uint8Array): Uint8Array {
   return staleKey.subarray(9);
 }
+
+/** The `meta` key of an unfinished sync; its value is the root being synced (32 bytes). */
+export const SYNC_KEY = new TextEncoder().encode('sync');
+
+/** The `meta` key of the progress record of chunk `index` of the unfinished sync: `sync ‖ u64be(index)`. */
+export function progressKey(index: number): Uint8Array {
+  const key = new Uint8Array(12);
+  key.set(SYNC_KEY);
+  key.set(versionKey(index), 4);
+  return key;
+}
+
+/** The chunk index a progress key names. */
+export function indexOfProgress(key: Uint8Array): number {
+  if (key.length !== 12) throw new StoreError('STORE_CORRUPT', 'a sync progress key is not 12 bytes');
+  return versionOf(key.subarray(4));
+}
+
+/** The range of every progress key: `[sync ‖ 0⁸, synd)`. */
+export const PROGRESS_START = progressKey(0);
+export const PROGRESS_END = new TextEncoder().encode('synd');

@@ -34,7 +34,8 @@ import {
 } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { BORN_TABLES, STORE_KEY, staleRecord, staleTable, versionKey, versionOf } from './records.ts';
+import { BORN_TABLES, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { type SinkHost, StoreSink, Synced } from './sync.ts';
 
 /** A committed version: its number, root hash and counts. */
 export interface VersionInfo {
@@ -68,6 +69,12 @@ export interface StoreStats {
   readonly cacheMisses: number;
   /** Bytes of chunks cached now, counted from their contents (never above the budget). */
   readonly cachedChunkBytes: number;
+}
+
+/** An unfinished sync that the store holds: its root and the chunks it has stored. */
+export interface PendingSync {
+  readonly root: Uint8Array;
+  readonly chunksStored: number;
 }
 
 /** The default chunk cache of paged reads. */
@@ -132,7 +139,9 @@ async function keysFrom(backend: StorageBackend, table: string, start: Uint8Arra
 
 export class State {
   readonly #backend: StorageBackend;
-  readonly capacity: number;
+  /** Set by the store record; a sync into an empty store takes the synced tree's. */
+  #capacity: number;
+  readonly #cacheBytes: number;
   /** Every retained version's record (checked when decoded), ascending. */
   #versions: Map<number, VersionRecord>;
   /** The head version (0: nothing committed). */
@@ -140,17 +149,28 @@ export class State {
   /** The head plus the pending batch, loaded at the first write; a failed load is not kept. */
   #tree: Promise<Tree> | undefined;
   #loaded = new Map<number, Snapshot>();
-  readonly #pages: Pages;
+  #pages: Pages;
+  /** The root of the unfinished sync the store holds: no writes until it finishes or is discarded. */
+  #syncing: Uint8Array | undefined;
+  /** The sink of the sync running now, if one is. */
+  #sink: StoreSink | undefined;
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
 
-  private constructor(backend: StorageBackend, capacity: number, versions: Map<number, VersionRecord>, cacheBytes: number) {
+  private constructor(backend: StorageBackend, capacity: number, versions: Map<number, VersionRecord>, cacheBytes: number, syncing: Uint8Array | undefined) {
     this.#backend = backend;
-    this.capacity = capacity;
+    this.#capacity = capacity;
+    this.#cacheBytes = cacheBytes;
     this.#versions = versions;
     this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
+    this.#syncing = syncing;
+  }
+
+  /** The chunk capacity of every version of this store. */
+  get capacity(): number {
+    return this.#capacity;
   }
 
   /**
@@ -170,18 +190,113 @@ export class State {
     for await (const [key, record] of backend.scan('versions')) {
       versions.set(versionOf(key), decodeVersionRecord(record, stored));
     }
-    if (!backend.readOnly) await removeUnborn(backend, lastKey(versions));
-    return new State(backend, stored, versions, cacheBytes);
+    const syncing = await backend.get('meta', SYNC_KEY);
+    if (!backend.readOnly) {
+      // An unfinished sync's records are born at the next version: kept for its resume.
+      await removeUnborn(backend, lastKey(versions) + (syncing === undefined ? 0 : 1));
+      if (syncing === undefined) await removeProgress(backend);
+    }
+    return new State(backend, stored, versions, cacheBytes, syncing);
   }
 
   #open(): void {
     if (this.#closed) throw new StoreError('STORE_CLOSED', 'the store is closed');
   }
 
+  /** Checks that the state may change: open, writable, and no sync unfinished. */
+  #writer(): void {
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
+  }
+
+  /** The unfinished sync this store holds, if any. */
+  async pendingSync(): Promise<PendingSync | undefined> {
+    this.#open();
+    if (this.#syncing === undefined) return undefined;
+    let chunksStored = 0;
+    for await (const _ of this.#backend.scan('meta', { start: PROGRESS_START, end: PROGRESS_END })) chunksStored++;
+    return { root: this.#syncing.slice(), chunksStored };
+  }
+
+  /**
+   * The sink that `syncState({ store })` writes the state under `root`
+   * into (`docs/store.md`, "Syncing into a store"): a new sync into an
+   * empty store, or the resume of the unfinished sync of the same root.
+   * `SYNC_PENDING` while another root's sync is unfinished or running,
+   * `STORE_NOT_EMPTY` if the store holds another state; a store whose head
+   * is `root` already is a sync with nothing left to fetch.
+   */
+  async syncSink(root: Uint8Array): Promise<StoreSink | Synced> {
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
+    if (this.#sink !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    const head = this.#versions.get(this.#head);
+    if (head !== undefined) {
+      if (equal(head.root, root)) return new Synced(this.#head, head.chunkCount);
+      throw new StoreError('STORE_NOT_EMPTY', `the store holds another state (version ${this.#head}); sync into an empty store`);
+    }
+    if (this.#syncing !== undefined && !equal(this.#syncing, root)) {
+      throw new StoreError('SYNC_PENDING', `an unfinished sync of another root (${hex(this.#syncing)}) is stored: discard it first`);
+    }
+    const resume = this.#syncing !== undefined;
+    this.#dropTree();
+    this.#syncing = root.slice();
+    const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume);
+    this.#sink = sink;
+    return sink;
+  }
+
+  #sinkHost(): SinkHost {
+    return {
+      backend: this.#backend,
+      commitSynced: async (batch, version, versionRecord, capacity) => {
+        this.#open();
+        // The store is empty: it takes the synced tree's capacity.
+        const puts = capacity === this.#capacity ? batch.puts! : [...batch.puts!, ['meta', STORE_KEY, encodeStoreRecord(capacity)] as const];
+        await this.#backend.write({ ...batch, puts });
+        if (capacity !== this.#capacity) {
+          this.#pages.free();
+          this.#pages = new Pages(capacity, this.#cacheBytes);
+          this.#capacity = capacity;
+        }
+        this.#versions.set(version, decodeVersionRecord(versionRecord, capacity));
+        this.#head = version;
+        this.#syncing = undefined;
+      },
+      commitEmpty: async (root) => {
+        if (!equal(this.#rootOf(undefined), root)) {
+          throw new StoreError('CAPACITY_MISMATCH', `the root is not that of an empty tree of capacity ${this.#capacity}, this store's`);
+        }
+        await this.#backend.write({ deletes: [['meta', SYNC_KEY]] });
+        this.#syncing = undefined;
+        return (await this.commit()).version;
+      },
+      release: () => {
+        this.#sink = undefined;
+      },
+    };
+  }
+
+  /** Deletes the unfinished sync and every record it stored (`SYNC_PENDING` while it runs). */
+  async discardSync(): Promise<void> {
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    if (this.#sink !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#syncing === undefined) return;
+    // The sync record first: a crash after it leaves records that the next open removes.
+    await this.#backend.write({ deletes: [['meta', SYNC_KEY]] });
+    this.#syncing = undefined;
+    await removeProgress(this.#backend);
+    await removeUnborn(this.#backend, this.#head);
+  }
+
+
   /** The head with the pending batch, loaded if it is not (STORE_READ_ONLY on a reader). */
   async #writable(): Promise<Tree> {
     this.#open();
-    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    this.#writer();
     if (this.#tree === undefined) {
       const loading = this.#loadHead();
       this.#tree = loading;
@@ -463,8 +578,7 @@ export class State {
    * the backend gives their space back (`compact`).
    */
   async prune(options: PruneOptions): Promise<void> {
-    this.#open();
-    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    this.#writer();
     const retained = [...this.#versions.keys()];
     let keepFrom: number;
     if ('keepLast' in options) {
@@ -494,8 +608,7 @@ export class State {
 
   /** Makes the retained `version` the head, discarding every later version and the pending batch. */
   async rollback(version: number): Promise<void> {
-    this.#open();
-    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    this.#writer();
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     const later = [...this.#versions.keys()].filter((v) => v > version);
     const after = versionKey(version + 1);
@@ -558,6 +671,21 @@ function proven<T>(version: number, verify: () => T): T {
   } catch {
     throw new StoreError('STORE_CORRUPT', `a record of version ${version} does not prove its answer`);
   }
+}
+
+/** Deletes the progress records of a sync (after its sync record went). */
+async function removeProgress(backend: StorageBackend): Promise<void> {
+  for (let keys = await keysFrom(backend, 'meta', PROGRESS_START, PROGRESS_END); keys.length > 0; keys = await keysFrom(backend, 'meta', PROGRESS_START, PROGRESS_END)) {
+    await backend.write({ deletes: keys.map((k) => ['meta', k] as const) });
+  }
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function hex(b: Uint8Array): string {
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
 /** Deletes every record born after `head` (left by a torn import or rollback) and their stale marks. */

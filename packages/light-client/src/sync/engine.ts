@@ -6,7 +6,7 @@
  * @module
  */
 
-import { init, Rebuilder, Tree, verifyChunk } from '@bpavl/wasm';
+import { init, Rebuilder, Tree, type VerifiedChunk, verifyChunk } from '@bpavl/wasm';
 import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
@@ -17,7 +17,19 @@ import { Kind, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import type { Response } from '../wire/messages.js';
 import { PeerState } from './peer.js';
-import { type BannedPeer, type PeerOutcome, type PeerReport, SyncError, type SyncEvent, type SyncOptions, type SyncResult } from './types.js';
+import {
+  type BannedPeer,
+  type ChunkSink,
+  type PeerOutcome,
+  type PeerReport,
+  SyncError,
+  type SyncEvent,
+  type SyncFigures,
+  type SyncOptions,
+  type SyncResult,
+  type StoreSyncOptions,
+  type StoreSyncResult,
+} from './types.js';
 
 /**
  * Endgame hedging: once nothing is left to hand out, an outstanding request
@@ -30,6 +42,12 @@ const HEDGE_LATENCY_FACTOR = 2;
 
 /** Never hedge a request younger than this (ms), however fast the peers answer. */
 const HEDGE_MIN_MS = 10;
+
+/**
+ * Bytes a sink may hold before they are durable: above it no chunk is asked
+ * for until its writes catch up, so a slow disk bounds memory, not the peers.
+ */
+const SINK_BACKLOG_BYTES = 32 << 20;
 
 /** Default of `SyncOptions.stallTimeoutMs` (`spec/wire.md`, "Giving up"). */
 export const DEFAULT_STALL_TIMEOUT_MS = 20_000;
@@ -48,12 +66,58 @@ export const DEFAULT_STALL_TIMEOUT_MS = 20_000;
  * });
  * ```
  */
-export async function syncState(opts: SyncOptions): Promise<SyncResult> {
+export async function syncState(opts: StoreSyncOptions): Promise<StoreSyncResult>;
+export async function syncState(opts: SyncOptions): Promise<SyncResult>;
+export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<SyncResult | StoreSyncResult> {
   if (!(opts.root instanceof Uint8Array)) throw new TypeError('syncState: root must be a Uint8Array');
   if (opts.root.length !== 32) throw new RangeError('syncState: root must be 32 bytes');
   if (opts.signal?.aborted) throw opts.signal.reason;
   await init();
-  return new SyncSession(opts).run();
+  if ('store' in opts && opts.store !== undefined) {
+    const sink = await opts.store.syncSink(opts.root);
+    return new SyncSession(opts, sink, (r, figures) => ({ ...figures, version: r.version })).run();
+  }
+  const version = (opts as SyncOptions).version ?? 1;
+  return new SyncSession(opts, new MemorySink(opts.root, version), (tree, figures) => ({ ...figures, tree })).run();
+}
+
+/** The default sink: the in-memory rebuilder, finishing into a `Tree`. */
+class MemorySink implements ChunkSink<Tree> {
+  readonly restored: readonly number[] = [];
+  readonly chunkCount = undefined;
+  readonly backlogBytes = 0;
+  readonly #root: Uint8Array;
+  readonly #version: number;
+  /** Until `finish` takes it or `close` frees it. */
+  #rebuilder: Rebuilder | undefined;
+
+  constructor(root: Uint8Array, version: number) {
+    this.#root = root;
+    this.#version = version;
+    this.#rebuilder = new Rebuilder(root);
+  }
+
+  add(chunk: VerifiedChunk): void {
+    this.#rebuilder!.addVerified(chunk);
+  }
+
+  watch(): void {}
+
+  async finish(): Promise<Tree> {
+    const rebuilder = this.#rebuilder!;
+    this.#rebuilder = undefined;
+    const capacity = emptyTreeCapacity(this.#root);
+    if (capacity === undefined) return rebuilder.finish(this.#version); // throws only on a bug: every chunk verified
+    rebuilder.free();
+    const tree = new Tree(capacity);
+    tree.commit();
+    return tree;
+  }
+
+  close(): void {
+    this.#rebuilder?.free();
+    this.#rebuilder = undefined;
+  }
 }
 
 /** The root of the empty tree of each capacity from MIN_CAPACITY: 4,095 hashes, computed once. */
@@ -66,9 +130,11 @@ function emptyTreeCapacity(root: Uint8Array): number | undefined {
   return i < 0 ? undefined : MIN_CAPACITY + i;
 }
 
-class SyncSession {
+class SyncSession<Out, Result> {
   private readonly root: Uint8Array;
-  private readonly opts: SyncOptions;
+  private readonly opts: Omit<SyncOptions, 'version'>;
+  private readonly sink: ChunkSink<Out>;
+  private readonly toResult: (out: Out, figures: SyncFigures) => Result;
   private readonly connect: Connect;
   private readonly timeoutMs: number;
   private readonly maxFailures: number;
@@ -76,9 +142,8 @@ class SyncSession {
   private readonly stallMs: number;
   private readonly peers: PeerState[];
   private readonly started = performance.now();
-  private readonly rebuilder: Rebuilder;
   /** Indices to fetch that nobody is fetching, next first. */
-  private readonly queue: number[] = [0];
+  private readonly queue: number[] = [];
   /** Who is fetching each index, and since when (ms, performance.now()). */
   private readonly fetchers = new Map<number, Map<PeerState, number>>();
   private readonly received = new Set<number>();
@@ -111,11 +176,13 @@ class SyncSession {
   private rejected = 0;
   private finished = false;
   private wake: ReturnType<typeof setTimeout> | undefined;
-  private resolve!: (r: SyncResult) => void;
+  private resolve!: (r: Result) => void;
   private reject!: (e: unknown) => void;
 
-  constructor(opts: SyncOptions) {
+  constructor(opts: Omit<SyncOptions, 'version'>, sink: ChunkSink<Out>, toResult: (out: Out, figures: SyncFigures) => Result) {
     this.opts = opts;
+    this.sink = sink;
+    this.toResult = toResult;
     this.root = opts.root;
     this.connect = opts.connect ?? connectAuto;
     this.timeoutMs = opts.requestTimeoutMs ?? 10_000;
@@ -125,17 +192,24 @@ class SyncSession {
     const initial = opts.initialWindow ?? 4;
     const max = opts.maxWindow ?? 32;
     this.peers = [...new Set(opts.peers)].map((a) => new PeerState(a, initial, max, this.started));
-    this.rebuilder = new Rebuilder(this.root);
+    for (const index of sink.restored) this.received.add(index);
+    this.chunkCount = sink.chunkCount;
+    if (this.chunkCount === undefined) this.queue.push(0);
+    else for (let i = 0; i < this.chunkCount; i++) if (!this.received.has(i)) this.queue.push(i);
   }
 
-  run(): Promise<SyncResult> {
-    return new Promise<SyncResult>((resolve, reject) => {
+  run(): Promise<Result> {
+    return new Promise<Result>((resolve, reject) => {
       this.resolve = resolve;
       this.reject = reject;
       this.opts.signal?.addEventListener('abort', this.onAbort, { once: true });
       if (this.opts.signal?.aborted) return this.onAbort(); // aborted while WASM loaded
-      const capacity = emptyTreeCapacity(this.root);
-      if (capacity !== undefined) return this.completeEmpty(capacity);
+      this.sink.watch(
+        () => this.pump(),
+        (e) => this.failWith(e),
+      );
+      if (this.received.size > 0) this.emit({ type: 'restored', chunks: this.received.size, chunkCount: this.chunkCount });
+      if (emptyTreeCapacity(this.root) !== undefined || this.received.size === this.chunkCount) return this.complete();
       if (this.peers.length === 0) return this.fail(new SyncError('NO_PEERS', 'no peers given'));
       for (const p of this.peers) this.open(p);
       this.pump(); // arms the give-up timer even if no connection ever opens
@@ -311,7 +385,7 @@ class SyncSession {
       if (now - p.lastProgress >= this.stallMs) p.lastProgress = now; // idle, not stalled: a new period
       soonest = Math.min(soonest, p.lastProgress + this.stallMs);
       if (p.notBefore > now) soonest = Math.min(soonest, p.notBefore);
-      if (!p.wantsWork(now)) continue;
+      if (!p.wantsWork(now) || this.sink.backlogBytes > SINK_BACKLOG_BYTES) continue;
       while (p.canRequest(now)) {
         const next = this.nextIndex(p, now);
         if (!next) break;
@@ -423,8 +497,12 @@ class SyncSession {
       chunk.free(); // a hedged duplicate
       return;
     }
-    this.rebuilder.addVerified(chunk);
     this.received.add(index);
+    try {
+      this.sink.add(chunk);
+    } catch (e) {
+      return this.failWith(e); // a write the sink cannot take: not a peer's fault
+    }
     if (this.fetchers.has(index)) this.held.set(index, envelope); // a hedge is still out
     this.verifiedBytes += envelope.length;
     this.emit({ type: 'chunk-verified', index, peer: p.address, ms, bytes: envelope.length });
@@ -483,18 +561,21 @@ class SyncSession {
 
   private readonly onAbort = (): void => {
     if (this.finished) return;
-    this.cleanup();
-    this.rebuilder.free();
-    this.reject(this.opts.signal!.reason);
+    this.failWith(this.opts.signal!.reason);
   };
 
   private fail(err: SyncError): void {
+    this.failWith(err);
+  }
+
+  private failWith(err: unknown): void {
+    if (this.finished) return;
     this.cleanup();
-    this.rebuilder.free();
+    this.sink.close();
     this.reject(err);
   }
 
-  private result(tree: Tree): SyncResult {
+  private result(out: Out): Result {
     const seconds = (performance.now() - this.started) / 1000;
     this.emit({
       type: 'done',
@@ -504,36 +585,27 @@ class SyncSession {
       refetches: this.refetches,
       rejected: this.rejected,
     });
-    return {
-      tree,
+    return this.toResult(out, {
       root: this.root,
       seconds,
       bytes: this.bytes,
       chunkCount: this.received.size,
+      restored: this.sink.restored.length,
       refetches: this.refetches,
       rejected: this.rejected,
       banned: this.banned,
-    };
+    });
   }
 
+  /** Every chunk is in (or the root is an empty tree's): the sink finishes the state. */
   private complete(): void {
     this.cleanup();
-    let tree: Tree;
-    try {
-      tree = this.rebuilder.finish(this.opts.version ?? 1);
-    } catch (e) {
-      // Every chunk verified against the root, so this cannot happen short of a bug.
-      this.reject(e);
-      return;
-    }
-    this.resolve(this.result(tree));
-  }
-
-  private completeEmpty(capacity: number): void {
-    this.cleanup();
-    this.rebuilder.free();
-    const tree = new Tree(capacity);
-    tree.commit();
-    this.resolve(this.result(tree));
+    this.sink.finish().then(
+      (out) => this.resolve(this.result(out)),
+      (e: unknown) => {
+        this.sink.close();
+        this.reject(e);
+      },
+    );
   }
 }

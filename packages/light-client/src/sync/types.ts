@@ -3,7 +3,7 @@
  * @module
  */
 
-import type { Tree } from '@bpavl/wasm';
+import type { Tree, VerifiedChunk } from '@bpavl/wasm';
 import type { Connect } from '../transport/types.js';
 
 /** How a peer stands in the session. */
@@ -12,6 +12,7 @@ export type PeerStatus = 'connecting' | 'active' | 'slow' | 'banned' | 'failed';
 /** What a sync reports while it runs. */
 export type SyncEvent =
   | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
+  | { type: 'restored'; chunks: number; chunkCount: number | undefined }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
   | { type: 'chunk-rejected'; index: number; peer: string; code: string }
@@ -63,6 +64,39 @@ export interface SyncOptions {
   stallTimeoutMs?: number;
 }
 
+/**
+ * Where verified chunks go (a port): the in-memory rebuilder by default, or
+ * a state store, which writes each chunk as it arrives and resumes an
+ * interrupted sync from what it stored (`@bpavl/store`).
+ */
+export interface ChunkSink<Result> {
+  /** Chunks already held when the sync starts (restored from storage), and the chunk count they told. */
+  readonly restored: readonly number[];
+  readonly chunkCount: number | undefined;
+  /** Takes over a chunk verified against the root (a new index: the engine never hands one twice). */
+  add(chunk: VerifiedChunk): void;
+  /** Bytes taken and not yet durable: the engine asks for no chunk while this is above its bound. */
+  readonly backlogBytes: number;
+  /** Called when the backlog shrinks, and with the error if a write fails (the sync then fails with it). */
+  watch(onDrain: () => void, onFailure: (e: unknown) => void): void;
+  /** Once every chunk is in: the synced state. */
+  finish(): Promise<Result>;
+  /** On abort or failure: stops writing; what is already durable stays for a resume. */
+  close(): void;
+}
+
+/** A state store a sync can write into (`@bpavl/store`'s `State`). */
+export interface SyncTarget {
+  /** The sink for the state under `root`: a new sync, or the resume of an interrupted one. */
+  syncSink(root: Uint8Array): Promise<ChunkSink<{ version: number }>>;
+}
+
+/** Options of a sync into a store. */
+export interface StoreSyncOptions extends Omit<SyncOptions, 'version'> {
+  /** Writes each verified chunk as it arrives; the finished sync is a committed version of the store. */
+  store: SyncTarget;
+}
+
 /** Why a peer stopped counting in a session (`spec/wire.md`, "Giving up"). */
 export type PeerOutcome = 'banned' | 'unreachable' | 'unresponsive' | 'busy' | 'refused';
 
@@ -86,14 +120,26 @@ export interface BannedPeer {
 }
 
 /** What a finished sync returns. */
-export interface SyncResult {
+export interface SyncResult extends SyncFigures {
   /** The rebuilt tree; its root equals the trusted root. */
   tree: Tree;
+}
+
+/** What a finished sync into a store returns. */
+export interface StoreSyncResult extends SyncFigures {
+  /** The store's version that holds the synced state (its root is the trusted root). */
+  version: number;
+}
+
+/** What every finished sync reports. */
+export interface SyncFigures {
   root: Uint8Array;
   seconds: number;
   /** Bytes of chunk envelopes received, duplicates and rejects included. */
   bytes: number;
   chunkCount: number;
+  /** Chunks taken from the store, stored by an interrupted run (never fetched again). */
+  restored: number;
   /** Chunks fetched again after a rejection, a timeout or a lost connection. */
   refetches: number;
   /** Responses rejected by verification. */

@@ -1,0 +1,212 @@
+/**
+ * A sync into the store (`docs/store.md`, "Syncing into a store"): the
+ * sink that `syncState({ store })` writes verified chunks to. Each chunk's
+ * entry, chunk and progress records go in one atomic write, batched while
+ * the disk catches up; the engine keeps no chunk data. A new run of the same
+ * root takes back every stored chunk that still checks out against the root
+ * and fetches the rest; the finished sync writes the inner nodes and the
+ * version record in one atomic write.
+ * @module
+ */
+
+import { StoreSync, type VerifiedChunk, type WriteSet } from '@bpavl/wasm';
+import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
+import { StoreError } from './errors.ts';
+import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, versionKey } from './records.ts';
+
+/** Bytes of records gathered before a write is started without waiting for the one in flight. */
+const WRITE_BATCH_BYTES = 4 << 20;
+/** Progress records taken back per round on resume. */
+const RESTORE_BATCH = 256;
+
+type Put = readonly [table: string, key: Uint8Array, value: Uint8Array];
+
+/** What the sink needs of the state it writes into. */
+export interface SinkHost {
+  readonly backend: StorageBackend;
+  /** Writes the finished version's batch (the state learns its new head). */
+  commitSynced(batch: WriteBatch, version: number, versionRecord: Uint8Array, capacity: number): Promise<void>;
+  /** The empty version, for a root that is an empty tree's. */
+  commitEmpty(root: Uint8Array): Promise<number>;
+  /** The sink is done (finished, closed or failed): the state takes writes again once finished. */
+  release(): void;
+}
+
+/** The `ChunkSink` (`@bpavl/light-client/sync`) of a store. */
+export class StoreSink {
+  readonly restored: number[];
+  readonly #host: SinkHost;
+  readonly #sync: StoreSync;
+  readonly #root: Uint8Array;
+  #pending: Put[] = [];
+  #pendingBytes = 0;
+  #writingBytes = 0;
+  #writing: Promise<void> | undefined;
+  #failure: unknown;
+  #closed = false;
+  #released = false;
+  #onDrain: () => void = () => {};
+  #onFailure: (e: unknown) => void = () => {};
+
+  private constructor(host: SinkHost, sync: StoreSync, root: Uint8Array, restored: number[]) {
+    this.#host = host;
+    this.#sync = sync;
+    this.#root = root;
+    this.restored = restored;
+  }
+
+  /**
+   * The sink of a sync of `root` as `version`: a new one (the sync record
+   * written first), or the resume of the one stored, whose chunks are
+   * checked again; those that do not check out are dropped and fetched again.
+   */
+  static async open(host: SinkHost, root: Uint8Array, version: number, resume: boolean): Promise<StoreSink> {
+    const { backend } = host;
+    const sync = new StoreSync(root, version);
+    const restored: number[] = [];
+    try {
+      if (!resume) await backend.write({ puts: [['meta', SYNC_KEY, root]] });
+      let batch: [number, Uint8Array][] = [];
+      const dropped: Uint8Array[] = [];
+      const restoreBatch = async () => {
+        const keys = batch.map(([, progress]) => {
+          try {
+            return sync.chunkKey(progress);
+          } catch {
+            return undefined;
+          }
+        });
+        const records = await backend.getMany('chunks', keys.filter((k) => k !== undefined));
+        let at = 0;
+        for (const [i, [index, progress]] of batch.entries()) {
+          const record = keys[i] === undefined ? undefined : records[at++];
+          try {
+            if (record === undefined) throw new StoreError('STORE_CORRUPT', 'a stored chunk is missing');
+            sync.restore(index, progress, record);
+            restored.push(index);
+          } catch {
+            dropped.push(progressKey(index));
+          }
+        }
+        batch = [];
+      };
+      for await (const [key, progress] of backend.scan('meta', { start: PROGRESS_START, end: PROGRESS_END })) {
+        batch.push([indexOfProgress(key), progress]);
+        if (batch.length === RESTORE_BATCH) await restoreBatch();
+      }
+      await restoreBatch();
+      // A chunk that did not check out is fetched again; its records are rewritten then.
+      if (dropped.length > 0) await backend.write({ deletes: dropped.map((k) => ['meta', k] as const) });
+    } catch (e) {
+      sync.free();
+      throw e;
+    }
+    return new StoreSink(host, sync, root, restored);
+  }
+
+  get chunkCount(): number | undefined {
+    return this.#sync.chunkCount;
+  }
+
+  get backlogBytes(): number {
+    return this.#pendingBytes + this.#writingBytes;
+  }
+
+  watch(onDrain: () => void, onFailure: (e: unknown) => void): void {
+    this.#onDrain = onDrain;
+    this.#onFailure = onFailure;
+  }
+
+  add(chunk: VerifiedChunk): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    const index = chunk.index;
+    const w = this.#sync.add(chunk);
+    if (w === undefined) return;
+    for (const put of w.puts) {
+      this.#pending.push(put);
+      this.#pendingBytes += put[1].length + put[2].length;
+    }
+    this.#pending.push(['meta', progressKey(index), w.progress]);
+    this.#pendingBytes += w.progress.length;
+    if (this.#writing === undefined) this.#writing = this.#drain();
+  }
+
+  /** Writes what is pending, a batch at a time, until nothing is. */
+  async #drain(): Promise<void> {
+    // Let the chunks that arrive meanwhile join the first batch.
+    await new Promise((r) => setTimeout(r, 0));
+    try {
+      while (this.#pending.length > 0 && !this.#closed) {
+        const puts = this.#pending;
+        this.#writingBytes = this.#pendingBytes;
+        this.#pending = [];
+        this.#pendingBytes = 0;
+        await this.#host.backend.write({ puts });
+        this.#writingBytes = 0;
+        this.#onDrain();
+        if (this.#pendingBytes < WRITE_BATCH_BYTES) await new Promise((r) => setTimeout(r, 0));
+      }
+    } catch (e) {
+      this.#failure = e;
+      this.#onFailure(e);
+    } finally {
+      this.#writing = undefined;
+    }
+  }
+
+  async finish(): Promise<{ version: number }> {
+    try {
+      while (this.#writing !== undefined) await this.#writing;
+      if (this.#failure !== undefined) throw this.#failure;
+      if (this.#sync.received === 0) return { version: await this.#host.commitEmpty(this.#root) };
+      const w: WriteSet = this.#sync.finish();
+      const chunkCount = this.#sync.chunkCount!;
+      const deletes: (readonly [string, Uint8Array])[] = [['meta', SYNC_KEY]];
+      for (let i = 0; i < chunkCount; i++) deletes.push(['meta', progressKey(i)]);
+      const batch: WriteBatch = { puts: [...w.puts, ['versions', versionKey(w.version), w.versionRecord]], deletes };
+      await this.#host.commitSynced(batch, w.version, w.versionRecord, this.#sync.capacity!);
+      return { version: w.version };
+    } finally {
+      this.#release();
+    }
+  }
+
+  close(): void {
+    this.#closed = true;
+    // A write in flight ends first; what it stored stays for a resume.
+    void (this.#writing ?? Promise.resolve()).then(() => this.#release());
+  }
+
+  #release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#sync.free();
+    this.#host.release();
+  }
+}
+
+/** The sink of a store whose head is the root asked for already: nothing to fetch. */
+export class Synced {
+  readonly restored: number[];
+  readonly chunkCount: number;
+  readonly backlogBytes = 0;
+  readonly #version: number;
+
+  constructor(version: number, chunkCount: number) {
+    this.#version = version;
+    this.chunkCount = chunkCount;
+    this.restored = Array.from({ length: chunkCount }, (_, i) => i);
+  }
+
+  add(): void {
+    throw new StoreError('SYNC_PENDING', 'the store holds this state already');
+  }
+
+  watch(): void {}
+
+  async finish(): Promise<{ version: number }> {
+    return { version: this.#version };
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,169 @@
+// A sync into a store on the Node backend (SQLite), from real WebSocket
+// peers on 127.0.0.1: the finished sync is the store's version 1 with the
+// trusted root; an interrupted one resumes without fetching any stored chunk
+// again; a stored chunk damaged on disk is fetched again and nobody is
+// banned for it; another root neither mixes in nor is lost silently.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { init, type Tree } from '@bpavl/wasm';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { type SyncEvent, syncState } from '../../light-client/src/sync/index.js';
+import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.js';
+import { openNodeBackend } from '../../storage/src/node/index.ts';
+import { openState, TABLES } from '../src/index.ts';
+
+const dirs: string[] = [];
+let peers: TestPeer[] = [];
+beforeAll(async () => {
+  await init();
+});
+afterEach(async () => {
+  await Promise.all(peers.map((p) => p.close()));
+  peers = [];
+});
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+function newDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'store-sync-'));
+  dirs.push(d);
+  return d;
+}
+
+/** Every entry of the tree, read back from the store's head. */
+async function expectHolds(path: string, tree: Tree): Promise<void> {
+  const state = await openState({ path, readOnly: true });
+  try {
+    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
+    let n = 0;
+    for await (const [k, v] of state.range(undefined)) {
+      expect(hex(v)).toBe(hex(tree.get(k)!));
+      n++;
+    }
+    expect(n).toBe(tree.len);
+  } finally {
+    await state.close();
+  }
+}
+
+/** Syncs `root` into the store at `path` until `stopAfter` chunks verified (abort), or to the end. */
+async function run(path: string, root: Uint8Array, stopAfter = Infinity) {
+  const state = await openState({ path });
+  const events: SyncEvent[] = [];
+  const abort = new AbortController();
+  let verified = 0;
+  try {
+    const result = await syncState({
+      root,
+      peers: peers.map((p) => p.url),
+      store: state,
+      signal: abort.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'chunk-verified' && ++verified === stopAfter) abort.abort(new Error('stopped'));
+      },
+    });
+    return { result, events };
+  } catch (e) {
+    return { error: e, events };
+  } finally {
+    await state.close();
+  }
+}
+
+it('a sync into an empty store is its version 1, with the trusted root and every entry', async () => {
+  const { tree, root } = buildTree(3000, 16);
+  peers = await Promise.all([0, 1, 2].map(() => startPeer(tree)));
+  const path = newDir();
+  const { result } = await run(path, root);
+  expect(result).toMatchObject({ version: 1, chunkCount: tree.chunkCount, restored: 0, banned: [] });
+  expect(hex(result!.root)).toBe(hex(root));
+  await expectHolds(path, tree);
+
+  // The same sync again fetches nothing; another root is refused: the store holds a state.
+  const again = await run(path, root);
+  expect(again.result).toMatchObject({ version: 1, restored: tree.chunkCount });
+  expect(again.events.filter((e) => e.type === 'request')).toEqual([]);
+  const other = buildTree(500, 16, 2);
+  expect(await run(path, other.root)).toMatchObject({ error: { code: 'STORE_NOT_EMPTY' } });
+});
+
+it('an interrupted sync resumes: no stored chunk is fetched again, and writes wait for it', async () => {
+  const { tree, root } = buildTree(4000, 16);
+  peers = await Promise.all([0, 1].map(() => startPeer(tree)));
+  const path = newDir();
+  const fetchedIn = (events: SyncEvent[]) => new Set(events.flatMap((e) => (e.type === 'chunk-verified' ? [e.index] : [])));
+
+  const first = await run(path, root, 60);
+  expect(first.error).toMatchObject({ message: 'stopped' });
+  const state = await openState({ path });
+  const pending = await state.pendingSync();
+  expect(hex(pending!.root)).toBe(hex(root));
+  expect(pending!.chunksStored).toBeGreaterThan(0);
+  expect(pending!.chunksStored).toBeLessThanOrEqual(60);
+  await expect(state.put(new Uint8Array([1]), new Uint8Array([1]))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  await expect(state.syncSink(buildTree(100, 16, 3).root)).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  await state.close();
+
+  const second = await run(path, root);
+  const restored = second.events.find((e) => e.type === 'restored');
+  expect(restored).toEqual({ type: 'restored', chunks: pending!.chunksStored, chunkCount: tree.chunkCount });
+  expect(second.result).toMatchObject({ version: 1, restored: pending!.chunksStored });
+  // Every chunk is either restored or fetched now, never both.
+  const now = fetchedIn(second.events);
+  expect(now.size + pending!.chunksStored).toBe(tree.chunkCount);
+  await expectHolds(path, tree);
+  const after = await openState({ path });
+  expect(await after.pendingSync()).toBeUndefined();
+  await after.close();
+});
+
+it('a stored chunk damaged on disk is fetched again, and nobody is banned for it', async () => {
+  const { tree, root } = buildTree(3000, 16);
+  peers = await Promise.all([0, 1].map(() => startPeer(tree)));
+  const path = newDir();
+  await run(path, root, 40);
+  // Flip a byte of one stored chunk record.
+  const backend = await openNodeBackend({ path, tables: TABLES });
+  let damaged = 0;
+  for await (const [key, value] of backend.scan('chunks', { limit: 1 })) {
+    const v = value.slice();
+    v[v.length - 1]! ^= 0x01;
+    await backend.write({ puts: [['chunks', key, v]] });
+    damaged++;
+  }
+  await backend.close();
+  expect(damaged).toBe(1);
+  const state = await openState({ path });
+  const stored = (await state.pendingSync())!.chunksStored;
+  await state.close();
+
+  const resumed = await run(path, root);
+  expect(resumed.result).toMatchObject({ restored: stored - 1, banned: [], rejected: 0 });
+  await expectHolds(path, tree);
+});
+
+it('an unfinished sync of another root is listed and discarded, never mixed in', async () => {
+  const a = buildTree(3000, 16, 4);
+  const b = buildTree(1000, 8, 5);
+  peers = await Promise.all([startPeer(a.tree), startPeer(b.tree)]);
+  const path = newDir();
+  await run(path, a.root, 20);
+  expect(await run(path, b.root)).toMatchObject({ error: { code: 'SYNC_PENDING' } });
+  const state = await openState({ path });
+  await state.discardSync();
+  expect(await state.pendingSync()).toBeUndefined();
+  await state.close();
+  // The store takes the synced tree's capacity (8), and holds b alone.
+  const { result } = await run(path, b.root);
+  expect(result).toMatchObject({ version: 1, restored: 0 });
+  await expectHolds(path, b.tree);
+  const reopened = await openState({ path });
+  expect(reopened.capacity).toBe(8);
+  expect((await reopened.stats()).entryCount).toBe(b.tree.len);
+  await reopened.close();
+});
