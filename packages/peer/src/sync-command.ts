@@ -1,7 +1,9 @@
 /**
  * `bpavl sync`: fetches the whole state under a trusted root from any mix of
  * WebSocket and libp2p peers, verifying every chunk on arrival. On a TTY it
- * shows a live progress bar; it ends with a summary, or one JSON line.
+ * shows a live progress bar; it ends with a summary, or one JSON line. With
+ * `--db` each verified chunk is written to a state directory as it arrives,
+ * and the same command resumes an interrupted sync (`docs/store.md`).
  * @module
  */
 
@@ -12,8 +14,10 @@ import {
   DEFAULT_STALL_TIMEOUT_MS,
   SyncError,
   type SyncEvent,
+  type SyncFigures,
   syncState,
 } from '@bpavl/light-client/sync';
+import { openState, type State } from '@bpavl/store';
 import cliProgress from 'cli-progress';
 import { fromHex, toHex } from './source.ts';
 
@@ -30,6 +34,11 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
   --connect-timeout MS deadline of one connection attempt, handshakes included (default 5000)
   --stall-timeout MS   give up on a peer that sends no valid chunk for MS while it only
                        answers BUSY, times out or cannot connect (default 20000; spec/wire.md)
+  --db DIR             write the state into the state directory DIR (made if absent) as it
+                       arrives; run the same command again to resume an interrupted sync:
+                       chunks already stored are checked again, not fetched. The synced
+                       state is DIR's version 1 (serve it with bpavl serve --db DIR)
+  --discard-unfinished with --db: first delete an unfinished sync of another root
   --json               print one JSON line at the end instead of the summary; on failure
                        {error, message, peers: [{peer, outcome, reason, code}]}
 
@@ -87,6 +96,8 @@ function parse(argv: string[]) {
       timeout: { type: 'string' },
       'connect-timeout': { type: 'string' },
       'stall-timeout': { type: 'string' },
+      db: { type: 'string' },
+      'discard-unfinished': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -95,6 +106,7 @@ function parse(argv: string[]) {
   if (values.help) return { help: true as const };
   if (!values.root || !/^[0-9a-fA-F]{64}$/.test(values.root)) throw new Error('--root must be 64 hex digits');
   if (!values.peer?.length) throw new Error('give at least one --peer');
+  if (values['discard-unfinished'] && values.db === undefined) throw new Error('--discard-unfinished needs --db');
   const ms = (name: string, text: string | undefined, def: number) => {
     const v = text === undefined ? def : Number(text);
     if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
@@ -107,6 +119,8 @@ function parse(argv: string[]) {
     timeout: ms('timeout', values.timeout, 10_000),
     connectTimeout: ms('connect-timeout', values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS),
     stallTimeout: ms('stall-timeout', values['stall-timeout'], DEFAULT_STALL_TIMEOUT_MS),
+    db: values.db,
+    discardUnfinished: values['discard-unfinished'],
     json: values.json,
   };
 }
@@ -140,16 +154,24 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
   const ctl = new AbortController();
   const onSigint = () => ctl.abort();
   process.once('SIGINT', onSigint);
+  let state: State | undefined;
+  /** Chunks verified and handed over in this run (with --db: stored, or lost to a kill before their write). */
+  let downloaded = 0;
   try {
-    const result = await syncState({
+    const common = {
       root: opts.root,
       peers: opts.peers,
       signal: ctl.signal,
       requestTimeoutMs: opts.timeout,
       connectTimeoutMs: opts.connectTimeout,
       stallTimeoutMs: opts.stallTimeout,
-      onEvent: (e) => {
+      onEvent: (e: SyncEvent) => {
         tally.on(e);
+        if (e.type === 'chunk-verified') downloaded++;
+        if (e.type === 'restored' && !opts.json) {
+          bar?.stop();
+          process.stderr.write(`resumed: ${e.chunks.toLocaleString('en-US')} of ${e.chunkCount?.toLocaleString('en-US') ?? '?'} chunks already verified\n`);
+        }
         if (bar) {
           if (tally.chunkCount !== undefined) bar.setTotal(tally.chunkCount);
           bar.update(tally.done, tally.payload);
@@ -157,26 +179,38 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
           process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
         }
       },
-    });
+    };
+    let synced: SyncFigures & { entryCount: number; version?: number };
+    if (opts.db !== undefined) {
+      state = await openState({ path: opts.db });
+      if (opts.discardUnfinished) await state.discardSync();
+      const result = await syncState({ ...common, store: state });
+      synced = { ...result, entryCount: state.head()!.entryCount };
+    } else {
+      const { tree, ...result } = await syncState(common);
+      synced = { ...result, entryCount: tree.len };
+      tree.free();
+    }
     bar?.stop();
-    const entryCount = result.tree.len;
-    result.tree.free();
+    const entryCount = synced.entryCount;
     const summary = {
-      root: toHex(result.root),
-      chunkCount: result.chunkCount,
+      root: toHex(synced.root),
+      chunkCount: synced.chunkCount,
       entryCount,
-      seconds: Number(result.seconds.toFixed(3)),
-      bytes: result.bytes,
-      mb_s: Number((result.bytes / 1e6 / result.seconds).toFixed(1)),
-      refetches: result.refetches,
-      rejected: result.rejected,
-      banned: result.banned,
+      ...(opts.db !== undefined && { db: opts.db, version: synced.version, restored: synced.restored, downloaded }),
+      seconds: Number(synced.seconds.toFixed(3)),
+      bytes: synced.bytes,
+      mb_s: Number((synced.bytes / 1e6 / synced.seconds).toFixed(1)),
+      refetches: synced.refetches,
+      rejected: synced.rejected,
+      banned: synced.banned,
     };
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(summary)}\n`);
     } else {
       process.stdout.write(
         `root verified ${summary.root}\n` +
+          (opts.db === undefined ? '' : `stored in ${opts.db} as version ${synced.version} (${synced.restored} chunks restored, ${downloaded} downloaded)\n`) +
           `${summary.chunkCount} chunks, ${entryCount} entries, ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds} s (${summary.mb_s} MB/s)\n` +
           `${summary.rejected} chunks rejected, ${summary.refetches} refetched, ${summary.banned.length} peers banned\n` +
           summary.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
@@ -187,10 +221,11 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     bar?.stop();
     if (ctl.signal.aborted) {
       if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED' })}\n`);
-      else process.stderr.write('sync interrupted\n');
+      else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
       return 130;
     }
-    const code = e instanceof SyncError ? e.code : 'SYNC_FAILED';
+    const storeCode = (e as { code?: unknown }).code;
+    const code = e instanceof SyncError ? e.code : typeof storeCode === 'string' ? storeCode : 'SYNC_FAILED';
     const message = e instanceof Error ? e.message : String(e);
     const peers = e instanceof SyncError ? e.peers : [];
     if (opts.json) process.stdout.write(`${JSON.stringify({ error: code, message, peers })}\n`);
@@ -199,5 +234,6 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
   } finally {
     process.off('SIGINT', onSigint);
     await closeTransports();
+    await state?.close();
   }
 }

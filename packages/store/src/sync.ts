@@ -14,8 +14,15 @@ import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, versionKey } from './records.ts';
 
-/** Bytes of records gathered before a write is started without waiting for the one in flight. */
+/**
+ * Bytes of records gathered into one write. Entry records have random keys,
+ * so a small write dirties nearly a page per record: SQLite took 56 µs a
+ * record in writes of 1,000, 8 µs in writes of 20,000 and 7 µs in writes of
+ * 80,000 (docs/store.md, "Syncing into a store").
+ */
 const WRITE_BATCH_BYTES = 4 << 20;
+/** The longest a smaller batch waits for more chunks before it is written anyway (ms). */
+const WRITE_WAIT_MS = 200;
 /** Progress records taken back per round on resume. */
 const RESTORE_BATCH = 256;
 
@@ -45,6 +52,8 @@ export class StoreSink {
   #failure: unknown;
   #closed = false;
   #released = false;
+  /** Set once every chunk is in: what is pending is written at once. */
+  #finishing = false;
   #onDrain: () => void = () => {};
   #onFailure: (e: unknown) => void = () => {};
 
@@ -133,10 +142,13 @@ export class StoreSink {
 
   /** Writes what is pending, a batch at a time, until nothing is. */
   async #drain(): Promise<void> {
-    // Let the chunks that arrive meanwhile join the first batch.
-    await new Promise((r) => setTimeout(r, 0));
     try {
       while (this.#pending.length > 0 && !this.#closed) {
+        // Let the chunks that arrive meanwhile join the batch, unless the sync is finishing.
+        for (let waited = 0; waited < WRITE_WAIT_MS && !this.#finishing && this.#pendingBytes < WRITE_BATCH_BYTES; waited += 10) {
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        if (this.#closed) break;
         const puts = this.#pending;
         this.#writingBytes = this.#pendingBytes;
         this.#pending = [];
@@ -144,7 +156,6 @@ export class StoreSink {
         await this.#host.backend.write({ puts });
         this.#writingBytes = 0;
         this.#onDrain();
-        if (this.#pendingBytes < WRITE_BATCH_BYTES) await new Promise((r) => setTimeout(r, 0));
       }
     } catch (e) {
       this.#failure = e;
@@ -155,6 +166,7 @@ export class StoreSink {
   }
 
   async finish(): Promise<{ version: number }> {
+    this.#finishing = true;
     try {
       while (this.#writing !== undefined) await this.#writing;
       if (this.#failure !== undefined) throw this.#failure;

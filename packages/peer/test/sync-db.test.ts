@@ -1,0 +1,94 @@
+// `bpavl sync --db`, killed with SIGKILL again and again: real child
+// processes syncing from real WebSocket peers on 127.0.0.1 (in one run of
+// three a lying peer among them) into a real SQLite directory. After every
+// kill the store holds an unfinished sync with at least the chunks it held
+// before (nothing stored is lost); the run that finishes restores exactly
+// what was stored, downloads only the rest, and holds the trusted root.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openState } from '@bpavl/store';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.ts';
+import { instants } from '../../storage/test/processes.ts';
+import { spawnCli, wasmReady } from './support.ts';
+
+const KILLS = 24;
+/** A kill lands within this many ms of the child starting to fetch: after its start-up (a first run) or its resume line. */
+const KILL_SPREAD_MS = 700;
+/** Start-up of a first run, before it fetches (WASM, the store, connections). */
+const START_MS = 500;
+
+const dir = mkdtempSync(join(tmpdir(), 'sync-db-'));
+let peers: TestPeer[] = [];
+beforeAll(wasmReady);
+afterAll(async () => {
+  await Promise.all(peers.map((p) => p.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** The unfinished sync's stored chunks, or 'done' once the store holds the version. */
+async function storedChunks(): Promise<number | 'done'> {
+  const state = await openState({ path: dir });
+  try {
+    if (state.head() !== undefined) return 'done';
+    return (await state.pendingSync())?.chunksStored ?? 0;
+  } finally {
+    await state.close();
+  }
+}
+
+it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored chunk again`, { timeout: 180_000 }, async () => {
+  const { tree, root } = buildTree(200_000, 16);
+  const honest = await Promise.all([0, 1].map(() => startPeer(tree)));
+  const liar = await startPeer(tree, 'corrupt');
+  peers = [...honest, liar];
+  const peersOf = (withLiar: boolean) => [...honest, ...(withLiar ? [liar] : [])].flatMap((p) => ['--peer', p.url]);
+  const args = (withLiar: boolean) => ['sync', '--root', hex(root), ...peersOf(withLiar), '--db', dir];
+  const random = instants(0x5bd1e995);
+
+  let stored = 0;
+  let midSync = 0;
+  for (let k = 0; k < KILLS; k++) {
+    const run = spawnCli(args(k % 3 === 0), 'ignore', 60_000);
+    // Fetching starts once the stored chunks are checked again ("resumed: …" on stderr).
+    const fetching =
+      stored === 0
+        ? new Promise((r) => setTimeout(r, START_MS))
+        : new Promise((r) => run.child.stderr!.on('data', (d: Buffer) => d.toString().includes('resumed:') && r(undefined)));
+    await Promise.race([fetching, run.done]);
+    await new Promise((r) => setTimeout(r, random() * KILL_SPREAD_MS));
+    if (run.child.exitCode === null) process.kill(run.child.pid!, 'SIGKILL');
+    const { code } = await run.done;
+    const now = await storedChunks();
+    if (now === 'done') {
+      expect(code).toBe(0); // it finished before the kill
+      break;
+    }
+    expect(now).toBeGreaterThanOrEqual(stored); // nothing stored is lost
+    if (code === null) midSync++;
+    stored = now;
+  }
+  expect(midSync).toBeGreaterThanOrEqual(20);
+
+  const { code, stdout } = await spawnCli([...args(true), '--json'], 'ignore', 60_000).done;
+  expect(code).toBe(0);
+  const result = JSON.parse(stdout);
+  expect(result).toMatchObject({ root: hex(root), version: 1, chunkCount: tree.chunkCount, restored: stored });
+  expect(result.restored + result.downloaded).toBe(tree.chunkCount);
+
+  const state = await openState({ path: dir, readOnly: true });
+  try {
+    expect(hex(state.head()!.root)).toBe(hex(root));
+    let n = 0;
+    for await (const [k, v] of state.range(undefined, undefined, { pageSize: 4096 })) {
+      expect(hex(v)).toBe(hex(tree.get(k)!));
+      n++;
+    }
+    expect(n).toBe(tree.len);
+  } finally {
+    await state.close();
+  }
+});
