@@ -64,7 +64,7 @@ it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored c
     const { code } = await run.done;
     const now = await storedChunks();
     if (now === 'done') {
-      expect(code).toBe(0); // it finished before the kill
+      stored = tree.chunkCount; // it finished (the kill may have come between its last write and its exit)
       break;
     }
     expect(now).toBeGreaterThanOrEqual(stored); // nothing stored is lost

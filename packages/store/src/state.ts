@@ -646,8 +646,9 @@ export class State {
     this.#dropTree();
     for (const s of this.#loaded.values()) s.free();
     this.#loaded.clear();
-    // Questions asked before the close end first (later calls are STORE_CLOSED).
+    // Questions asked before the close end first (later calls are STORE_CLOSED), and a stopped sync's last write.
     await this.#asking;
+    await this.#sink?.settled();
     this.#pages.free();
     await this.#backend.close();
   }

@@ -50,10 +50,9 @@ export class StoreSink {
   #writingBytes = 0;
   #writing: Promise<void> | undefined;
   #failure: unknown;
-  #closed = false;
   #released = false;
-  /** Set once every chunk is in: what is pending is written at once. */
-  #finishing = false;
+  /** Set once every chunk is in, or the sync stops: what is pending is written at once. */
+  #stopping = false;
   #onDrain: () => void = () => {};
   #onFailure: (e: unknown) => void = () => {};
 
@@ -143,12 +142,11 @@ export class StoreSink {
   /** Writes what is pending, a batch at a time, until nothing is. */
   async #drain(): Promise<void> {
     try {
-      while (this.#pending.length > 0 && !this.#closed) {
-        // Let the chunks that arrive meanwhile join the batch, unless the sync is finishing.
-        for (let waited = 0; waited < WRITE_WAIT_MS && !this.#finishing && this.#pendingBytes < WRITE_BATCH_BYTES; waited += 10) {
+      while (this.#pending.length > 0) {
+        // Let the chunks that arrive meanwhile join the batch, unless the sync is finishing or stopping.
+        for (let waited = 0; waited < WRITE_WAIT_MS && !this.#stopping && this.#pendingBytes < WRITE_BATCH_BYTES; waited += 10) {
           await new Promise((r) => setTimeout(r, 10));
         }
-        if (this.#closed) break;
         const puts = this.#pending;
         this.#writingBytes = this.#pendingBytes;
         this.#pending = [];
@@ -166,7 +164,7 @@ export class StoreSink {
   }
 
   async finish(): Promise<{ version: number }> {
-    this.#finishing = true;
+    this.#stopping = true;
     try {
       while (this.#writing !== undefined) await this.#writing;
       if (this.#failure !== undefined) throw this.#failure;
@@ -183,10 +181,17 @@ export class StoreSink {
     }
   }
 
+  /** Stops the sync: what was verified is written at once (kept for a resume), then the sink is released. */
   close(): void {
-    this.#closed = true;
-    // A write in flight ends first; what it stored stays for a resume.
-    void (this.#writing ?? Promise.resolve()).then(() => this.#release());
+    if (this.#stopping) return;
+    this.#stopping = true;
+    void this.settled();
+  }
+
+  /** Resolves once nothing is being written (`State.close` waits for it). */
+  async settled(): Promise<void> {
+    while (this.#writing !== undefined) await this.#writing;
+    if (this.#stopping) this.#release();
   }
 
   #release(): void {
