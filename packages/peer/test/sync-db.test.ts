@@ -4,6 +4,7 @@
 // kill the store holds an unfinished sync with at least the chunks it held
 // before (nothing stored is lost); the run that finishes restores exactly
 // what was stored, downloads only the rest, and holds the trusted root.
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { openState } from '@bpavl/store';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.ts';
 import { instants } from '../../storage/test/processes.ts';
-import { spawnCli, wasmReady } from './support.ts';
+import { BIN, spawnCli, wasmReady } from './support.ts';
 
 const KILLS = 24;
 /** A kill lands within this many ms of the child starting to fetch: after its start-up (a first run) or its resume line. */
@@ -20,6 +21,8 @@ const KILL_SPREAD_MS = 700;
 const START_MS = 500;
 
 const dir = mkdtempSync(join(tmpdir(), 'sync-db-'));
+/** The directory the killed syncs write into. */
+const killed = join(dir, 'killed');
 let peers: TestPeer[] = [];
 beforeAll(wasmReady);
 afterAll(async () => {
@@ -31,7 +34,7 @@ const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 /** The unfinished sync's stored chunks, or 'done' once the store holds the version. */
 async function storedChunks(): Promise<number | 'done'> {
-  const state = await openState({ path: dir });
+  const state = await openState({ path: killed });
   try {
     if (state.head() !== undefined) return 'done';
     return (await state.pendingSync())?.chunksStored ?? 0;
@@ -46,7 +49,7 @@ it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored c
   const liar = await startPeer(tree, 'corrupt');
   peers = [...honest, liar];
   const peersOf = (withLiar: boolean) => [...honest, ...(withLiar ? [liar] : [])].flatMap((p) => ['--peer', p.url]);
-  const args = (withLiar: boolean) => ['sync', '--root', hex(root), ...peersOf(withLiar), '--db', dir];
+  const args = (withLiar: boolean) => ['sync', '--root', hex(root), ...peersOf(withLiar), '--db', killed];
   const random = instants(0x5bd1e995);
 
   let stored = 0;
@@ -79,7 +82,7 @@ it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored c
   expect(result).toMatchObject({ root: hex(root), version: 1, chunkCount: tree.chunkCount, restored: stored });
   expect(result.restored + result.downloaded).toBe(tree.chunkCount);
 
-  const state = await openState({ path: dir, readOnly: true });
+  const state = await openState({ path: killed, readOnly: true });
   try {
     expect(hex(state.head()!.root)).toBe(hex(root));
     let n = 0;
@@ -90,5 +93,45 @@ it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored c
     expect(n).toBe(tree.len);
   } finally {
     await state.close();
+  }
+});
+
+/** Starts `bpavl serve ARGS --json` and resolves with its first JSON line. */
+async function serve(args: string[], children: ChildProcess[]): Promise<{ ws: string; root: string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args, '--json', '--ws-port', '0', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const t = setTimeout(() => reject(new Error(`serve ${args.join(' ')} did not start`)), 30_000);
+    child.stdout!.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\n')) {
+        clearTimeout(t);
+        resolve(JSON.parse(buf.split('\n')[0]!));
+      }
+    });
+  });
+}
+
+it('a chain of peers: B syncs from A into a directory and serves it, C syncs from B; every step verified against the root', { timeout: 120_000 }, async () => {
+  const children: ChildProcess[] = [];
+  try {
+    const a = await serve(['--entries', '20000', '--chunk', '64'], children);
+    const sync = async (from: string, db: string) => {
+      const { code, stdout, stderr } = await spawnCli(['sync', '--root', a.root, '--peer', from, '--db', join(dir, db), '--json'], 'ignore', 60_000).done;
+      expect(code, stderr).toBe(0);
+      return JSON.parse(stdout);
+    };
+    expect(await sync(a.ws, 'b')).toMatchObject({ root: a.root, version: 1, entryCount: 20000, restored: 0 });
+    const b = await serve(['--db', join(dir, 'b')], children);
+    expect(b.root).toBe(a.root);
+    const c = await sync(b.ws, 'c');
+    expect(c).toMatchObject({ root: a.root, version: 1, entryCount: 20000, restored: 0, banned: [] });
+    expect(c.downloaded).toBe(c.chunkCount);
+    const check = await spawnCli(['check', '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
+    expect(check.code).toBe(0);
+    expect(JSON.parse(check.stdout)).toEqual({ versions: 1, damaged: [] });
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
   }
 });
