@@ -185,6 +185,10 @@ function buildAll() {
   if (mtime(lc) < newest(['packages/light-client/src', 'packages/light-client/tsconfig.build.json'])) {
     run('the light client (@bpavl/light-client)', 'npm', ['run', '--silent', 'build', '-w', '@bpavl/light-client']);
   }
+  const storage = 'packages/storage/dist/indexeddb.js';
+  if (mtime(storage) < newest(['packages/storage/src', 'packages/storage/tsconfig.build.json'])) {
+    run('the storage backends (@bpavl/storage)', 'npm', ['run', '--silent', 'build', '-w', '@bpavl/storage']);
+  }
   // The page: by content, because tsc rewrites the light client's dist/
   // (same bytes, new times) whenever anyone builds it.
   const inputs = [
@@ -193,6 +197,8 @@ function buildAll() {
     'packages/demo-web/vite.config.ts',
     'packages/demo-web/package.json',
     'packages/light-client/dist',
+    'packages/storage/dist',
+    'packages/store/src',
     'packages/bpavl-wasm/pkg',
     'packages/bpavl-wasm/index.js',
   ];

@@ -288,9 +288,60 @@ test('Stop mid-sync leaves the page usable, and a new sync then succeeds', async
   await expect(page.getByRole('button', { name: 'Stop' })).toBeDisabled();
   await expect(page.getByLabel('Trusted root')).toBeEditable();
 
+  // The chunks verified before Stop are kept in IndexedDB: the new sync restores them instead of fetching them.
+  await expect(page.locator('#local-status')).toHaveAttribute('data-kept', 'partial');
   expect(await sync(page)).toBe('verified');
   await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
-  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount);
+  const restored = await page.locator('#grid .cell[data-state=restored]').count();
+  expect(restored).toBeGreaterThan(0);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount - restored);
+  expect(problems).toEqual([]);
+});
+
+test('a reload mid-sync resumes from IndexedDB; after another reload the query panel reads the kept state; Clear local data forgets it', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'ws');
+  await expect(page.locator('#local-status')).toHaveAttribute('data-kept', 'none');
+  // Reload from inside the page once a third of the chunks verified: mid-sync by construction.
+  await page.evaluate((third) => {
+    const grid = document.querySelector('#grid')!;
+    new MutationObserver((_, obs) => {
+      if (grid.querySelectorAll('.cell[data-state=verified]').length >= third) {
+        obs.disconnect();
+        location.reload();
+      }
+    }).observe(grid, { subtree: true, attributes: true, childList: true });
+  }, Math.ceil(info.chunkCount / 3));
+  await page.getByRole('button', { name: 'Start sync' }).click();
+  await page.waitForEvent('load');
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  const status = page.locator('#local-status');
+  await expect(status).toHaveAttribute('data-kept', 'partial');
+  const kept = Number(await status.getAttribute('data-chunks'));
+  expect(kept).toBeGreaterThan(0);
+  expect(kept).toBeLessThan(info.chunkCount);
+  await expect(page.getByRole('button', { name: 'Look up in synced tree' })).toBeDisabled();
+
+  // The resume: restored chunks in their own colour, only the others fetched (verified now), the root verified.
+  expect(await sync(page)).toBe('verified');
+  await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
+  await expect(page.locator('#banner [data-field=restored]')).toHaveText(String(kept));
+  await expect(page.locator('#grid .cell[data-state=restored]')).toHaveCount(kept);
+  await expect(page.locator('#grid .cell[data-state=verified]')).toHaveCount(info.chunkCount - kept);
+
+  // Another reload: the kept state answers the query panel with no sync.
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  await expect(status).toHaveAttribute('data-kept', 'synced');
+  await page.getByRole('button', { name: 'Pick a key that exists' }).click();
+  await page.getByRole('button', { name: 'Look up in synced tree' }).click();
+  const result = page.locator('#query-result');
+  await expect(result).toHaveAttribute('data-outcome', 'present');
+  await expect(result).toContainText('(the trusted root)');
+
+  await page.getByRole('button', { name: 'Clear local data' }).click();
+  await expect(status).toHaveAttribute('data-kept', 'none');
+  await expect(page.getByRole('button', { name: 'Look up in synced tree' })).toBeDisabled();
   expect(problems).toEqual([]);
 });
 

@@ -6,10 +6,11 @@
  */
 
 import { SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
-import type { Tree } from '@bpavl/wasm';
+import type { State } from '@bpavl/store';
 import { ThroughputChart } from './chart.js';
 import { bytesText, count, fromHex, mb, msText, rateText, secondsText, toHex } from './format.js';
 import { ChunkGrid } from './grid.js';
+import { LocalState } from './local.js';
 import { SyncModel } from './model.js';
 import { PeerTable } from './peer-table.js';
 import { type DemoConfig, type Dial, dials, modeText, parsePeerList, peerListText, type Transport } from './peers.js';
@@ -27,6 +28,8 @@ const peersHelp = $('#peers-help');
 const peersError = $('#peers-error');
 const startButton = $<HTMLButtonElement>('#start');
 const stopButton = $<HTMLButtonElement>('#stop');
+const clearButton = $<HTMLButtonElement>('#clear-local');
+const localStatus = $('#local-status');
 const banner = $('#banner');
 const progressBar = $<HTMLProgressElement>('#progress');
 const progressText = $('#progress-text');
@@ -38,7 +41,10 @@ let current: { ctl: AbortController; model: SyncModel; dials: Map<string, Dial>;
 /** The model of the last sync (kept after it ends, for the grid's tooltips). */
 let lastModel: SyncModel | undefined;
 let lastDials = new Map<string, Dial>();
-let tree: Tree | undefined;
+/** Where syncs are written: IndexedDB, one store per trusted root. */
+const local = new LocalState();
+/** The kept state whose head is the trusted root, once one is. */
+let synced: State | undefined;
 
 function transport(): Transport {
   return (form.elements.namedItem('transport') as RadioNodeList).value as Transport;
@@ -73,7 +79,7 @@ const table = new PeerTable($<HTMLTableSectionElement>('#peer-table tbody'));
 const chart = new ThroughputChart($('#chart'), $('#chart-caption'));
 const query = new QueryPanel({
   root: trustedRoot,
-  tree: () => tree,
+  local: () => synced,
   dials: currentDials,
   workload: () => (config ? { entries: config.entryCount, seed: BigInt(config.seed) } : undefined),
 });
@@ -95,7 +101,7 @@ function esc(s: string): string {
 function describeChunk(index: number): { label: string; html: string } {
   const c = (current?.model ?? lastModel)?.cells.get(index);
   const state = c?.state ?? 'pending';
-  const words = { pending: 'pending', inflight: 'in flight', verified: 'verified', rejected: 'rejected, waiting for another peer' }[state];
+  const words = { pending: 'pending', inflight: 'in flight', verified: 'verified', rejected: 'rejected, waiting for another peer', restored: 'restored from this browser (verified by an earlier run)' }[state];
   const lines = [`<strong>Chunk ${index}</strong> · ${words}`];
   let label = `Chunk ${index}: ${words}`;
   if (c?.state === 'inflight') {
@@ -213,6 +219,7 @@ function bannedList(m: SyncModel): string {
 function setRunning(running: boolean): void {
   startButton.disabled = running;
   stopButton.disabled = !running;
+  clearButton.disabled = running;
   rootInput.readOnly = running;
   peerList.readOnly = running;
   for (const r of form.querySelectorAll<HTMLInputElement>('input[name=transport]')) r.disabled = running;
@@ -229,8 +236,7 @@ async function start(): Promise<void> {
   if (!root) return rootInput.focus();
   if (ds.length === 0) return peerList.focus();
 
-  tree?.free();
-  tree = undefined;
+  synced = undefined;
   query.setTreeAvailable(false);
   banner.hidden = true;
   delete banner.dataset.state;
@@ -257,9 +263,10 @@ async function start(): Promise<void> {
 
   const onEvent = (e: SyncEvent) => model.apply(e, performance.now());
   try {
-    const result = await syncState({ root, peers: ds.map((d) => d.address), signal: ctl.signal, onEvent });
-    tree = result.tree;
-    const rebuilt = toHex(result.tree.head().root);
+    const state = await local.of(root);
+    const result = await syncState({ root, peers: ds.map((d) => d.address), signal: ctl.signal, onEvent, store: state });
+    const rebuilt = toHex(state.head()!.root);
+    if (rebuilt === toHex(root)) synced = state;
     model.end(performance.now());
     const ok = rebuilt === toHex(root);
     showBanner(
@@ -269,12 +276,13 @@ async function start(): Promise<void> {
            <p class="root">root <code data-field="root">${rebuilt}</code></p>
            <ul class="stats">
              <li><strong data-field="time">${secondsText(result.seconds)}</strong> to sync</li>
-             <li><strong data-field="bytes">${mb(model.bytes)}</strong> verified in ${count(result.chunkCount)} chunks${result.bytes > model.bytes ? ` (${mb(result.bytes)} received)` : ''}</li>
+             <li><strong data-field="bytes">${mb(model.bytes)}</strong> verified in ${count(result.chunkCount - result.restored)} chunks${result.bytes > model.bytes ? ` (${mb(result.bytes)} received)` : ''}</li>
+             ${result.restored > 0 ? `<li><strong data-field="restored">${count(result.restored)}</strong> chunks restored from this browser, not fetched again</li>` : ''}
              <li><strong data-field="rejected">${result.rejected}</strong> rejected chunk${result.rejected === 1 ? '' : 's'}</li>
              <li><strong>${result.banned.length}</strong> peer${result.banned.length === 1 ? '' : 's'} banned${result.banned.length ? `: ${bannedList(model)}` : ''}</li>
            </ul>
-           <p class="muted">Every chunk was verified on arrival against the trusted root, and the tree rebuilt from them has that same root.</p>`
-        : `<h2>✗ Rebuilt root differs</h2><p>The rebuilt tree's root <code>${rebuilt}</code> is not the trusted root. This is a bug.</p>`,
+           <p class="muted">Every chunk was verified on arrival against the trusted root, and the state rebuilt from them, kept in this browser (IndexedDB) as version ${result.version}, has that same root.</p>`
+        : `<h2>✗ Rebuilt root differs</h2><p>The rebuilt state's root <code>${rebuilt}</code> is not the trusted root. This is a bug.</p>`,
     );
     query.setTreeAvailable(ok);
   } catch (e) {
@@ -282,7 +290,7 @@ async function start(): Promise<void> {
     if (ctl.signal.aborted) {
       showBanner(
         'stopped',
-        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.chunkCount === undefined ? '?' : count(model.chunkCount)} chunks verified. The partial state is discarded; start again to sync from scratch.</p>`,
+        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.chunkCount === undefined ? '?' : count(model.chunkCount)} chunks verified. The verified chunks are kept in this browser: Start sync resumes from them.</p>`,
       );
     } else if (e instanceof SyncError) {
       showBanner(
@@ -304,6 +312,7 @@ async function start(): Promise<void> {
     chart.update(model.samples, true);
     const focus = document.activeElement;
     setRunning(false);
+    void showLocal();
     // Move focus to the outcome only if the user was on the sync's buttons (not typing elsewhere).
     if (focus === stopButton || focus === startButton || focus === document.body || focus === null) banner.focus();
   }
@@ -314,11 +323,47 @@ form.addEventListener('submit', (e) => {
   void start();
 });
 stopButton.addEventListener('click', () => current?.ctl.abort(new DOMException('stopped by the user', 'AbortError')));
+clearButton.addEventListener('click', () => void clearLocal());
+
+// ---------------------------------------------------------------- local state
+
+/** Says what this browser keeps for the trusted root, and lets the query panel read a finished sync. */
+async function showLocal(): Promise<void> {
+  const root = fromHex(rootInput.value);
+  if (!root || root.length !== 32 || current) return;
+  try {
+    const state = await local.of(root);
+    const head = state.head();
+    const pending = head ? undefined : await state.pendingSync();
+    const have = head !== undefined && toHex(head.root) === toHex(root);
+    synced = have ? state : undefined;
+    query.setTreeAvailable(have);
+    localStatus.dataset.kept = have ? 'synced' : pending ? 'partial' : 'none';
+    localStatus.dataset.chunks = String(have ? head.chunkCount : (pending?.chunksStored ?? 0));
+    localStatus.textContent = have
+      ? `This browser keeps the synced state of this root (${count(head.entryCount)} entries): the query panel reads it without syncing again.`
+      : pending
+        ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of this root: Start sync resumes from them.`
+        : 'Nothing of this root is kept in this browser yet.';
+  } catch (e) {
+    localStatus.dataset.kept = 'error';
+    localStatus.textContent = `The local state cannot be read: ${(e as { code?: string }).code ?? (e as Error).message}.`;
+  }
+}
+
+async function clearLocal(): Promise<void> {
+  if (current) return;
+  synced = undefined;
+  query.setTreeAvailable(false);
+  await local.clear();
+  await showLocal();
+}
 peerList.addEventListener('input', renderIdleTable);
 form.addEventListener('change', (e) => {
   if ((e.target as HTMLInputElement).name === 'transport') renderIdleTable();
 });
 rootInput.addEventListener('input', () => setError(rootInput, rootError, undefined));
+rootInput.addEventListener('change', () => void showLocal());
 banner.tabIndex = -1;
 
 // ---------------------------------------------------------------- startup
@@ -352,6 +397,7 @@ async function loadConfig(): Promise<void> {
     (form.querySelector<HTMLInputElement>(`input[name=transport][value=${t}]`)!).checked = true;
   }
   renderIdleTable();
+  await showLocal();
   document.body.dataset.ready = 'true';
 }
 

@@ -7,7 +7,7 @@
 
 import type { PeerStatus, SyncEvent } from '@bpavl/light-client/sync';
 
-export type CellState = 'pending' | 'inflight' | 'verified' | 'rejected';
+export type CellState = 'pending' | 'inflight' | 'verified' | 'rejected' | 'restored';
 
 /** A response the engine rejected. */
 export interface Rejection {
@@ -78,6 +78,8 @@ export class SyncModel {
   bytesPerSecond = 0;
   etaSeconds: number | undefined;
   rejected = 0;
+  /** Chunks kept in this browser by an interrupted run, never fetched again. */
+  restored = 0;
 
   /** What changed since the view last looked. */
   readonly dirtyCells = new Set<number>();
@@ -136,6 +138,17 @@ export class SyncModel {
         p.status = 'banned';
         p.reason = e.reason;
         p.code = e.code;
+        break;
+      }
+      case 'restored': {
+        if (e.chunkCount !== undefined && this.chunkCount === undefined) {
+          this.chunkCount = e.chunkCount;
+          this.totalChanged = true;
+        }
+        for (const i of e.indices) this.cell(i).state = 'restored';
+        this.restored = e.chunks;
+        this.done = e.chunks;
+        this.dirtyProgress = true;
         break;
       }
       case 'request': {

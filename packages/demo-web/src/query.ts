@@ -12,7 +12,7 @@ import { createClient, type QueryEvent, type VerifiedProof } from '@bpavl/light-
 import { connectAuto, type Connect } from '@bpavl/light-client/sync';
 import type { Neighbour } from '@bpavl/light-client/verify';
 import { decodeProofPayload, encodeProofPayload, Kind, Status } from '@bpavl/light-client/wire';
-import type { Tree } from '@bpavl/wasm';
+import type { State } from '@bpavl/store';
 import { fromHex, msText, shortHex, toHex } from './format.js';
 import type { Dial } from './peers.js';
 
@@ -38,8 +38,8 @@ const CODE_TEXT: Record<string, string> = {
 export interface QueryDeps {
   /** The trusted root, or `undefined` (the setup form shows why). */
   root(): Uint8Array | undefined;
-  /** The tree of the last verified sync. */
-  tree(): Tree | undefined;
+  /** The state this browser keeps for the trusted root, once it holds a verified sync of it. */
+  local(): State | undefined;
   /** The addresses the peer selector offers. */
   dials(): readonly Dial[];
   /** The demo workload, to pick keys that exist. */
@@ -71,7 +71,7 @@ export class QueryPanel {
       this.setKey(crypto.getRandomValues(new Uint8Array(32)));
     });
     this.askPeer.addEventListener('click', () => void this.lookUpAtPeer());
-    this.askLocal.addEventListener('click', () => this.lookUpLocally());
+    this.askLocal.addEventListener('click', () => void this.lookUpLocally());
     this.keyInput.addEventListener('input', () => this.showKeyError(undefined));
     if (!crypto.subtle) this.pickExisting.disabled = true;
   }
@@ -92,7 +92,7 @@ export class QueryPanel {
     this.askPeer.disabled = this.peerSelect.options.length === 0;
   }
 
-  /** Enables or disables the local lookup (a verified tree exists or not). */
+  /** Enables or disables the local lookup (a verified state is kept or not). */
   setTreeAvailable(available: boolean): void {
     this.askLocal.disabled = !available;
   }
@@ -193,18 +193,25 @@ export class QueryPanel {
     }
   }
 
-  private lookUpLocally(): void {
-    const tree = this.deps.tree();
+  /** Reads the key from the state kept in this browser (IndexedDB): every record checked against its hash. */
+  private async lookUpLocally(): Promise<void> {
+    const state = this.deps.local();
     const root = this.deps.root();
     const key = this.key();
-    if (!tree || !key) return;
-    const value = tree.get(key);
-    const rootOk = root !== undefined && toHex(tree.head().root) === toHex(root);
-    const rootLine = `<p class="muted">Synced tree: ${tree.len.toLocaleString('en-US')} entries, root <code>${shortHex(toHex(tree.head().root), 10)}</code>${rootOk ? ' (the trusted root)' : ''}.</p>`;
-    if (value) {
-      this.show('present', `<p class="q-head good">✓ Present in the synced tree, read locally: no network.</p>${valueHtml(value)}${rootLine}`);
-    } else {
-      this.show('absent', `<p class="q-head good">✓ Absent from the synced tree, read locally: no network.</p>${rootLine}`);
+    const head = state?.head();
+    if (!state || !head || !key) return;
+    try {
+      const value = await state.get(key);
+      const rootOk = root !== undefined && toHex(head.root) === toHex(root);
+      const rootLine = `<p class="muted">Synced state kept in this browser: ${head.entryCount.toLocaleString('en-US')} entries, root <code>${shortHex(toHex(head.root), 10)}</code>${rootOk ? ' (the trusted root)' : ''}.</p>`;
+      if (value) {
+        this.show('present', `<p class="q-head good">✓ Present in the synced state, read locally: no network.</p>${valueHtml(value)}${rootLine}`);
+      } else {
+        this.show('absent', `<p class="q-head good">✓ Absent from the synced state, read locally: no network.</p>${rootLine}`);
+      }
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      this.show('error', `<p class="q-head bad">✗ ${typeof code === 'string' ? `<code class="code">${esc(code)}</code> ` : ''}${esc((e as Error).message ?? String(e))}</p>`, typeof code === 'string' ? code : undefined);
     }
   }
 }

@@ -154,6 +154,9 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
   const ctl = new AbortController();
   const onSigint = () => ctl.abort();
   process.once('SIGINT', onSigint);
+  const started = performance.now();
+  /** Seconds from the start of the command to its first chunk request: with --db, the time a resume takes to start. */
+  let firstRequestSeconds: number | undefined;
   let state: State | undefined;
   /** Chunks verified and handed over in this run (with --db: stored, or lost to a kill before their write). */
   let downloaded = 0;
@@ -168,6 +171,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       onEvent: (e: SyncEvent) => {
         tally.on(e);
         if (e.type === 'chunk-verified') downloaded++;
+        if (e.type === 'request') firstRequestSeconds ??= (performance.now() - started) / 1000;
         if (e.type === 'restored' && !opts.json) {
           bar?.stop();
           process.stderr.write(`resumed: ${e.chunks.toLocaleString('en-US')} of ${e.chunkCount?.toLocaleString('en-US') ?? '?'} chunks already verified\n`);
@@ -198,6 +202,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       chunkCount: synced.chunkCount,
       entryCount,
       ...(opts.db !== undefined && { db: opts.db, version: synced.version, restored: synced.restored, downloaded }),
+      ...(firstRequestSeconds !== undefined && { firstRequestSeconds: Number(firstRequestSeconds.toFixed(3)) }),
       seconds: Number(synced.seconds.toFixed(3)),
       bytes: synced.bytes,
       mb_s: Number((synced.bytes / 1e6 / synced.seconds).toFixed(1)),

@@ -111,11 +111,14 @@ it('an interrupted sync resumes: no stored chunk is fetched again, and writes wa
 
   const second = await run(path, root);
   const restored = second.events.find((e) => e.type === 'restored');
-  expect(restored).toEqual({ type: 'restored', chunks: pending!.chunksStored, chunkCount: tree.chunkCount });
+  expect(restored).toMatchObject({ type: 'restored', chunks: pending!.chunksStored, chunkCount: tree.chunkCount });
+  const restoredIndices = new Set((restored as { indices: number[] }).indices);
+  expect(restoredIndices.size).toBe(pending!.chunksStored);
   expect(second.result).toMatchObject({ version: 1, restored: pending!.chunksStored });
   // Every chunk is either restored or fetched now, never both.
   const now = fetchedIn(second.events);
   expect(now.size + pending!.chunksStored).toBe(tree.chunkCount);
+  for (const e of second.events) if (e.type === 'request') expect(restoredIndices.has(e.index)).toBe(false);
   await expectHolds(path, tree);
   const after = await openState({ path });
   expect(await after.pendingSync()).toBeUndefined();

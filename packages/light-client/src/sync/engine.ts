@@ -208,7 +208,7 @@ class SyncSession<Out, Result> {
         () => this.pump(),
         (e) => this.failWith(e),
       );
-      if (this.received.size > 0) this.emit({ type: 'restored', chunks: this.received.size, chunkCount: this.chunkCount });
+      if (this.received.size > 0) this.emit({ type: 'restored', chunks: this.received.size, chunkCount: this.chunkCount, indices: this.sink.restored });
       if (emptyTreeCapacity(this.root) !== undefined || this.received.size === this.chunkCount) return this.complete();
       if (this.peers.length === 0) return this.fail(new SyncError('NO_PEERS', 'no peers given'));
       for (const p of this.peers) this.open(p);

@@ -12,7 +12,8 @@ export type PeerStatus = 'connecting' | 'active' | 'slow' | 'banned' | 'failed';
 /** What a sync reports while it runs. */
 export type SyncEvent =
   | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
-  | { type: 'restored'; chunks: number; chunkCount: number | undefined }
+  /** Chunks a store kept from an interrupted run of this sync: never fetched again (first, before any request). */
+  | { type: 'restored'; chunks: number; chunkCount: number | undefined; indices: readonly number[] }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
   | { type: 'chunk-rejected'; index: number; peer: string; code: string }

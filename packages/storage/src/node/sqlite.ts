@@ -95,10 +95,12 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
       if (id !== APPLICATION_ID && !(fresh && !readOnly)) {
         throw new StorageError('STORE_NOT_A_DATABASE', `${file} is a SQLite database of another application`);
       }
+      // auto_vacuum takes effect only before the first table: `compact` can then shrink the file.
+      if (fresh && !readOnly) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA application_id = ${APPLICATION_ID}`);
+      // After the page size: a cache set in KiB before it keeps its page count, so a new
+      // database's cache would hold 16 times its budget of 64 KiB pages (1 GiB, not 64 MiB).
       db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${MMAP_BYTES}`);
       if (readOnly) return;
-      // auto_vacuum takes effect only before the first table: `compact` can then shrink the file.
-      if (fresh) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA application_id = ${APPLICATION_ID}`);
       db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
       for (const t of tables) db.exec(`CREATE TABLE IF NOT EXISTS "${t}" (k BLOB PRIMARY KEY, v BLOB NOT NULL)`);
       if (!made) markMade(path);

@@ -1,0 +1,172 @@
+#!/usr/bin/env node
+// `npm run bench:sync-store`: a sync into a state directory (`bpavl sync
+// --db`), from 9 local `bpavl serve --db` peers sharing one database
+// (WebSocket, loopback), and its resume after a SIGKILL. A benchmark, not a
+// test: it prints the targets next to the figures and exits 0 when they are
+// missed (1 only when a run fails or a result does not check).
+//
+//   npm run bench:sync-store [-- --n 1000000 --peers 9 --kill-at 0.5 --keep]
+//
+// 1. `bpavl generate --db` the standard workload (n entries, C = 256) into
+//    a source directory under /tmp (kept between runs with --keep);
+// 2. starts the peers (`bpavl serve --db SRC`, each its own process);
+// 3. syncs into a new directory: `bpavl sync --db DST --json`, its peak RSS
+//    read from /proc every 50 ms; checks the root, the entry count, and that
+//    every chunk was downloaded;
+// 4. syncs into another new directory, SIGKILLs it once about `--kill-at`
+//    of the first run's time has passed, counts the chunks the directory
+//    holds (`pendingSync`), and resumes: checks that the resume restored
+//    exactly those (re-downloaded 0) and downloaded only the rest, and
+//    reports the time from its start to its first request;
+// 5. deletes what it made under /tmp (the source too, unless --keep).
+//
+// The last line on stdout is JSON:
+// {n, store_mb_s, seconds, peak_rss_mib, resume_stored_chunks, resume_redownloaded_chunks, resume_start_s, chunk_count}
+//   store_mb_s  state bytes (n · 544: keys and values) / seconds of the sync, MB = 10^6 bytes
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '1000000' },
+    peers: { type: 'string', default: '9' },
+    'kill-at': { type: 'string', default: '0.5' },
+    dir: { type: 'string', default: '/tmp/bench-sync-store' },
+    keep: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (args.help) {
+  process.stdout.write('usage: node bench/sync-store.mjs [--n 1000000] [--peers 9] [--kill-at 0.5] [--dir /tmp/bench-sync-store] [--keep]\n');
+  process.exit(0);
+}
+const n = Number(args.n);
+const peerCount = Number(args.peers);
+const killAt = Number(args['kill-at']);
+if (!Number.isSafeInteger(n) || n < 1000) throw new Error('--n must be an integer ≥ 1000');
+if (!Number.isSafeInteger(peerCount) || peerCount < 1 || peerCount > 32) throw new Error('--peers must be in 1 … 32');
+if (!(killAt > 0 && killAt < 1)) throw new Error('--kill-at must be in (0, 1)');
+
+const TARGETS = { store_mb_s: 150, peak_rss_mib: 256, resume_redownloaded_chunks: 0, resume_start_s: 1 };
+const BIN = fileURLToPath(new URL('../packages/peer/bin/bpavl.mjs', import.meta.url));
+const log = (s) => process.stderr.write(`bench:sync-store: ${s}\n`);
+const src = `${args.dir}/source-${n}`;
+const dst = `${args.dir}/synced`;
+const resumed = `${args.dir}/resumed`;
+const children = new Set();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+/** Runs `bpavl ARGS` to its end; its stdout's last line as JSON, and its peak RSS (MiB) from /proc. */
+function bpavl(argv, { killAfterMs } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.add(child);
+    let out = '';
+    let peak = 0;
+    child.stdout.on('data', (d) => (out += d));
+    const poll = setInterval(() => {
+      try {
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+        if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
+      } catch {
+        // Gone.
+      }
+    }, 50);
+    const killer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      clearInterval(poll);
+      clearTimeout(killer);
+      children.delete(child);
+      const last = out.trim().split('\n').at(-1);
+      resolve({ code, signal, peak, json: last && last.startsWith('{') ? JSON.parse(last) : undefined });
+    });
+  });
+}
+
+/** Starts `bpavl serve --db SRC` and resolves with its info line. */
+function serve() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--db', src, '--json', '--ws-port', '0', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.add(child);
+    let buf = '';
+    const t = setTimeout(() => reject(new Error('serve --db did not start in 120 s')), 120_000);
+    child.stdout.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\n')) {
+        clearTimeout(t);
+        resolve(JSON.parse(buf.split('\n')[0]));
+      }
+    });
+    child.on('exit', (code) => code !== 0 && code !== null && reject(new Error(`serve exited ${code}`)));
+  });
+}
+
+let failed = false;
+const check = (ok, what) => {
+  if (!ok) {
+    failed = true;
+    log(`CHECK FAILED: ${what}`);
+  }
+};
+
+try {
+  if (!existsSync(src)) {
+    log(`generating ${n.toLocaleString('en-US')} entries into ${src}`);
+    execFileSync(process.execPath, [BIN, 'generate', '--db', src, '--entries', String(n), '--json'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  rmSync(dst, { recursive: true, force: true });
+  rmSync(resumed, { recursive: true, force: true });
+  log(`starting ${peerCount} peers on ${src}`);
+  const infos = await Promise.all(Array.from({ length: peerCount }, serve));
+  const root = infos[0].root;
+  const peers = infos.flatMap((i) => ['--peer', i.ws]);
+  const sync = (dir, opts) => bpavl(['sync', '--root', root, ...peers, '--db', dir, '--json'], opts);
+
+  log('syncing into a new directory');
+  const full = await sync(dst);
+  check(full.code === 0 && full.json?.root === root, `the sync ended ${full.code} with ${JSON.stringify(full.json)}`);
+  check(full.json?.entryCount === n, `entryCount ${full.json?.entryCount}, not ${n}`);
+  check(full.json?.downloaded === full.json?.chunkCount, 'every chunk downloaded once');
+  const seconds = full.json.seconds;
+
+  log(`syncing again, killed after ${(killAt * 100).toFixed(0)}% of ${seconds} s, then resumed`);
+  const killed = await sync(resumed, { killAfterMs: 1000 * (0.4 + killAt * seconds) });
+  check(killed.signal === 'SIGKILL', `the run to kill ended by itself (${killed.code})`);
+  const { openState } = await import('@bpavl/store');
+  const state = await openState({ path: resumed });
+  const stored = (await state.pendingSync())?.chunksStored ?? 0;
+  await state.close();
+  const resume = await sync(resumed);
+  check(resume.code === 0 && resume.json?.root === root, `the resume ended ${resume.code} with ${JSON.stringify(resume.json)}`);
+  check(resume.json.restored + resume.json.downloaded === resume.json.chunkCount, 'restored + downloaded = chunk count');
+  const redownloaded = stored - resume.json.restored;
+
+  const result = {
+    n,
+    chunk_count: full.json.chunkCount,
+    seconds,
+    store_mb_s: Number(((n * 544) / 1e6 / seconds).toFixed(1)),
+    peak_rss_mib: Math.round(full.peak),
+    resume_stored_chunks: stored,
+    resume_redownloaded_chunks: redownloaded,
+    resume_start_s: resume.json.firstRequestSeconds,
+    resume_peak_rss_mib: Math.round(resume.peak),
+  };
+  for (const [k, target] of Object.entries(TARGETS)) {
+    const v = result[k];
+    const met = k === 'store_mb_s' ? v >= target : v <= target;
+    process.stdout.write(`${k.padEnd(28)} ${String(v).padStart(10)}   target ${k === 'store_mb_s' ? '≥' : '≤'} ${target}   ${met ? 'met' : 'MISSED'}\n`);
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+  rmSync(dst, { recursive: true, force: true });
+  rmSync(resumed, { recursive: true, force: true });
+  if (!args.keep) rmSync(args.dir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
