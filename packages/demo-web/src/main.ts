@@ -147,7 +147,9 @@ function renderProgress(m: SyncModel): void {
   if (m.endedAt === undefined && m.etaSeconds !== undefined) parts.push(`ETA ${secondsText(m.etaSeconds)}`);
   parts.push(`${secondsText(seconds)} elapsed`);
   if (m.rejected > 0) parts.push(`${m.rejected} rejected`);
+  if (m.stored > 0) parts.push(`${count(m.stored)} kept in this browser`);
   progressText.textContent = parts.join(' · ');
+  progressText.dataset.stored = String(m.stored);
 }
 
 function renderLog(m: SyncModel): void {

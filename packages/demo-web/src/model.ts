@@ -80,6 +80,8 @@ export class SyncModel {
   rejected = 0;
   /** Chunks kept in this browser by an interrupted run, never fetched again. */
   restored = 0;
+  /** Chunks durably written to this browser's storage (restored ones included). */
+  stored = 0;
 
   /** What changed since the view last looked. */
   readonly dirtyCells = new Set<number>();
@@ -151,6 +153,10 @@ export class SyncModel {
         this.dirtyProgress = true;
         break;
       }
+      case 'stored':
+        this.stored = e.chunks;
+        this.dirtyProgress = true;
+        break;
       case 'request': {
         const c = this.cell(e.index);
         c.requests += 1;

@@ -53,7 +53,12 @@ export class StoreSink {
   #released = false;
   /** Set once every chunk is in, or the sync stops: what is pending is written at once. */
   #stopping = false;
-  #onDrain: () => void = () => {};
+  /** Chunks durably stored: restored, then written by this run. */
+  #stored: number;
+  /** Chunks in the batch being written. */
+  #writingChunks = 0;
+  #pendingChunks = 0;
+  #onStored: (chunks: number) => void = () => {};
   #onFailure: (e: unknown) => void = () => {};
 
   private constructor(host: SinkHost, sync: StoreSync, root: Uint8Array, restored: number[]) {
@@ -61,6 +66,7 @@ export class StoreSink {
     this.#sync = sync;
     this.#root = root;
     this.restored = restored;
+    this.#stored = restored.length;
   }
 
   /**
@@ -120,8 +126,8 @@ export class StoreSink {
     return this.#pendingBytes + this.#writingBytes;
   }
 
-  watch(onDrain: () => void, onFailure: (e: unknown) => void): void {
-    this.#onDrain = onDrain;
+  watch(onStored: (chunks: number) => void, onFailure: (e: unknown) => void): void {
+    this.#onStored = onStored;
     this.#onFailure = onFailure;
   }
 
@@ -136,6 +142,7 @@ export class StoreSink {
     }
     this.#pending.push(['meta', progressKey(index), w.progress]);
     this.#pendingBytes += w.progress.length;
+    this.#pendingChunks++;
     if (this.#writing === undefined) this.#writing = this.#drain();
   }
 
@@ -149,11 +156,15 @@ export class StoreSink {
         }
         const puts = this.#pending;
         this.#writingBytes = this.#pendingBytes;
+        this.#writingChunks = this.#pendingChunks;
         this.#pending = [];
         this.#pendingBytes = 0;
+        this.#pendingChunks = 0;
         await this.#host.backend.write({ puts });
+        this.#stored += this.#writingChunks;
         this.#writingBytes = 0;
-        this.#onDrain();
+        this.#writingChunks = 0;
+        this.#onStored(this.#stored);
       }
     } catch (e) {
       this.#failure = e;

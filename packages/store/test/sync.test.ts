@@ -112,7 +112,7 @@ it('an interrupted sync resumes: no stored chunk is fetched again, and writes wa
   const second = await run(path, root);
   const restored = second.events.find((e) => e.type === 'restored');
   expect(restored).toMatchObject({ type: 'restored', chunks: pending!.chunksStored, chunkCount: tree.chunkCount });
-  const restoredIndices = new Set((restored as { indices: number[] }).indices);
+  const restoredIndices = new Set(restored?.type === 'restored' ? restored.indices : []);
   expect(restoredIndices.size).toBe(pending!.chunksStored);
   expect(second.result).toMatchObject({ version: 1, restored: pending!.chunksStored });
   // Every chunk is either restored or fetched now, never both.

@@ -205,7 +205,11 @@ class SyncSession<Out, Result> {
       this.opts.signal?.addEventListener('abort', this.onAbort, { once: true });
       if (this.opts.signal?.aborted) return this.onAbort(); // aborted while WASM loaded
       this.sink.watch(
-        () => this.pump(),
+        (chunks) => {
+          if (this.finished) return;
+          this.emit({ type: 'stored', chunks });
+          this.pump(); // the backlog shrank
+        },
         (e) => this.failWith(e),
       );
       if (this.received.size > 0) this.emit({ type: 'restored', chunks: this.received.size, chunkCount: this.chunkCount, indices: this.sink.restored });

@@ -14,6 +14,8 @@ export type SyncEvent =
   | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
   /** Chunks a store kept from an interrupted run of this sync: never fetched again (first, before any request). */
   | { type: 'restored'; chunks: number; chunkCount: number | undefined; indices: readonly number[] }
+  /** A sync into a store: chunks durably written so far (restored ones included); a crash now keeps them. */
+  | { type: 'stored'; chunks: number }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
   | { type: 'chunk-rejected'; index: number; peer: string; code: string }
@@ -78,8 +80,8 @@ export interface ChunkSink<Result> {
   add(chunk: VerifiedChunk): void;
   /** Bytes taken and not yet durable: the engine asks for no chunk while this is above its bound. */
   readonly backlogBytes: number;
-  /** Called when the backlog shrinks, and with the error if a write fails (the sync then fails with it). */
-  watch(onDrain: () => void, onFailure: (e: unknown) => void): void;
+  /** Called after each durable write with the chunks stored so far, and with the error if a write fails (the sync then fails with it). */
+  watch(onStored: (chunks: number) => void, onFailure: (e: unknown) => void): void;
   /** Once every chunk is in: the synced state. */
   finish(): Promise<Result>;
   /** On abort or failure: stops writing; what is already durable stays for a resume. */
