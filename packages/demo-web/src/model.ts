@@ -122,6 +122,14 @@ export class SyncModel {
     return p;
   }
 
+  /** The chunk count, once an event tells it (authenticated by the root): the grid is built then. */
+  private learnChunkCount(chunkCount: number | undefined): void {
+    if (chunkCount !== undefined && this.chunkCount === undefined) {
+      this.chunkCount = chunkCount;
+      this.totalChanged = true;
+    }
+  }
+
   apply(e: SyncEvent, now: number): void {
     const at = (now - this.started) / 1000;
     switch (e.type) {
@@ -143,10 +151,7 @@ export class SyncModel {
         break;
       }
       case 'restored': {
-        if (e.chunkCount !== undefined && this.chunkCount === undefined) {
-          this.chunkCount = e.chunkCount;
-          this.totalChanged = true;
-        }
+        this.learnChunkCount(e.chunkCount);
         for (const i of e.indices) this.cell(i).state = 'restored';
         this.restored = e.chunks;
         this.done = e.chunks;
@@ -195,10 +200,7 @@ export class SyncModel {
         break;
       }
       case 'progress': {
-        if (e.chunkCount !== undefined && this.chunkCount === undefined) {
-          this.chunkCount = e.chunkCount;
-          this.totalChanged = true;
-        }
+        this.learnChunkCount(e.chunkCount);
         this.done = e.done;
         this.bytes = e.bytes;
         this.bytesPerSecond = e.bytesPerSecond;

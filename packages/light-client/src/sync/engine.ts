@@ -6,7 +6,7 @@
  * @module
  */
 
-import { init, Rebuilder, Tree, type VerifiedChunk, verifyChunk } from '@bpavl/wasm';
+import type { Rebuilder, Tree, VerifiedChunk } from '@bpavl/wasm';
 import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
@@ -66,35 +66,57 @@ export const DEFAULT_STALL_TIMEOUT_MS = 20_000;
  * });
  * ```
  */
+type Wasm = typeof import('@bpavl/wasm');
+let wasmLoading: Promise<Wasm> | undefined;
+
+/**
+ * `@bpavl/wasm`, loaded and instantiated at the first sync: importing this
+ * module loads no WebAssembly (a page that only verifies proofs in TS never
+ * fetches it). A failed load is not kept, so a later sync tries again.
+ */
+function loadWasm(): Promise<Wasm> {
+  wasmLoading ??= import('@bpavl/wasm').then(async (m) => {
+    await m.init();
+    return m;
+  });
+  wasmLoading.catch(() => (wasmLoading = undefined));
+  return wasmLoading;
+}
+
 export async function syncState(opts: StoreSyncOptions): Promise<StoreSyncResult>;
 export async function syncState(opts: SyncOptions): Promise<SyncResult>;
 export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<SyncResult | StoreSyncResult> {
   if (!(opts.root instanceof Uint8Array)) throw new TypeError('syncState: root must be a Uint8Array');
   if (opts.root.length !== 32) throw new RangeError('syncState: root must be 32 bytes');
   if (opts.signal?.aborted) throw opts.signal.reason;
-  await init();
+  const wasm = await loadWasm();
   if ('store' in opts && opts.store !== undefined) {
     const sink = await opts.store.syncSink(opts.root);
-    return new SyncSession(opts, sink, (r, figures) => ({ ...figures, version: r.version })).run();
+    return new SyncSession(opts, wasm.verifyChunk, sink, (r, figures) => ({ ...figures, version: r.version })).run();
   }
   const version = (opts as SyncOptions).version ?? 1;
-  return new SyncSession(opts, new MemorySink(opts.root, version), (tree, figures) => ({ ...figures, tree })).run();
+  return new SyncSession(opts, wasm.verifyChunk, new MemorySink(wasm, opts.root, version), (tree, figures) => ({ ...figures, tree })).run();
 }
+
+/** Checks a chunk envelope against the root and the index asked for (`verifyChunk` of `@bpavl/wasm`). */
+type VerifyChunk = (root: Uint8Array, index: number, envelope: Uint8Array) => VerifiedChunk;
 
 /** The default sink: the in-memory rebuilder, finishing into a `Tree`. */
 class MemorySink implements ChunkSink<Tree> {
   readonly restored: readonly number[] = [];
   readonly chunkCount = undefined;
   readonly backlogBytes = 0;
+  readonly #wasm: Wasm;
   readonly #root: Uint8Array;
   readonly #version: number;
   /** Until `finish` takes it or `close` frees it. */
   #rebuilder: Rebuilder | undefined;
 
-  constructor(root: Uint8Array, version: number) {
+  constructor(wasm: Wasm, root: Uint8Array, version: number) {
+    this.#wasm = wasm;
     this.#root = root;
     this.#version = version;
-    this.#rebuilder = new Rebuilder(root);
+    this.#rebuilder = new wasm.Rebuilder(root);
   }
 
   add(chunk: VerifiedChunk): void {
@@ -109,7 +131,7 @@ class MemorySink implements ChunkSink<Tree> {
     const capacity = emptyTreeCapacity(this.#root);
     if (capacity === undefined) return rebuilder.finish(this.#version); // throws only on a bug: every chunk verified
     rebuilder.free();
-    const tree = new Tree(capacity);
+    const tree = new this.#wasm.Tree(capacity);
     tree.commit();
     return tree;
   }
@@ -133,6 +155,7 @@ function emptyTreeCapacity(root: Uint8Array): number | undefined {
 class SyncSession<Out, Result> {
   private readonly root: Uint8Array;
   private readonly opts: Omit<SyncOptions, 'version'>;
+  private readonly verify: VerifyChunk;
   private readonly sink: ChunkSink<Out>;
   private readonly toResult: (out: Out, figures: SyncFigures) => Result;
   private readonly connect: Connect;
@@ -179,8 +202,9 @@ class SyncSession<Out, Result> {
   private resolve!: (r: Result) => void;
   private reject!: (e: unknown) => void;
 
-  constructor(opts: Omit<SyncOptions, 'version'>, sink: ChunkSink<Out>, toResult: (out: Out, figures: SyncFigures) => Result) {
+  constructor(opts: Omit<SyncOptions, 'version'>, verify: VerifyChunk, sink: ChunkSink<Out>, toResult: (out: Out, figures: SyncFigures) => Result) {
     this.opts = opts;
+    this.verify = verify;
     this.sink = sink;
     this.toResult = toResult;
     this.root = opts.root;
@@ -483,7 +507,7 @@ class SyncSession<Out, Result> {
     }
     let chunk;
     try {
-      chunk = verifyChunk(this.root, index, envelope);
+      chunk = this.verify(this.root, index, envelope);
     } catch (e) {
       const code = (e as { code?: string }).code ?? 'VERIFY_FAILED';
       this.rejected += 1;
