@@ -17,6 +17,7 @@ import { Kind, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import type { Response } from '../wire/messages.js';
 import { PeerState } from './peer.js';
+import { Scheduler } from './scheduler.js';
 import {
   type BannedPeer,
   type ChunkSink,
@@ -30,18 +31,6 @@ import {
   type StoreSyncOptions,
   type StoreSyncResult,
 } from './types.js';
-
-/**
- * Endgame hedging: once nothing is left to hand out, an outstanding request
- * is asked of a second peer only when it is this many times older than the
- * session's smoothed response time. Earlier, a hedge is nearly always a
- * duplicate download (and a duplicate verification) of a chunk that was
- * about to arrive; later, a staller holds the sync's tail hostage.
- */
-const HEDGE_LATENCY_FACTOR = 2;
-
-/** Never hedge a request younger than this (ms), however fast the peers answer. */
-const HEDGE_MIN_MS = 10;
 
 /**
  * Bytes a sink may hold before they are durable: above it no chunk is asked
@@ -165,37 +154,21 @@ class SyncSession<Out, Result> {
   private readonly stallMs: number;
   private readonly peers: PeerState[];
   private readonly started = performance.now();
-  /** Indices to fetch that nobody is fetching, next first. */
-  private readonly queue: number[] = [];
-  /** Who is fetching each index, and since when (ms, performance.now()). */
-  private readonly fetchers = new Map<number, Map<PeerState, number>>();
-  private readonly received = new Set<number>();
+  /** Which chunk each peer fetches next (the policy; this class does the I/O). */
+  private readonly schedule: Scheduler<PeerState>;
   /**
    * The envelope accepted for an index while another request for it is
    * still out (a hedge), so that an identical late copy is recognised
    * without verifying it again. At most one per outstanding request.
    */
   private readonly held = new Map<number, Uint8Array>();
-  /** Smoothed response time of every OK response, any peer (ms). */
-  private latencyMs: number | undefined;
-  /** The earliest time a not-yet-due hedge becomes due (set by `nextIndex`). */
-  private hedgeDueAt = Infinity;
-  /**
-   * No hedge is due, for any peer, before this time while the hedging delay
-   * stays at least `noHedgeDelay`: lets `nextIndex` skip the scan of every
-   * outstanding request on each call. Reset when a hedged pair loses one.
-   */
-  private noHedgeBefore = 0;
-  private noHedgeDelay = Infinity;
   private wakeAt = Infinity;
   private readonly timers = new Set<ReturnType<typeof setTimeout>>();
   private readonly banned: BannedPeer[] = [];
   /** Every peer given up on, and why. */
   private readonly reports: PeerReport[] = [];
-  private chunkCount: number | undefined;
   private bytes = 0;
   private verifiedBytes = 0;
-  private refetches = 0;
   private rejected = 0;
   private finished = false;
   private wake: ReturnType<typeof setTimeout> | undefined;
@@ -216,10 +189,7 @@ class SyncSession<Out, Result> {
     const initial = opts.initialWindow ?? 4;
     const max = opts.maxWindow ?? 32;
     this.peers = [...new Set(opts.peers)].map((a) => new PeerState(a, initial, max, this.started));
-    for (const index of sink.restored) this.received.add(index);
-    this.chunkCount = sink.chunkCount;
-    if (this.chunkCount === undefined) this.queue.push(0);
-    else for (let i = 0; i < this.chunkCount; i++) if (!this.received.has(i)) this.queue.push(i);
+    this.schedule = new Scheduler(sink.restored, sink.chunkCount);
   }
 
   run(): Promise<Result> {
@@ -236,8 +206,9 @@ class SyncSession<Out, Result> {
         },
         (e) => this.failWith(e),
       );
-      if (this.received.size > 0) this.emit({ type: 'restored', chunks: this.received.size, chunkCount: this.chunkCount, indices: this.sink.restored });
-      if (emptyTreeCapacity(this.root) !== undefined || this.received.size === this.chunkCount) return this.complete();
+      const s = this.schedule;
+      if (s.done > 0) this.emit({ type: 'restored', chunks: s.done, chunkCount: s.chunkCount, indices: this.sink.restored });
+      if (emptyTreeCapacity(this.root) !== undefined || s.complete) return this.complete();
       if (this.peers.length === 0) return this.fail(new SyncError('NO_PEERS', 'no peers given'));
       for (const p of this.peers) this.open(p);
       this.pump(); // arms the give-up timer even if no connection ever opens
@@ -333,7 +304,7 @@ class SyncSession<Out, Result> {
       this.fail(
         new SyncError(
           'NO_HONEST_PEERS',
-          `every peer is banned or unusable (${this.received.size} of ${this.chunkCount ?? '?'} chunks)`,
+          `every peer is banned or unusable (${this.schedule.done} of ${this.schedule.chunkCount ?? '?'} chunks)`,
           this.banned,
           this.reports,
         ),
@@ -341,65 +312,11 @@ class SyncSession<Out, Result> {
     }
   }
 
-  /** Puts `index` back for another peer unless it is done or still being fetched. */
-  private requeue(index: number): void {
-    if (this.received.has(index) || (this.fetchers.get(index)?.size ?? 0) > 0) return;
-    this.refetches += 1;
-    this.queue.unshift(index);
-  }
-
-  /** The next index for `p`: from the queue, or, in the endgame, a hedge. */
-  private nextIndex(p: PeerState, now: number): { index: number; hedge: boolean } | undefined {
-    while (this.queue.length > 0) {
-      const index = this.queue.shift()!;
-      if (!this.received.has(index) && !this.fetchers.has(index)) return { index, hedge: false };
-    }
-    // Before the first chunk tells the total, any number of peers may race
-    // for chunk 0, so that stallers listed first cannot hold the start.
-    if (this.chunkCount === undefined) {
-      for (const [index, who] of this.fetchers) if (!who.has(p)) return { index, hedge: true };
-      return undefined;
-    }
-    // Endgame: ask a second peer for a request that is overdue, oldest
-    // first, so that a staller cannot hold the sync hostage; one that is
-    // not overdue yet sets when to look again. A peer never asked anything
-    // yet (its connection opened late) gets the oldest one at once: every
-    // reachable peer is tried, and a liar shows itself, for one duplicate.
-    const after = p.requests === 0 ? 0 : Math.max(HEDGE_MIN_MS, HEDGE_LATENCY_FACTOR * (this.latencyMs ?? 0));
-    if (now < this.noHedgeBefore && after >= this.noHedgeDelay) {
-      this.hedgeDueAt = Math.min(this.hedgeDueAt, this.noHedgeBefore);
-      return undefined;
-    }
-    let pick: number | undefined;
-    let pickSince = Infinity;
-    let firstDue = Infinity;
-    for (const [index, who] of this.fetchers) {
-      if (who.size >= 2) continue;
-      let since = Infinity;
-      for (const t of who.values()) since = Math.min(since, t);
-      firstDue = Math.min(firstDue, since + after);
-      if (who.has(p)) continue;
-      if (now - since >= after) {
-        if (since < pickSince) {
-          pick = index;
-          pickSince = since;
-        }
-      } else {
-        this.hedgeDueAt = Math.min(this.hedgeDueAt, since + after);
-      }
-    }
-    if (pick === undefined) {
-      this.noHedgeBefore = firstDue;
-      this.noHedgeDelay = after;
-    }
-    return pick === undefined ? undefined : { index: pick, hedge: true };
-  }
-
   private pump(): void {
     if (this.finished) return;
     const now = performance.now();
     let soonest = Infinity;
-    this.hedgeDueAt = Infinity;
+    this.schedule.beginRound();
     // Healthy peers first, so that stallers do not take the scarce work.
     const order = this.peers.filter((p) => p.usable).sort((a, b) => a.failures - b.failures);
     for (const p of order) {
@@ -415,12 +332,12 @@ class SyncSession<Out, Result> {
       if (p.notBefore > now) soonest = Math.min(soonest, p.notBefore);
       if (!p.wantsWork(now) || this.sink.backlogBytes > SINK_BACKLOG_BYTES) continue;
       while (p.canRequest(now)) {
-        const next = this.nextIndex(p, now);
+        const next = this.schedule.next(p, p.requests > 0, now);
         if (!next) break;
         this.fetch(p, p.conn!, next.index, next.hedge, now);
       }
     }
-    this.wakeUpAt(Math.min(soonest, this.hedgeDueAt), now);
+    this.wakeUpAt(Math.min(soonest, this.schedule.hedgeDueAt), now);
   }
 
   /** Runs `pump` again at `at` (ms, performance.now()), unless it is due earlier anyway. */
@@ -439,9 +356,7 @@ class SyncSession<Out, Result> {
   private fetch(p: PeerState, conn: PeerConnection, index: number, hedge: boolean, now: number): void {
     p.inflight.add(index);
     p.requests += 1;
-    const who = this.fetchers.get(index) ?? new Map<PeerState, number>();
-    who.set(p, now);
-    this.fetchers.set(index, who);
+    this.schedule.requested(p, index, now);
     this.emit({ type: 'request', index, peer: p.address, hedge });
     conn.request({ kind: Kind.Chunk, root: this.root, index }, { timeoutMs: this.timeoutMs }).then(
       (res) => {
@@ -458,16 +373,13 @@ class SyncSession<Out, Result> {
   /** Clears the request's bookkeeping; false if the session is over. */
   private settle(p: PeerState, index: number): boolean {
     p.inflight.delete(index);
-    const who = this.fetchers.get(index);
-    who?.delete(p);
-    if (who?.size === 0) this.fetchers.delete(index);
-    else if (who !== undefined) this.noHedgeBefore = 0; // a hedged pair lost one: it may be due now
+    this.schedule.settled(p, index);
     return !this.finished;
   }
 
   /** Drops the envelope held for `index` once no request for it is out. */
   private release(index: number): void {
-    if (!this.fetchers.has(index)) this.held.delete(index);
+    if (!this.schedule.isOut(index)) this.held.delete(index);
   }
 
   private onResponse(p: PeerState, index: number, res: Response, ms: number): void {
@@ -477,20 +389,20 @@ class SyncSession<Out, Result> {
         break;
       case Status.Busy:
         p.onBusy(performance.now());
-        this.requeue(index);
+        this.schedule.requeue(index);
         break;
       case Status.OutOfRange:
         // The root proves the chunk exists (chunk 0 always does in a non-empty tree).
         this.ban(p, 'denied an existing chunk', 'OUT_OF_RANGE');
-        this.requeue(index);
+        this.schedule.requeue(index);
         break;
       case Status.UnknownRoot:
         this.drop(p, 'does not serve this root', 'refused', 'UNKNOWN_ROOT');
-        this.requeue(index);
+        this.schedule.requeue(index);
         break;
       default:
         this.drop(p, 'refused a valid request', 'refused', 'BAD_REQUEST');
-        this.requeue(index);
+        this.schedule.requeue(index);
     }
     this.pump();
   }
@@ -513,35 +425,31 @@ class SyncSession<Out, Result> {
       this.rejected += 1;
       this.emit({ type: 'chunk-rejected', index, peer: p.address, code });
       this.ban(p, 'sent an invalid chunk', code);
-      this.requeue(index);
+      this.schedule.requeue(index);
       return;
     }
-    if (this.chunkCount === undefined) {
-      this.chunkCount = chunk.chunkCount;
-      for (let i = 1; i < this.chunkCount; i++) if (!this.received.has(i) && !this.fetchers.has(i)) this.queue.push(i);
-    }
+    this.schedule.learnChunkCount(chunk.chunkCount);
     this.onServed(p, ms, envelope.length);
-    if (this.received.has(index)) {
+    if (!this.schedule.receive(index)) {
       chunk.free(); // a hedged duplicate
       return;
     }
-    this.received.add(index);
     try {
       this.sink.add(chunk);
     } catch (e) {
       return this.failWith(e); // a write the sink cannot take: not a peer's fault
     }
-    if (this.fetchers.has(index)) this.held.set(index, envelope); // a hedge is still out
+    if (this.schedule.isOut(index)) this.held.set(index, envelope); // a hedge is still out
     this.verifiedBytes += envelope.length;
     this.emit({ type: 'chunk-verified', index, peer: p.address, ms, bytes: envelope.length });
     if (this.finished) return; // a listener aborted
     this.progress();
-    if (!this.finished && this.received.size === this.chunkCount) this.complete();
+    if (!this.finished && this.schedule.complete) this.complete();
   }
 
   /** A valid chunk from `p`, new or not. */
   private onServed(p: PeerState, ms: number, bytes: number): void {
-    this.latencyMs = this.latencyMs === undefined ? ms : 0.8 * this.latencyMs + 0.2 * ms;
+    this.schedule.observeLatency(ms);
     p.onSuccess(ms, bytes);
     if (p.status === 'active' && p.failures === 0) this.emit({ type: 'peer', peer: p.address, status: 'active' });
   }
@@ -558,19 +466,21 @@ class SyncSession<Out, Result> {
         this.lost(p, 'connection lost');
       }
     }
-    this.requeue(index);
+    this.schedule.requeue(index);
     this.pump();
   }
 
   private progress(): void {
     const seconds = (performance.now() - this.started) / 1000;
-    const done = this.received.size;
+    const { done, chunkCount } = this.schedule;
     const rate = seconds > 0 ? this.verifiedBytes / seconds : 0;
-    const eta = this.chunkCount === undefined || done === 0 ? undefined : ((this.chunkCount - done) * seconds) / done;
+    // The rate of this run: restored chunks took no time.
+    const fetched = done - this.sink.restored.length;
+    const eta = chunkCount === undefined || fetched === 0 ? undefined : ((chunkCount - done) * seconds) / fetched;
     this.emit({
       type: 'progress',
       done,
-      chunkCount: this.chunkCount,
+      chunkCount,
       bytes: this.verifiedBytes,
       bytesPerSecond: rate,
       etaSeconds: eta,
@@ -610,16 +520,16 @@ class SyncSession<Out, Result> {
       root: this.root,
       seconds,
       bytes: this.bytes,
-      refetches: this.refetches,
+      refetches: this.schedule.refetches,
       rejected: this.rejected,
     });
     return this.toResult(out, {
       root: this.root,
       seconds,
       bytes: this.bytes,
-      chunkCount: this.received.size,
+      chunkCount: this.schedule.done,
       restored: this.sink.restored.length,
-      refetches: this.refetches,
+      refetches: this.schedule.refetches,
       rejected: this.rejected,
       banned: this.banned,
     });
