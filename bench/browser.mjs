@@ -4,7 +4,9 @@
 // @bpavl/light-client/sync over WebSocket) syncs the demo state from 8 local
 // peers started by scripts/demo.mjs, first all honest, then with 2 Byzantine
 // ones (corrupt-value, wrong-index), and checks in the page that the rebuilt
-// tree's root is the trusted root. A benchmark, not a test: it prints the
+// tree's root is the trusted root. The honest network also serves a third,
+// timed sync into a new IndexedDB store (`@bpavl/store`; `browser_store_mb_s`,
+// the store's head root checked). A benchmark, not a test: it prints the
 // targets next to the figures and exits 0 when they are missed (1 only when a
 // run fails or a result does not check).
 //
@@ -67,7 +69,7 @@ const { values: args } = parseArgs({
   },
 });
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
-const TARGETS = { honest_mb_s: 80, byzantine_slowdown: 1.5 };
+const TARGETS = { honest_mb_s: 80, byzantine_slowdown: 1.5, store_mb_s: 80 };
 const timeoutMs = Number(args['timeout-s']) * 1000;
 const log = (s) => process.stderr.write(`bench:browser: ${s}\n`);
 
@@ -170,8 +172,8 @@ let onPageResult;
  * runs; see the header): started with the page's URL and killed, by its
  * PID, once the page has POSTed its result.
  */
-async function syncInPlainChromium(url, net, { warmup }) {
-  const run = { root: net.info.root, peers: net.info.peers.map((p) => p.ws), options: JSON.parse(args['sync-options']), warmup };
+async function syncInPlainChromium(url, net, { warmup, store = false }) {
+  const run = { root: net.info.root, peers: net.info.peers.map((p) => p.ws), options: JSON.parse(args['sync-options']), warmup, store };
   const userDataDir = mkdtempSync(join(tmpdir(), 'bpavl-bench-chromium-'));
   const child = spawn(CHROMIUM_PATH, [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, `${url}?run=${encodeURIComponent(JSON.stringify(run))}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -317,6 +319,13 @@ try {
           log(`honest: the same sync in Node ${process.version} (pass ${i + 1}): ${s.toFixed(3)} s, ${(bytes / s / 1e6).toFixed(1)} MB/s`);
         }
       }
+      if (name === 'honest' && !args.playwright) {
+        log('store: the same sync into a new IndexedDB store');
+        const st = await syncInPlainChromium(server.url, net, { warmup, store: true });
+        runs.store = st;
+        log(`store: ${st.seconds.toFixed(3)} s, ${st.mb_s.toFixed(1)} MB/s, root ${st.ok ? 'ok' : 'MISMATCH'}`);
+        if (!st.ok) status = 1;
+      }
       if (args['demo-page'] && name === 'honest') {
         log('honest: syncing in the demo page (WebSocket)');
         demo = await syncInDemoPage(await playwrightBrowser(), net);
@@ -354,18 +363,21 @@ if (h && b) {
     `byzantine    ${b.mb_s.toFixed(1).padStart(7)} MB/s  ${b.seconds.toFixed(3)} s  ${slow.toFixed(2)}× slower, target within ${TARGETS.byzantine_slowdown}× ${mark(slow <= TARGETS.byzantine_slowdown)}` +
       `  (rejected ${b.rejected}, banned ${b.banned.map((x) => x.code).join(', ') || 'none'})`,
   );
-  console.log(`MB = 10^6 bytes of chunk envelope verified; roots checked in the page: ${h.ok && b.ok ? 'ok' : 'MISMATCH'}`);
+  const st = runs.store;
+  if (st) console.log(`into IndexedDB ${st.mb_s.toFixed(1).padStart(5)} MB/s  ${st.seconds.toFixed(3)} s  target ≥ ${TARGETS.store_mb_s} MB/s ${mark(st.mb_s >= TARGETS.store_mb_s)}`);
+  console.log(`MB = 10^6 bytes of chunk envelope verified; roots checked in the page: ${h.ok && b.ok && (st?.ok ?? true) ? 'ok' : 'MISMATCH'}`);
   console.log(
     JSON.stringify({
       browser_sync_mb_s_honest: Number(h.mb_s.toFixed(1)),
       browser_sync_mb_s_byzantine: Number(b.mb_s.toFixed(1)),
+      ...(st && { browser_store_mb_s: Number(st.mb_s.toFixed(1)), store_seconds: Number(st.seconds.toFixed(3)) }),
       seconds: { honest: Number(h.seconds.toFixed(3)), byzantine: Number(b.seconds.toFixed(3)) },
       ...(warmupUsed(h) && { cold_seconds: { honest: Number(h.warmupSeconds.toFixed(3)), byzantine: Number(b.warmupSeconds.toFixed(3)) } }),
       devtools: args.playwright,
       rejected: b.rejected,
       banned: b.banned.length,
       banned_codes: b.banned.map((x) => x.code),
-      root_ok: h.ok && b.ok,
+      root_ok: h.ok && b.ok && (st?.ok ?? true),
       envelope_bytes: h.verifiedBytes,
       chunk_count: h.chunkCount,
       refetches: { honest: h.refetches, byzantine: b.refetches },

@@ -7,8 +7,11 @@
 // - with Playwright (--profile, --diagnose, --playwright): the bench calls
 //   `window.__syncBench({ root, peers, … })` once #status is "ready".
 // `root` is hex. With `warmup`, one untimed sync runs first (its seconds
-// are reported as `warmupSeconds`), as bench:sync does.
+// are reported as `warmupSeconds`), as bench:sync does. With `store`, the
+// timed sync writes into a new IndexedDB store (`@bpavl/store`), deleted after.
 import { connectWebSocket, syncState } from '@bpavl/light-client/sync';
+import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
+import { openState, TABLES } from '@bpavl/store';
 import * as wasm from '@bpavl/wasm';
 
 const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
@@ -45,7 +48,21 @@ function timeVerify(trusted, kept) {
   return (performance.now() - t0) / 1000;
 }
 
-window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmup = false }) => {
+/** A new IndexedDB store for one run, and how to throw it away. */
+async function newStore() {
+  const name = `bpavl-bench-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const state = await openState({ backend: await openIndexedDbBackend({ name, tables: TABLES }) });
+  const drop = async () => {
+    await state.close();
+    await new Promise((ok) => {
+      const req = indexedDB.deleteDatabase(name);
+      req.onsuccess = req.onerror = req.onblocked = () => ok();
+    });
+  };
+  return { state, drop };
+}
+
+window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmup = false, store = false }) => {
   const kept = [];
   const trusted = fromHex(root);
   let warmupSeconds;
@@ -66,11 +83,12 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmu
     } else if (e.type === 'chunk-rejected') rejected += 1;
     else if (e.type === 'peer-banned') banned.push({ peer: e.peer, code: e.code });
   };
+  const stored = store ? await newStore() : undefined;
   const t0 = performance.now();
-  const result = await syncState({ ...options, root: trusted, peers, onEvent, ...(diagnose && { connect: keeping(kept) }) });
+  const result = await syncState({ ...options, root: trusted, peers, onEvent, ...(diagnose && { connect: keeping(kept) }), ...(stored && { store: stored.state }) });
   const seconds = (performance.now() - t0) / 1000;
   try {
-    const rebuilt = hex(result.tree.head().root);
+    const rebuilt = hex(stored ? stored.state.head().root : result.tree.head().root);
     return {
       ok: rebuilt === root,
       rebuiltRoot: rebuilt,
@@ -90,7 +108,8 @@ window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmu
       ...(diagnose && { verify_seconds: [timeVerify(trusted, kept), timeVerify(trusted, kept), timeVerify(trusted, kept)] }),
     };
   } finally {
-    result.tree.free();
+    result.tree?.free();
+    await stored?.drop();
   }
 };
 
