@@ -131,6 +131,14 @@ it('a chain of peers: B syncs from A into a directory and serves it, C syncs fro
     const check = await spawnCli(['check', '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
     expect(check.code).toBe(0);
     expect(JSON.parse(check.stdout)).toEqual({ versions: 1, damaged: [] });
+
+    // C holds A's state: another root is refused with its code (exit 1); a bad flag is a usage error (exit 2).
+    const other = await serve(['--entries', '500', '--chunk', '16', '--seed', '9'], children);
+    const refused = await spawnCli(['sync', '--root', other.root, '--peer', other.ws, '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: 'STORE_NOT_EMPTY' });
+    const usage = await spawnCli(['sync', '--root', other.root, '--peer', other.ws, '--discard-unfinished'], 'ignore', 30_000).done;
+    expect(usage.code).toBe(2);
   } finally {
     for (const child of children) child.kill('SIGTERM');
   }
