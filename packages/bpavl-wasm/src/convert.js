@@ -120,13 +120,19 @@ export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, 
   return { version, root: root.slice(), puts, stale, versionRecord: versionRecord.slice() };
 }
 
-/** `[table, key, record][]` from table ids and `key ‖ record` laid end to end, each ending at `ends[i]`. */
+/**
+ * `[table, key, record][]` from table ids and `key ‖ record` laid end to
+ * end, each ending at `ends[i]`: views of one copy of `flat` (a view of wasm
+ * memory), not a buffer per key and per record (a chunk's 258 records made
+ * 516 small buffers for the allocator to churn through).
+ */
 function records(tables, flat, ends) {
+  const copy = flat.slice();
   const out = new Array(tables.length);
   let at = 0;
   for (let i = 0; i < out.length; i++) {
     const end = ends[i];
-    out[i] = [RECORD_TABLES[tables[i]], flat.slice(at, at + RECORD_KEY_LEN), flat.slice(at + RECORD_KEY_LEN, end)];
+    out[i] = [RECORD_TABLES[tables[i]], copy.subarray(at, at + RECORD_KEY_LEN), copy.subarray(at + RECORD_KEY_LEN, end)];
     at = end;
   }
   return out;

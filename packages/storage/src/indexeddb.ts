@@ -24,6 +24,9 @@ export interface IndexedDbBackendOptions extends BackendOptions {
 /** A key as IndexedDB's types want it (a view on an ArrayBuffer; a shared one is refused by IndexedDB). */
 const idbKey = (key: Uint8Array) => key as Uint8Array<ArrayBuffer>;
 
+/** `value` on a buffer of its own: IndexedDB clones a view's whole buffer, so a view of a larger one would store all of it. */
+const ownBuffer = (value: Uint8Array) => (value.byteOffset === 0 && value.byteLength === value.buffer.byteLength ? value : value.slice());
+
 const request = <T>(req: IDBRequest<T>): Promise<T> =>
   new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
@@ -167,7 +170,7 @@ class IndexedDbBackend implements StorageBackend {
       try {
         // Deletes first, then puts: a key both deleted and put ends with the put.
         for (const [table, key] of batch.deletes ?? []) tx.objectStore(table).delete(idbKey(key));
-        for (const [table, key, value] of batch.puts ?? []) tx.objectStore(table).put(value, idbKey(key));
+        for (const [table, key, value] of batch.puts ?? []) tx.objectStore(table).put(ownBuffer(value), idbKey(key));
       } catch (e) {
         tx.abort();
         await finished.catch(() => undefined);

@@ -118,6 +118,20 @@ export const adapterCases: AdapterCase[] = [
       }),
   },
   {
+    name: 'a key or value given as a view of a larger buffer stores the view alone',
+    run: (place) =>
+      withWriter(place, async (b) => {
+        const big = pattern(100_000, 7);
+        const key = big.subarray(50, 58);
+        const value = big.subarray(1000, 1010);
+        await b.write({ puts: [['nodes', key, value]] });
+        const got = await b.get('nodes', key.slice());
+        sameBytes(got, big.slice(1000, 1010), 'the view');
+        // Nothing of the rest of the buffer came back with it (IndexedDB clones a view's whole buffer).
+        same(got!.buffer.byteLength, 10, 'the bytes behind the value read');
+      }),
+  },
+  {
     name: 'getMany answers in the order asked, absent keys and repeats included',
     run: (place) =>
       withWriter(place, async (b) => {

@@ -152,8 +152,9 @@ export class State {
   #pages: Pages;
   /** The root of the unfinished sync the store holds: no writes until it finishes or is discarded. */
   #syncing: Uint8Array | undefined;
-  /** The sink of the sync running now, if one is. */
+  /** The sink of the sync running now, if one is (or one is being opened). */
   #sink: StoreSink | undefined;
+  #sinkOpening = false;
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -225,13 +226,14 @@ export class State {
    * empty store, or the resume of the unfinished sync of the same root.
    * `SYNC_PENDING` while another root's sync is unfinished or running,
    * `STORE_NOT_EMPTY` if the store holds another state; a store whose head
-   * is `root` already is a sync with nothing left to fetch.
+   * is `root` already is a sync with nothing left to fetch. A batch of
+   * puts and deletes not committed yet is dropped: the synced state replaces it.
    */
   async syncSink(root: Uint8Array): Promise<StoreSink | Synced> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
-    if (this.#sink !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
     const head = this.#versions.get(this.#head);
     if (head !== undefined) {
       if (equal(head.root, root)) return new Synced(this.#head, head.chunkCount);
@@ -241,11 +243,17 @@ export class State {
       throw new StoreError('SYNC_PENDING', `an unfinished sync of another root (${hex(this.#syncing)}) is stored: discard it first`);
     }
     const resume = this.#syncing !== undefined;
+    // The store holds no version: a batch not committed yet is replaced by the synced state.
     this.#dropTree();
-    this.#syncing = root.slice();
-    const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume);
-    this.#sink = sink;
-    return sink;
+    this.#sinkOpening = true;
+    try {
+      const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume);
+      this.#syncing = root.slice();
+      this.#sink = sink;
+      return sink;
+    } finally {
+      this.#sinkOpening = false;
+    }
   }
 
   #sinkHost(): SinkHost {
@@ -264,6 +272,7 @@ export class State {
         this.#versions.set(version, decodeVersionRecord(versionRecord, capacity));
         this.#head = version;
         this.#syncing = undefined;
+        this.#dropTree();
       },
       commitEmpty: async (root) => {
         if (!equal(this.#rootOf(undefined), root)) {

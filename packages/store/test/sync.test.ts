@@ -160,6 +160,10 @@ it('an unfinished sync of another root is listed and discarded, never mixed in',
   const state = await openState({ path });
   await state.discardSync();
   expect(await state.pendingSync()).toBeUndefined();
+  // One sync at a time: a second one asked for while the first opens is refused.
+  const first = state.syncSink(b.root);
+  await expect(state.syncSink(b.root)).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  (await first).close();
   await state.close();
   // The store takes the synced tree's capacity (8), and holds b alone.
   const { result } = await run(path, b.root);
