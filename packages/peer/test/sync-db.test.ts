@@ -16,7 +16,7 @@ import { BIN, spawnCli, wasmReady } from './support.ts';
 
 const KILLS = 24;
 /** A kill lands within this many ms of the child starting to fetch: after its start-up (a first run) or its resume line. */
-const KILL_SPREAD_MS = 700;
+const KILL_SPREAD_MS = 600;
 /** Start-up of a first run, before it fetches (WASM, the store, connections). */
 const START_MS = 500;
 
@@ -44,7 +44,7 @@ async function storedChunks(): Promise<number | 'done'> {
 }
 
 it(`${KILLS} SIGKILLs of bpavl sync --db, then a resume that fetches no stored chunk again`, { timeout: 180_000 }, async () => {
-  const { tree, root } = buildTree(200_000, 16);
+  const { tree, root } = buildTree(300_000, 16);
   const honest = await Promise.all([0, 1].map(() => startPeer(tree)));
   const liar = await startPeer(tree, 'corrupt');
   peers = [...honest, liar];
