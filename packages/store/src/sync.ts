@@ -21,6 +21,8 @@ import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, v
  * 80,000 (docs/store.md, "Syncing into a store").
  */
 const WRITE_BATCH_BYTES = 4 << 20;
+/** A write starts once this many chunks (or WRITE_BATCH_BYTES) are pending, so that what is kept grows in steps however fast chunks arrive. */
+const WRITE_BATCH_CHUNKS = 64;
 /** The longest a smaller batch waits for more chunks before it is written anyway (ms). */
 const WRITE_WAIT_MS = 200;
 /** Progress records taken back per round on resume. */
@@ -151,7 +153,8 @@ export class StoreSink {
     try {
       while (this.#pending.length > 0) {
         // Let the chunks that arrive meanwhile join the batch, unless the sync is finishing or stopping.
-        for (let waited = 0; waited < WRITE_WAIT_MS && !this.#stopping && this.#pendingBytes < WRITE_BATCH_BYTES; waited += 10) {
+        const full = () => this.#pendingBytes >= WRITE_BATCH_BYTES || this.#pendingChunks >= WRITE_BATCH_CHUNKS;
+        for (let waited = 0; waited < WRITE_WAIT_MS && !this.#stopping && !full(); waited += 10) {
           await new Promise((r) => setTimeout(r, 10));
         }
         const puts = this.#pending;
