@@ -64,11 +64,16 @@ let wasmLoading: Promise<Wasm> | undefined;
  * fetches it). A failed load is not kept, so a later sync tries again.
  */
 function loadWasm(): Promise<Wasm> {
-  wasmLoading ??= import('@bpavl/wasm').then(async (m) => {
-    await m.init();
-    return m;
-  });
-  wasmLoading.catch(() => (wasmLoading = undefined));
+  if (wasmLoading === undefined) {
+    const loading = import('@bpavl/wasm').then(async (m) => {
+      await m.init();
+      return m;
+    });
+    loading.catch(() => {
+      if (wasmLoading === loading) wasmLoading = undefined;
+    });
+    wasmLoading = loading;
+  }
   return wasmLoading;
 }
 
