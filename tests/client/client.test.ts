@@ -10,7 +10,9 @@ import { Tree } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, QueryError, type Client, type ClientOptions, type QueryEvent } from '../../packages/light-client/src/client/index.js';
 import { connectAuto } from '../../packages/light-client/src/transport/auto.js';
-import { Status } from '../../packages/light-client/src/wire/constants.js';
+import { Kind, Status } from '../../packages/light-client/src/wire/constants.js';
+import { decodeProofsPayload, type Response } from '../../packages/light-client/src/wire/messages.js';
+import type { Connect, PeerConnection } from '../../packages/light-client/src/transport/types.js';
 import { verifyRange } from '../../packages/light-client/src/verify.js';
 import type { ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
 import { startPeer } from '../../packages/peer/src/peer.ts';
@@ -43,6 +45,18 @@ function client(peers: string[], opts: Partial<ClientOptions> = {}): Client {
   const c = createClient({ root, peers, requestTimeoutMs: 500, deadlineMs: 8000, hedgeAfterMs: 50, ...opts });
   clients.push(c);
   return c;
+}
+
+type Ask = Parameters<PeerConnection['request']>[0];
+/** A `connect` whose connections (to `only`, if given) pass each request through `f`, which may send it on with `send`. */
+function intercepting(f: (req: Ask, send: (req: Ask) => Promise<Response>) => Promise<Response>, only?: string): Connect {
+  return async (address, signal) => {
+    const conn = await connectAuto(address, signal);
+    if (only !== undefined && address !== only) return conn;
+    return Object.assign(Object.create(conn) as PeerConnection, {
+      request: (req: Ask, o: { timeoutMs: number }) => f(req, (r) => conn.request(r, o)),
+    });
+  };
 }
 
 let byKey: Map<string, Uint8Array> | undefined;
@@ -191,21 +205,87 @@ describe('one liar among honest peers (asked first)', () => {
     // A connection that turns the peer's PROOF answers into UNKNOWN_ROOT, its ROOTS answers untouched.
     const denier = honest[0]!.address;
     const c = client([denier, honest[1]!.address], {
-      connect: async (address, signal) => {
-        const conn = await connectAuto(address, signal);
-        if (address !== denier) return conn;
-        return Object.assign(Object.create(conn) as typeof conn, {
-          request: async (req: Parameters<typeof conn.request>[0], o: { timeoutMs: number }) => {
-            const res = await conn.request(req, o);
-            return req.kind === 2 ? { ...res, status: Status.UnknownRoot, payload: new Uint8Array(0) } : res;
-          },
-        });
-      },
+      connect: intercepting(async (req, send) => {
+        const res = await send(req);
+        return req.kind === Kind.Proof ? { ...res, status: Status.UnknownRoot, payload: new Uint8Array(0) } : res;
+      }, denier),
     });
     const [k, v] = r.pick(model);
     expect(hex((await c.get(k))!)).toBe(hex(v));
     expect(c.banned).toEqual([{ peer: denier, code: 'UNKNOWN_ROOT' }]);
   });
+});
+
+describe('getMany: many keys per PROOFS request (spec/wire.md)', () => {
+  /** 200 keys, half present and half absent, shuffled. */
+  const mixed = () => Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? r.pick(model)[0] : absentKey()));
+  const expected = (keys: Uint8Array[]) => keys.map((k) => (value(k) === undefined ? null : hex(value(k)!)));
+  const shown = (values: (Uint8Array | undefined)[]) => values.map((v) => (v === undefined ? null : hex(v)));
+
+  it.each(LIES)('%s in one answer of a PROOFS answer, the liar asked first: every value is right; the liar is banned with %s', async (mode, code) => {
+    const liar = await serve('ws', { mode, slowMs: 1500 });
+    const c = client([liar.address, ...honest.map((s) => s.address)]);
+    // The liar lies on one answer of each PROOFS answer, picked at random, where the lie applies.
+    for (let i = 0; i < 10 && c.banned.length === 0; i++) {
+      const keys = mixed();
+      expect(shown(await c.getMany(keys))).toEqual(expected(keys));
+    }
+    expect(c.banned).toEqual(code === null ? [] : [{ peer: liar.address, code }]);
+  });
+
+  it('a peer from before PROOFS (it answers BAD_REQUEST) is asked one PROOF per key, and not banned', async () => {
+    const old = honest[0]!.address;
+    const kinds: number[] = [];
+    const c = client([old], {
+      connect: intercepting(async (req, send) => {
+        kinds.push(req.kind);
+        return req.kind === Kind.Proofs ? { id: 0, kind: req.kind, status: Status.BadRequest, payload: new Uint8Array(0) } : send(req);
+      }),
+    });
+    const proofsAsked: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const keys = mixed();
+      expect(shown(await c.getMany(keys))).toEqual(expected(keys));
+      proofsAsked.push(kinds.filter((k) => k === Kind.Proofs).length);
+    }
+    expect(c.banned).toEqual([]);
+    // Only the requests sent before the first answer (the lane's round trips in flight); none afterwards.
+    expect(proofsAsked[0]).toBeGreaterThanOrEqual(1);
+    expect(proofsAsked[1]).toBe(proofsAsked[0]);
+    expect(kinds.filter((k) => k === Kind.Proof).length).toBeGreaterThanOrEqual(400);
+  });
+
+  it('an answer cut to fit the response limit: the keys it leaves out are asked again, no ban', async () => {
+    await wasm.init();
+    // 300 entries of 60 KiB values: one PROOFS answer holds about 136 of them.
+    const tree = new Tree(16);
+    const big: Entry[] = Array.from({ length: 300 }, (_, i) => [Uint8Array.of(i >> 8, i & 255), new Uint8Array(60 * 1024).fill(i % 251)]);
+    for (const [k, v] of big) tree.insert(k, v);
+    tree.commit();
+    const peer = await startPeer(new StaticTreeSource([tree.head()]), { libp2pPort: null });
+    try {
+      const answered: [asked: number, answers: number][] = [];
+      const c = createClient({
+        root: tree.head().root,
+        peers: [peer.wsUrl!],
+        wasm,
+        requestTimeoutMs: 10_000,
+        deadlineMs: 30_000,
+        connect: intercepting(async (req, send) => {
+          const res = await send(req);
+          if (req.kind === Kind.Proofs) answered.push([req.keys.length, decodeProofsPayload(res.payload, req.keys.length).length]);
+          return res;
+        }),
+      });
+      clients.push(c);
+      const got = await c.getMany(big.map(([k]) => k));
+      expect(got.every((v, i) => v !== undefined && Buffer.compare(v, big[i]![1]) === 0)).toBe(true);
+      expect(answered.some(([asked, answers]) => answers < asked)).toBe(true);
+      expect(c.banned).toEqual([]);
+    } finally {
+      await peer.close();
+    }
+  }, 60_000);
 });
 
 describe('RANGE answers cut to fit the response limit (spec/wire.md, "Requests")', () => {

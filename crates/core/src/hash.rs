@@ -122,7 +122,7 @@ pub fn empty_root(capacity: usize) -> Hash {
 /// but the hash of the node below it. A proof's fold is a chain of links, so
 /// it can be hashed at once (`Chain`) or queued beside other proofs' chains
 /// (`sha256x4`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Link {
     /// An in-chunk node whose other child is `sibling`.
     InChunk { sibling: Hash, sibling_is_left: bool },

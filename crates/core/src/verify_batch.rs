@@ -33,16 +33,19 @@ mod lanes {
     /// Proofs decoded and queued at once: bounds the links held in memory.
     const GROUP: usize = 1024;
 
-    /// A decoded proof waiting for its chain to be hashed.
+    /// A decoded proof waiting for its chain to be hashed: first from the
+    /// entry to its chunk (`links`), then from the chunk to the root (`path`).
     struct Pending<'a> {
         item: usize,
         key: &'a [u8],
         value: &'a [u8],
         position: usize,
         links: Vec<Link>,
+        path: Vec<Link>,
         unrooted: Unrooted,
     }
 
+    /// The entry-to-chunk chains.
     impl Jobs for [Pending<'_>] {
         fn count(&self) -> usize {
             self.len()
@@ -60,6 +63,25 @@ mod lanes {
         }
     }
 
+    /// A chunk-to-root chain: a chunk hash and the path above it.
+    struct PathJob<'p> {
+        chunk: Hash,
+        path: &'p [Link],
+    }
+
+    impl Jobs for [PathJob<'_>] {
+        fn count(&self) -> usize {
+            self.len()
+        }
+
+        fn message(&self, job: usize, step: usize, prev: &Hash, out: &mut Vec<u8>) -> bool {
+            let j = &self[job];
+            let Some(link) = j.path.get(step) else { return false };
+            link.preimage(if step == 0 { &j.chunk } else { prev }, out);
+            true
+        }
+    }
+
     pub(super) fn verify(root: &Hash, items: &[ExistenceItem]) -> Vec<Result<EntryPosition, ProofError>> {
         let mut results = Vec::with_capacity(items.len());
         for group in items.chunks(GROUP) {
@@ -71,13 +93,32 @@ mod lanes {
                     Ok(p) => {
                         let mut links = Vec::with_capacity(32);
                         let unrooted = p.witness.links(p.capacity, &mut links);
+                        let split =
+                            links.iter().position(|l| matches!(l, Link::Chunk { .. })).expect("a chunk link") + 1;
+                        let path = links.split_off(split);
                         let position = p.witness.position;
-                        pending.push(Pending { item: results.len(), key, value, position, links, unrooted });
+                        pending.push(Pending { item: results.len(), key, value, position, links, path, unrooted });
                         results.push(Err(ProofError::RootMismatch));
                     }
                 }
             }
-            for (p, digest) in pending.iter().zip(run(pending.as_slice())) {
+            let chunks = run(pending.as_slice());
+            // Proofs of entries of one chunk share the chunk's path: a run of
+            // them (a batch of keys in key order) hashes the path once.
+            let mut jobs: Vec<PathJob> = Vec::new();
+            let job_of: Vec<usize> = pending
+                .iter()
+                .zip(&chunks)
+                .map(|(p, &chunk)| {
+                    if !jobs.last().is_some_and(|j| j.chunk == chunk && j.path == p.path.as_slice()) {
+                        jobs.push(PathJob { chunk, path: &p.path });
+                    }
+                    jobs.len() - 1
+                })
+                .collect();
+            let roots = run(jobs.as_slice());
+            for (p, job) in pending.iter().zip(job_of) {
+                let digest = roots[job];
                 if digest == *root {
                     results[p.item] = Ok(EntryPosition::at(&p.unrooted.with_root(digest), p.position));
                 }

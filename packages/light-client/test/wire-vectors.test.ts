@@ -1,14 +1,16 @@
 // The byte rules of spec/wire.md, from spec/vectors/wire.json (written by
 // hand from the spec): frames fed whole and one byte at a time, request and
-// response bodies decoded and re-encoded, PROOF and ROOTS payloads, and every
+// response bodies decoded and re-encoded, PROOF, PROOFS and ROOTS payloads, and every
 // invalid case refused with its code.
 import { describe, expect, it } from 'vitest';
 import {
   decodeProofPayload,
+  decodeProofsPayload,
   decodeRequest,
   decodeResponse,
   decodeRootsPayload,
   encodeProofPayload,
+  encodeProofsPayload,
   encodeRequest,
   encodeResponse,
   encodeRootsPayload,
@@ -50,6 +52,7 @@ function feed(direction: string, stream: Uint8Array, byByte: boolean): { bodies:
 function asRequest(o: Record<string, unknown>): Request {
   const out: Record<string, unknown> = { ...o };
   for (const k of ['root', 'key', 'start', 'end']) if (typeof o[k] === 'string') out[k] = bytes(o[k] as string);
+  if (Array.isArray(o.keys)) out.keys = (o.keys as string[]).map(bytes);
   return out as unknown as Request;
 }
 
@@ -70,7 +73,9 @@ describe('frames', () => {
 describe('requests', () => {
   it.each<[string, Vector]>(V.requests.valid.map((c: Vector) => [c.description, c]))('valid: %s', (_d, c) => {
     const got = decodeRequest(bytes(c.body)) as unknown as Record<string, unknown>;
-    const shown = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : v]));
+    const shown = Object.fromEntries(
+      Object.entries(got).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : Array.isArray(v) ? v.map((x: Uint8Array) => hex(x)) : v]),
+    );
     expect(shown).toEqual(c.request);
     expect(hex(encodeRequest(asRequest(c.request)))).toBe(c.body);
   });
@@ -94,6 +99,12 @@ describe('responses', () => {
       expect(shown).toEqual(want.proof_payload);
       expect(hex(encodeProofPayload(p))).toBe(want.payload);
     }
+    if (want.proofs_payload) {
+      const answers = decodeProofsPayload(r.payload, want.proofs_payload.asked);
+      const shown = answers.map((p) => ({ present: p.present, ...(p.present ? { value: hex(p.value!) } : {}), proof: hex(p.proof) }));
+      expect(shown).toEqual(want.proofs_payload.answers);
+      expect(hex(encodeProofsPayload(answers))).toBe(want.payload);
+    }
     if (want.roots) {
       const roots = decodeRootsPayload(r.payload);
       expect(roots.map((x) => ({ root: hex(x.root), version: x.version, chunk_count: x.chunkCount }))).toEqual(want.roots);
@@ -105,7 +116,11 @@ describe('responses', () => {
     if (c.part === 'response') expect(wireCode(() => decodeResponse(body)).code).toBe(c.code);
     else {
       const { payload } = decodeResponse(body);
-      const decode = c.part === 'proof_payload' ? decodeProofPayload : decodeRootsPayload;
+      const decode = {
+        proof_payload: decodeProofPayload,
+        proofs_payload: (p: Uint8Array) => decodeProofsPayload(p, c.asked),
+        roots: decodeRootsPayload,
+      }[c.part as string]!;
       expect(wireCode(() => decode(payload)).code).toBe(c.code);
     }
   });

@@ -15,6 +15,8 @@ export interface ServedTree {
   proveExistence(key: Uint8Array): Uint8Array;
   proveAbsence(key: Uint8Array): Uint8Array;
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array;
+  /** The `PROOFS` payload (`spec/wire.md`) for `keys`: the answers to the first k that fit `maxBytes`, k ≥ 1. */
+  proveMany(keys: Uint8Array[], maxBytes: number): Uint8Array;
 }
 
 /**
@@ -128,5 +130,8 @@ export class CachedTree implements ServedTree {
   }
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array {
     return this.#tree.proveRange(start, end, limit);
+  }
+  proveMany(keys: Uint8Array[], maxBytes: number): Uint8Array {
+    return this.#tree.proveMany(keys, maxBytes);
   }
 }

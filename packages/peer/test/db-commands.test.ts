@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildWorkloadTree } from '../src/workload.ts';
+import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
 import { BIN, spawnCli, wasmReady } from './support.ts';
 import { spawn } from 'node:child_process';
 
@@ -186,6 +186,16 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
         const r = await json(['sync', '--root', root, ...peers]);
         expect(r.code, r.stderr).toBe(0);
         expect(r.out.root).toBe(root);
+      }
+      // Verified reads from the stored versions (PROOFS answered from storage) equal the local reads.
+      const keys = [0, 1, 1499, 1500, 2999].map((i) => Buffer.from(workloadEntry(0n, i)[0]).toString('hex'));
+      keys.push('00'.repeat(32)); // absent
+      for (const [i, { root }] of listed.versions.entries()) {
+        const remote = await json(['get', '--root', root, ...peers, ...keys]);
+        expect(remote.code, remote.stderr).toBe(0);
+        const local = await json(['get', '--db', db, '--version', String(i + 1), ...keys]);
+        expect(remote.out.results).toEqual(local.out.results);
+        expect(remote.out.results.filter((x: { value: string | null }) => x.value !== null)).toHaveLength(i === 0 ? 3 : 5);
       }
     } finally {
       for (const child of servers) child.kill('SIGTERM');

@@ -3,6 +3,7 @@
 
 import {
   decodeProofPayload,
+  decodeProofsPayload,
   encodeFrame,
   encodeRequest,
   Kind,
@@ -152,18 +153,22 @@ describe('answers', () => {
       proveRange() {
         throw 'a string';
       },
+      proveMany() {
+        throw new RangeError('boom');
+      },
     };
     const logs: string[] = [];
     const { server, conn, c } = serve({ log: (m) => logs.push(m) }, broken);
     c.send({ kind: Kind.Chunk, root: snap.root, index: 1 });
     c.send({ kind: Kind.Proof, root: snap.root, key: Uint8Array.of(1) });
     c.send({ kind: Kind.Range, root: snap.root, start: new Uint8Array(0), limit: 3 });
-    expect(await c.waitResponses(3, 2000)).toBe(true);
-    expect(c.responses.map((r) => r.status)).toEqual([Status.Busy, Status.Busy, Status.Busy]);
+    c.send({ kind: Kind.Proofs, root: snap.root, keys: [Uint8Array.of(1)] });
+    expect(await c.waitResponses(4, 2000)).toBe(true);
+    expect(c.responses.map((r) => r.status)).toEqual([Status.Busy, Status.Busy, Status.Busy, Status.Busy]);
     expect(c.responses.every((r) => r.payload.length === 0)).toBe(true);
     const wire = Buffer.concat(conn.sent).toString('latin1');
     expect(wire).not.toContain('secret');
-    expect(server.stats.internalErrors).toBe(3);
+    expect(server.stats.internalErrors).toBe(4);
     expect(logs.join('\n')).toContain('secret internal detail'); // logged locally only
     expect(conn.closed).toBe(false);
   });
@@ -187,7 +192,59 @@ describe('answers', () => {
     expect(verified!.entries.length).toBeGreaterThan(64);
     expect(verified!.resumeKey).toEqual(Uint8Array.of(1, verified!.entries.length));
   });
+
+  /** `tree` as a version read from storage: every answer asynchronous, as `bpavl serve --db` serves it. */
+  const stored = (tree: Snapshot): StoredTree => ({
+    stored: true,
+    root: tree.root,
+    version: tree.version,
+    chunkCount: tree.chunkCount,
+    exportChunk: async (i) => tree.exportChunk(i),
+    prove: async (key) => {
+      const value = tree.get(key);
+      return { value, proof: value === undefined ? tree.proveAbsence(key) : tree.proveExistence(key) };
+    },
+    proveRange: async (start, end, limit) => tree.proveRange(start, end, limit),
+  });
+
+  it.each([
+    ['in memory', (t: Snapshot): ServedTree | StoredTree => t],
+    ['from storage', stored],
+  ])('PROOFS (%s): the i-th answer is the PROOF answer of the i-th key (present, absent, repeated)', async (_how, as) => {
+    const present = decodeRangeKeys(snap);
+    const asked = [present[0]!, Uint8Array.of(0xff, 0xff), present[57]!, present[0]!, Uint8Array.of(...present[9]!, 1)];
+    const { c } = serve({}, as(snap));
+    const r = await c.request({ kind: Kind.Proofs, root: snap.root, keys: asked });
+    expect(r.status).toBe(Status.Ok);
+    const answers = decodeProofsPayload(r.payload, asked.length);
+    const singles = await Promise.all(asked.map((key) => c.request({ kind: Kind.Proof, root: snap.root, key })));
+    expect(answers).toEqual(singles.map((s) => decodeProofPayload(s.payload)));
+    expect(answers.map((a) => a.present)).toEqual([true, false, true, true, false]);
+  });
+
+  it.each([
+    ['in memory', (t: Snapshot): ServedTree | StoredTree => t],
+    ['from storage', stored],
+  ])('PROOFS (%s) above the 8 MiB response limit is cut to the answers of the first keys that fit', async (_how, as) => {
+    const tree = bigValueTree(1).head();
+    const keys = Array.from({ length: 200 }, (_, i) => Uint8Array.of(1, 199 - i));
+    const { c } = serve({}, as(tree));
+    const r = await c.request({ kind: Kind.Proofs, root: tree.root, keys });
+    expect(r.status).toBe(Status.Ok);
+    expect(r.payload.length).toBeLessThanOrEqual(MAX_RESPONSE_BYTES - 11);
+    const answers = decodeProofsPayload(r.payload, keys.length);
+    expect(answers.length).toBeGreaterThan(100); // 8 MiB holds about 127 answers of 64 KiB values
+    expect(answers.length).toBeLessThan(keys.length);
+    expect(r.payload.length + answers[0]!.value!.length + answers[0]!.proof.length).toBeGreaterThan(MAX_RESPONSE_BYTES - 11); // the next did not fit
+    const same = (a: Uint8Array, b: Uint8Array | undefined) => b !== undefined && Buffer.compare(a, b) === 0;
+    expect(answers.every((a, i) => a.present && same(a.value!, tree.get(keys[i]!)) && same(a.proof, tree.proveExistence(keys[i]!)))).toBe(true);
+  });
 });
+
+/** Every key of `tree`, in key order. */
+function decodeRangeKeys(tree: Snapshot): Uint8Array[] {
+  return verifyRange(tree.root, new Uint8Array(0), undefined, 65536, tree.proveRange(new Uint8Array(0), undefined, 65536)).entries.map(([k]) => k);
+}
 
 describe('limits and lifecycle', () => {
   it('at maxConnections, a new connection evicts the longest-idle one with nothing in flight', async () => {

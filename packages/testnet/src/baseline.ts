@@ -8,13 +8,13 @@
  * header format:
  *
  * ```
- * 5 BASELINE_CHUNK   request root[32] ‖ index varint   →  OK: the chunk's bytes, to the end of the frame
- * 6 BASELINE_ROOTS   request (nothing)                 →  OK: count varint ‖ count × (root[32] ‖ chunks varint)
+ * 240 BASELINE_CHUNK request root[32] ‖ index varint   →  OK: the chunk's bytes, to the end of the frame
+ * 241 BASELINE_ROOTS request (nothing)                 →  OK: count varint ‖ count × (root[32] ‖ chunks varint)
  * ```
  *
  * Statuses as for `CHUNK` and `ROOTS` (`UNKNOWN_ROOT`, `OUT_OF_RANGE`, `BUSY`,
  * `BAD_REQUEST`). Nothing here is verifiable chunk by chunk: that is the
- * point of the Baseline. The verified protocol (kinds 1–4) and its client
+ * point of the Baseline. The verified protocol (kinds 1–5) and its client
  * (`@bpavl/light-client`) do not know these kinds; a peer without
  * `--baseline` answers them `BAD_REQUEST`, as any unknown kind.
  * @module
@@ -23,7 +23,7 @@
 import { Status, WIRE_VERSION, WireError } from '@bpavl/light-client/wire';
 
 /** The extension's request kinds. */
-export const BaselineKind = { Chunk: 5, Roots: 6 } as const;
+export const BaselineKind = { Chunk: 240, Roots: 241 } as const;
 /** One of `BaselineKind`. */
 export type BaselineKind = (typeof BaselineKind)[keyof typeof BaselineKind];
 

@@ -1,8 +1,11 @@
 /**
  * Byzantine serving modes, for tests and the demo: a peer that lies on a
  * fraction of its answers, in one of several ways, chosen by a seeded RNG so
- * runs are reproducible. Only `CHUNK`, `PROOF` and `RANGE` answers that would
- * be `OK` are ever lied on; `ROOTS` and error statuses stay honest.
+ * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE` and `PROOFS` answers
+ * that would be `OK` are ever lied on; `ROOTS` and error statuses stay
+ * honest. A `PROOFS` answer is lied on in one of its answers, picked at
+ * random, as the mode lies on a `PROOF` answer (the modes that change the
+ * whole frame, `truncate` to `busy` and `random-bytes`, change it whole).
  *
  * | mode | what the peer does | what an honest client sees |
  * |------|--------------------|----------------------------|
@@ -44,7 +47,7 @@
 
 import { createHash } from 'node:crypto';
 import { verifyRange } from '@bpavl/light-client/verify';
-import { encodeProofPayload, Kind, type Request } from '@bpavl/light-client/wire';
+import { decodeProofPayload, decodeProofsPayload, encodeProofPayload, encodeProofsPayload, Kind, type ProofPayload, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
 import type { ServedTree } from '../../peer/src/source.ts';
 
@@ -270,6 +273,7 @@ export class Byzantine {
   #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
+    if (req.kind === Kind.Proofs) return this.#lieInProofs(req, tree, payload);
     switch (this.mode) {
       case 'corrupt-value':
       case 'corrupt-key':
@@ -298,6 +302,26 @@ export class Byzantine {
         return undefined;
     }
   }
+
+  /**
+   * A `PROOFS` answer lied on in one of its answers, picked at random: that
+   * answer is what the mode makes of a `PROOF` answer for its key.
+   */
+  #lieInProofs(req: Extract<Request, { kind: typeof Kind.Proofs }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
+    const answers = decodeProofsPayload(payload, req.keys.length);
+    const at = this.#rng.u32() % answers.length;
+    const one = { id: req.id, kind: Kind.Proof, root: req.root, key: req.keys[at]! } as const;
+    const lie = this.#lie(one, tree, encodeProofPayload(answers[at]!));
+    if (lie?.kind !== 'payload' && lie?.kind !== 'twice') return lie;
+    let replaced: ProofPayload;
+    try {
+      replaced = decodeProofPayload(lie.payload);
+    } catch {
+      return undefined; // not a PROOF payload any more: no lie of this mode fits here
+    }
+    const lied = encodeProofsPayload(answers.map((a, i) => (i === at ? replaced : a)));
+    return lie.kind === 'twice' ? { kind: 'twice', payload: lied } : { kind: 'payload', payload: lied };
+  }
 }
 
 /** A lie that replaces the payload, or no lie when there is nothing to send instead. */
@@ -318,6 +342,8 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
       }
       case Kind.Range:
         return other.proveRange(req.start, req.end, req.limit);
+      case Kind.Proofs: // lied on answer by answer (#lieInProofs)
+        return undefined;
     }
   } catch {
     return undefined;

@@ -1,5 +1,5 @@
 // The benchmark-only features of the peer (npm run bench:sync): the Baseline
-// wire extension (kinds 5 and 6, src/baseline.ts) and its Byzantine lies,
+// wire extension (kinds 240 and 241, src/baseline.ts) and its Byzantine lies,
 // link emulation (src/link.ts), cached chunk envelopes, and their CLI flags.
 
 import { existsSync } from 'node:fs';
@@ -63,7 +63,7 @@ function baselineResponses(conn: MemoryConnection): BaselineResponse[] {
 
 const request = (req: Parameters<typeof encodeBaselineRequest>[0]) => encodeFrame(encodeBaselineRequest(req));
 
-describe('Baseline wire extension (kinds 5 and 6)', () => {
+describe('Baseline wire extension (kinds 240 and 241)', () => {
   it('requests and responses round-trip; malformed ones are refused', () => {
     const root = new Uint8Array(32).fill(3);
     expect(decodeBaselineRequest(encodeBaselineRequest({ id: 300, kind: BaselineKind.Chunk, root, index: 70000 }))).toEqual({
@@ -73,12 +73,12 @@ describe('Baseline wire extension (kinds 5 and 6)', () => {
       index: 70000,
     });
     expect(decodeBaselineRequest(encodeBaselineRequest({ id: 1, kind: BaselineKind.Roots }))).toEqual({ id: 1, kind: BaselineKind.Roots });
-    expect(() => decodeBaselineRequest(Uint8Array.of(1, 5, 9, 1, 2))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED', request: { id: 9, kind: 5 } }));
-    expect(() => decodeBaselineRequest(Uint8Array.of(1, 6, 9, 0))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED' }));
+    expect(() => decodeBaselineRequest(Uint8Array.of(1, 240, 9, 1, 2))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED', request: { id: 9, kind: 240 } }));
+    expect(() => decodeBaselineRequest(Uint8Array.of(1, 241, 9, 0))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED' }));
     const body = encodeBaselineResponse({ id: 4, kind: BaselineKind.Chunk, status: Status.Ok }, Uint8Array.of(1, 2, 3));
-    expect(decodeBaselineResponse(body)).toEqual({ id: 4, kind: 5, status: Status.Ok, payload: Uint8Array.of(1, 2, 3) });
+    expect(decodeBaselineResponse(body)).toEqual({ id: 4, kind: 240, status: Status.Ok, payload: Uint8Array.of(1, 2, 3) });
     expect(() => decodeBaselineResponse(Uint8Array.of(1, 1, 4, 0))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED' }));
-    expect(() => decodeBaselineResponse(Uint8Array.of(1, 5, 4, 3, 9))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED' }));
+    expect(() => decodeBaselineResponse(Uint8Array.of(1, 240, 4, 3, 9))).toThrow(expect.objectContaining({ code: 'MESSAGE_MALFORMED' }));
   });
 
   it('serves BASELINE_ROOTS, chunks, UNKNOWN_ROOT, OUT_OF_RANGE and BAD_REQUEST', async () => {
@@ -86,15 +86,15 @@ describe('Baseline wire extension (kinds 5 and 6)', () => {
     conn.events.bytes(request({ id: 1, kind: BaselineKind.Roots }));
     for (let index = 0; index < 4; index++) conn.events.bytes(request({ id: 10 + index, kind: BaselineKind.Chunk, root: fake.root, index }));
     conn.events.bytes(request({ id: 20, kind: BaselineKind.Chunk, root: snap.root, index: 0 }));
-    conn.events.bytes(encodeFrame(Uint8Array.of(1, 5, 21, 0))); // no root
+    conn.events.bytes(encodeFrame(Uint8Array.of(1, 240, 21, 0))); // no root
     await sleep(20);
     const rs = baselineResponses(conn);
     const byId = new Map(rs.map((r) => [r.id, r]));
     expect(decodeBaselineRootsPayload(byId.get(1)!.payload)).toEqual([{ root: fake.root, chunkCount: 3 }]);
-    for (let i = 0; i < 3; i++) expect(byId.get(10 + i)).toMatchObject({ kind: 5, status: Status.Ok, payload: fake.chunks[i] });
+    for (let i = 0; i < 3; i++) expect(byId.get(10 + i)).toMatchObject({ kind: 240, status: Status.Ok, payload: fake.chunks[i] });
     expect(byId.get(13)).toMatchObject({ status: Status.OutOfRange });
     expect(byId.get(20)).toMatchObject({ status: Status.UnknownRoot });
-    expect(byId.get(21)).toMatchObject({ kind: 5, status: Status.BadRequest });
+    expect(byId.get(21)).toMatchObject({ kind: 240, status: Status.BadRequest });
     expect(conn.aborted).toBe(false);
   });
 
@@ -105,15 +105,15 @@ describe('Baseline wire extension (kinds 5 and 6)', () => {
     verifyChunk(snap.root, 1, conn.client.responses[0]!.payload);
   });
 
-  it('a peer without a Baseline answers kinds 5 and 6 BAD_REQUEST, as any unknown kind', async () => {
+  it('a peer without a Baseline answers kinds 240 and 241 BAD_REQUEST, as any unknown kind', async () => {
     const server = new SyncServer(new StaticTreeSource([snap]));
     const conn = new MemoryConnection();
     server.handleConnection(conn);
     conn.events.bytes(request({ id: 3, kind: BaselineKind.Roots }));
     conn.events.bytes(request({ id: 4, kind: BaselineKind.Chunk, root: fake.root, index: 0 }));
     expect(conn.sent.map((f) => [...f])).toEqual([
-      [4, 1, 6, 3, Status.BadRequest],
-      [4, 1, 5, 4, Status.BadRequest],
+      [4, 1, 241, 3, Status.BadRequest],
+      [4, 1, 240, 4, Status.BadRequest],
     ]);
   });
 
@@ -303,7 +303,7 @@ describe('bpavl-testnet serve: benchmark flags', () => {
     const info = JSON.parse(p.stdout().split('\n')[0]!);
     expect(info.baseline.chunkCount).toBeGreaterThan(10);
     const root = Uint8Array.from(Buffer.from(info.baseline.root, 'hex'));
-    // A raw WebSocket client: the light client's decoder (rightly) knows nothing of kinds 5 and 6.
+    // A raw WebSocket client: the light client's decoder (rightly) knows nothing of kinds 240 and 241.
     const ws = new WebSocket(info.ws);
     ws.binaryType = 'arraybuffer';
     const decoder = new FrameDecoder(MAX_RESPONSE_BYTES);

@@ -6,16 +6,16 @@
  * @module
  */
 
-import { checkKey } from '../codec.js';
+import { checkKey, compareBytes } from '../codec.js';
 import { isProofError } from '../errors.js';
 import { rootArg, bytesArg, optBytesArg } from '../input.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
-import type { Connect } from '../transport/types.js';
+import type { Connect, PeerConnection } from '../transport/types.js';
 import { tsVerifier, wasmVerifier, type ExistenceItem, type Verifier, type WasmVerifierModule } from '../verifier.js';
-import { Kind, Status } from '../wire/constants.js';
+import { Kind, MAX_PROOFS_KEYS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
-import { decodeProofPayload, type Response } from '../wire/messages.js';
+import { decodeProofPayload, decodeProofsPayload, type Response } from '../wire/messages.js';
 import { ask, connectionOf, type AskContext, type QueryEvent } from './ask.js';
 import { QueryError, type BannedPeer } from './errors.js';
 import { PeerPool, type PoolPeer } from './pool.js';
@@ -103,8 +103,14 @@ export interface Client {
   close(): void;
 }
 
-/** Requests per peer per `getMany` round trip (a peer serves 64 at once, `spec/wire.md`). */
-const GET_MANY_WINDOW = 32;
+/** `getMany` round trips in flight per peer (each one `PROOFS` request, as many keys as fit). */
+const LANE_DEPTH = 4;
+
+/** `PROOF` requests per round trip, to a peer that predates `PROOFS`: 32 in flight per peer (a peer serves 64 at once, `spec/wire.md`). */
+const SINGLE_PROOFS_PER_TRIP = 8;
+
+/** A `PROOFS` request body without its keys: version, kind, id (≤ 8 bytes), root, count (≤ 2 bytes). */
+const PROOFS_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
 
 /**
  * A query client over `peers` that trusts only `root`.
@@ -161,78 +167,133 @@ export function createClient(opts: ClientOptions): Client {
     return ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal);
   };
 
+  /** Peers that answered `PROOFS` with `BAD_REQUEST` (they predate it): asked one `PROOF` per key. */
+  const singleProofPeers = new WeakSet<PoolPeer>();
+
   const getMany = async (keys: readonly Uint8Array[], o?: CallOptions): Promise<(Uint8Array | undefined)[]> => {
     const asked = keys.map(keyArg);
     const at = root;
     const values: (Uint8Array | undefined)[] = new Array(asked.length);
-    const left: number[] = [];
+    // Asked in key order: keys of one request then share chunks, which the
+    // peer finds in its cache and the batch verifier folds to the root once.
+    const order = asked.map((_, i) => i).sort((a, b) => compareBytes(asked[a]!, asked[b]!));
+    /** Keys given back by a lane (a lie, a cut answer, trouble): taken before new ones. */
+    const requeued: number[] = [];
     let next = 0;
+    const take = (): number | undefined => requeued.pop() ?? (next < asked.length ? order[next++] : undefined);
+    const anyLeft = () => requeued.length > 0 || next < asked.length;
 
-    /** One peer's share: windows of requests, one round trip each, checked as a batch. */
+    /** A round trip's groups of keys: one `PROOFS` request filled to the request limit, or one key per `PROOF`. */
+    const window = (single: boolean): number[][] => {
+      const groups: number[][] = [];
+      if (single) {
+        for (let i = take(); i !== undefined; i = groups.length < SINGLE_PROOFS_PER_TRIP ? take() : undefined) groups.push([i]);
+        return groups;
+      }
+      const group: number[] = [];
+      let bytes = PROOFS_REQUEST_OVERHEAD;
+      for (let i = take(); i !== undefined; i = take()) {
+        const size = asked[i]!.length + 2; // a key's varint length prefix is at most 2 bytes
+        if (group.length === MAX_PROOFS_KEYS || bytes + size > MAX_REQUEST_BYTES) {
+          requeued.push(i);
+          break;
+        }
+        group.push(i);
+        bytes += size;
+      }
+      return group.length > 0 ? [group] : [];
+    };
+
+    /**
+     * One peer's share: `LANE_DEPTH` round trips in flight at a time, each
+     * checked as a batch as soon as it is answered, so that verifying one
+     * answer overlaps the peer's proving of the next.
+     */
     const lane = async (peer: PoolPeer): Promise<void> => {
-      let conn;
+      let conn: PeerConnection;
       try {
         conn = await connectionOf(ctx, peer);
       } catch {
         pool.onFailure(peer);
         return;
       }
-      // A lane ends at its peer's first trouble (ban, back-off): its keys go to `ask`, which fails over.
-      while (next < asked.length && !o?.signal?.aborted && peer.status === 'active' && performance.now() >= peer.notBefore) {
-        const batch = Array.from({ length: Math.min(GET_MANY_WINDOW, asked.length - next) }, () => next++);
-        const t0 = performance.now();
-        emit({ type: 'request', peer: peer.address, kind: 'proof', count: batch.length, hedge: false });
-        peer.inflight += batch.length;
-        const answers = await Promise.allSettled(
-          batch.map((i) => conn.request({ kind: Kind.Proof, root: at, key: asked[i]! }, { timeoutMs: ctx.timeoutMs })),
-        );
-        peer.inflight -= batch.length;
-        const failed = checkBatch(peer, batch, answers);
-        left.push(...failed);
-        if (failed.length === 0) {
-          pool.onSuccess(peer, performance.now() - t0);
-          emit({ type: 'verified', peer: peer.address, kind: 'proof', count: batch.length, ms: performance.now() - t0 });
+      // A lane ends at its peer's first trouble (ban, back-off): its keys go to another lane, or to `ask`, which fails over.
+      const usable = () => anyLeft() && !o?.signal?.aborted && peer.status === 'active' && performance.now() >= peer.notBefore;
+      const trips = async (): Promise<void> => {
+        while (usable()) {
+          const single = singleProofPeers.has(peer);
+          const groups = window(single);
+          const count = groups.reduce((n, g) => n + g.length, 0);
+          const t0 = performance.now();
+          emit({ type: 'request', peer: peer.address, kind: 'proof', count, hedge: false });
+          peer.inflight += groups.length;
+          const answers = await Promise.allSettled(
+            groups.map((g) =>
+              conn.request(single ? { kind: Kind.Proof, root: at, key: asked[g[0]!]! } : { kind: Kind.Proofs, root: at, keys: g.map((i) => asked[i]!) }, {
+                timeoutMs: ctx.timeoutMs,
+              }),
+            ),
+          );
+          peer.inflight -= groups.length;
+          const failed = checkWindow(peer, single, groups, answers);
+          requeued.push(...failed);
+          if (failed.length === 0) {
+            pool.onSuccess(peer, performance.now() - t0);
+            emit({ type: 'verified', peer: peer.address, kind: 'proof', count, ms: performance.now() - t0 });
+          }
         }
-      }
+      };
+      await Promise.all(Array.from({ length: LANE_DEPTH }, trips));
     };
 
     /** Records the verified answers of a window; returns the indices to ask again. */
-    const checkBatch = (peer: PoolPeer, batch: number[], answers: PromiseSettledResult<Response>[]): number[] => {
+    const checkWindow = (peer: PoolPeer, single: boolean, groups: number[][], answers: PromiseSettledResult<Response>[]): number[] => {
       const retry: number[] = [];
       const items: ExistenceItem[] = [];
       const itemOf: number[] = [];
       let lie: { code: string; reason: string } | undefined;
       let trouble: 'busy' | 'failure' | undefined;
       for (const [j, a] of answers.entries()) {
-        const i = batch[j]!;
+        const group = groups[j]!;
         if (a.status === 'rejected') {
           if (a.reason instanceof WireError) lie ??= { code: a.reason.code, reason: a.reason.message };
           else trouble = 'failure';
-          retry.push(i);
+          retry.push(...group);
           continue;
         }
         const res = a.value;
         if (res.status !== Status.Ok) {
           if (res.status === Status.Busy) trouble ??= 'busy';
           else if (res.status === Status.UnknownRoot) trouble = 'failure'; // `ask` tells a denial from a lie
+          else if (res.status === Status.BadRequest && !single) singleProofPeers.add(peer); // a peer from before PROOFS
           else lie ??= { code: res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST', reason: 'status' };
-          retry.push(i);
+          retry.push(...group);
           continue;
         }
         try {
-          const { present, value, proof: bytes } = decodeProofPayload(res.payload);
-          if (present) {
-            items.push({ key: asked[i]!, value: value!, proof: bytes });
-            itemOf.push(i);
-            values[i] = value;
-          } else {
-            verifier.verifyAbsence(at, asked[i]!, bytes);
-            values[i] = undefined;
+          const got = single ? [decodeProofPayload(res.payload)] : decodeProofsPayload(res.payload, group.length);
+          retry.push(...group.slice(got.length)); // a cut answer: the rest is asked again
+          for (const [n, { present, value, proof: bytes }] of got.entries()) {
+            const i = group[n]!;
+            if (present) {
+              items.push({ key: asked[i]!, value: value!, proof: bytes });
+              itemOf.push(i);
+              values[i] = value;
+            } else {
+              try {
+                verifier.verifyAbsence(at, asked[i]!, bytes);
+                values[i] = undefined;
+              } catch (e) {
+                if (!isProofError(e)) throw e;
+                lie ??= { code: e.code, reason: e.message };
+                retry.push(i);
+              }
+            }
           }
         } catch (e) {
-          if (!(isProofError(e) || e instanceof WireError)) throw e;
+          if (!(e instanceof WireError)) throw e;
           lie ??= { code: e.code, reason: e.message };
-          retry.push(i);
+          retry.push(...group);
         }
       }
       verifier.verifyExistenceBatch(at, items).forEach((r, j) => {
@@ -242,7 +303,7 @@ export function createClient(opts: ClientOptions): Client {
         retry.push(itemOf[j]!);
       });
       if (lie) {
-        for (const i of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
+        for (const _ of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
         pool.ban(peer, lie.code, lie.reason);
       } else if (trouble === 'failure') pool.onFailure(peer);
       else if (trouble === 'busy') pool.onBusy(peer);
@@ -253,8 +314,9 @@ export function createClient(opts: ClientOptions): Client {
     if (peers.length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
     await Promise.all(peers.map(lane));
     if (o?.signal?.aborted) throw o.signal.reason;
-    // What no lane finished (lanes that ended early, answers retried) is asked key by key, with failover.
-    while (next < asked.length) left.push(next++);
+    // What no lane finished (every lane ended early) is asked key by key, with failover.
+    const left: number[] = [];
+    for (let i = take(); i !== undefined; i = take()) left.push(i);
     await Promise.all(
       left.map(async (i) => {
         values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key: asked[i]! }, 'proof', (p) => checkProof(at, asked[i]!, p), o?.signal)).value;

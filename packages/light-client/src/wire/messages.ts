@@ -7,7 +7,7 @@
 import { encodeVarint, Reader } from '../codec.js';
 import { HASH_LEN, MAX_KEY_LEN, MAX_RANGE_LIMIT } from '../constants.js';
 import { isProofError } from '../errors.js';
-import { Kind, Status, WIRE_VERSION } from './constants.js';
+import { Kind, MAX_PROOFS_KEYS, Status, WIRE_VERSION } from './constants.js';
 import { WireError } from './errors.js';
 
 /** A request a client sends (`spec/wire.md`, "Requests"). */
@@ -15,7 +15,8 @@ export type Request =
   | { id: number; kind: typeof Kind.Chunk; root: Uint8Array; index: number }
   | { id: number; kind: typeof Kind.Proof; root: Uint8Array; key: Uint8Array }
   | { id: number; kind: typeof Kind.Range; root: Uint8Array; start: Uint8Array; end?: Uint8Array; limit: number }
-  | { id: number; kind: typeof Kind.Roots };
+  | { id: number; kind: typeof Kind.Roots }
+  | { id: number; kind: typeof Kind.Proofs; root: Uint8Array; keys: readonly Uint8Array[] };
 
 /** A response's header and its kind-specific payload (the rest of the frame). */
 export interface Response {
@@ -89,6 +90,10 @@ export function encodeRequest(req: Request): Uint8Array {
       return w.varint(req.limit).finish();
     case Kind.Roots:
       return w.finish();
+    case Kind.Proofs:
+      w.push(req.root).varint(req.keys.length);
+      for (const k of req.keys) w.bytes(k);
+      return w.finish();
   }
 }
 
@@ -103,7 +108,7 @@ function parse<T>(f: () => T, request?: { id: number; kind: number }): T {
 }
 
 function isKind(k: number): k is Kind {
-  return k >= Kind.Chunk && k <= Kind.Roots;
+  return k >= Kind.Chunk && k <= Kind.Proofs;
 }
 
 /**
@@ -141,6 +146,13 @@ export function decodeRequest(body: Uint8Array): Request {
       }
       case Kind.Roots:
         return { id, kind };
+      case Kind.Proofs: {
+        const root = r.take(HASH_LEN);
+        const count = r.varint();
+        if (count < 1 || count > MAX_PROOFS_KEYS) throw new WireError('MESSAGE_MALFORMED', 'proofs count', header);
+        const keys = Array.from({ length: count }, () => r.key());
+        return { id, kind, root, keys };
+      }
     }
   }, header);
   parse(() => r.finish(), header);
@@ -253,6 +265,43 @@ export function decodeProofPayload(payload: Uint8Array): ProofPayload {
     if (present === 0) return { present: false, proof: payload.subarray(r.pos) };
     const value = r.value();
     return { present: true, value, proof: payload.subarray(r.pos) };
+  });
+}
+
+/**
+ * Encodes a `PROOFS` payload: the answers to the first `answers.length`
+ * asked keys, in the order asked.
+ */
+export function encodeProofsPayload(answers: readonly ProofPayload[]): Uint8Array {
+  const w = new Writer().varint(answers.length);
+  for (const p of answers) {
+    w.u8(p.present ? 1 : 0);
+    if (p.present) w.bytes(p.value ?? new Uint8Array(0));
+    w.bytes(p.proof);
+  }
+  return w.finish();
+}
+
+/**
+ * Decodes a `PROOFS` payload for a request of `asked` keys (each proof is
+ * verified by the caller). Throws `MESSAGE_MALFORMED` for anything off-spec,
+ * including no answer at all or more answers than keys asked.
+ */
+export function decodeProofsPayload(payload: Uint8Array, asked: number): ProofPayload[] {
+  const r = new Reader(payload);
+  return parse(() => {
+    const k = r.varint();
+    if (k < 1 || k > asked) throw new WireError('MESSAGE_MALFORMED', `${k} answers to ${asked} keys`);
+    const answers: ProofPayload[] = [];
+    for (let i = 0; i < k; i++) {
+      const present = r.u8();
+      if (present > 1) throw new WireError('MESSAGE_MALFORMED', 'present flag');
+      const value = present === 1 ? r.value() : undefined;
+      const proof = r.take(r.varint());
+      answers.push(value === undefined ? { present: false, proof } : { present: true, value, proof });
+    }
+    r.finish();
+    return answers;
   });
 }
 
