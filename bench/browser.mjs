@@ -6,7 +6,12 @@
 // ones (corrupt-value, wrong-index), and checks in the page that the rebuilt
 // tree's root is the trusted root. The honest network also serves a third,
 // timed sync into a new IndexedDB store (`@bpavl/store`; `browser_store_mb_s`,
-// the store's head root checked). A benchmark, not a test: it prints the
+// the store's head root checked), and a fourth into another new store, with
+// the page reloaded once half the chunks are stored (`browser_reload_at_chunks`;
+// writes finish while the page goes away, so more are kept): the reloaded
+// page resumes (`browser_reload_restored_chunks`, `browser_reload_redownloaded_chunks`,
+// target 0, and `browser_reload_resume_start_s`, from the reload to the first
+// request; restored + fetched must equal the chunk count). A benchmark, not a test: it prints the
 // targets next to the figures and exits 0 when they are missed (1 only when a
 // run fails or a result does not check).
 //
@@ -172,8 +177,8 @@ let onPageResult;
  * runs; see the header): started with the page's URL and killed, by its
  * PID, once the page has POSTed its result.
  */
-async function syncInPlainChromium(url, net, { warmup, store = false }) {
-  const run = { root: net.info.root, peers: net.info.peers.map((p) => p.ws), options: JSON.parse(args['sync-options']), warmup, store };
+async function syncInPlainChromium(url, net, { warmup, store = false, reloadAt }) {
+  const run = { root: net.info.root, peers: net.info.peers.map((p) => p.ws), options: JSON.parse(args['sync-options']), warmup, store, reloadAt };
   const userDataDir = mkdtempSync(join(tmpdir(), 'bpavl-bench-chromium-'));
   const child = spawn(CHROMIUM_PATH, [...CHROMIUM_ARGS, `--user-data-dir=${userDataDir}`, `${url}?run=${encodeURIComponent(JSON.stringify(run))}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -325,6 +330,12 @@ try {
         runs.store = st;
         log(`store: ${st.seconds.toFixed(3)} s, ${st.mb_s.toFixed(1)} MB/s, root ${st.ok ? 'ok' : 'MISMATCH'}`);
         if (!st.ok) status = 1;
+        const half = Math.floor(r.chunkCount / 2);
+        log(`reload: a sync into a new IndexedDB store, the page reloaded once ${half} chunks are stored, then resumed`);
+        const re = await syncInPlainChromium(server.url, net, { warmup: false, reloadAt: half });
+        runs.reload = { ...re, reloadAt: half };
+        log(`reload: restored ${re.restoredChunks}, fetched ${re.fetchedChunks}, re-downloaded ${re.redownloadedChunks}, first request ${re.resumeStartSeconds?.toFixed(3)} s after the reload, root ${re.ok ? 'ok' : 'MISMATCH'}`);
+        if (!re.ok || re.restoredChunks < half || re.restoredChunks + re.fetchedChunks !== re.chunkCount) status = 1;
       }
       if (args['demo-page'] && name === 'honest') {
         log('honest: syncing in the demo page (WebSocket)');
@@ -365,12 +376,24 @@ if (h && b) {
   );
   const st = runs.store;
   if (st) console.log(`into IndexedDB ${st.mb_s.toFixed(1).padStart(5)} MB/s  ${st.seconds.toFixed(3)} s  target ≥ ${TARGETS.store_mb_s} MB/s ${mark(st.mb_s >= TARGETS.store_mb_s)}`);
+  const re = runs.reload;
+  if (re) {
+    console.log(
+      `reload         asked once ${re.reloadAt} chunks were stored; restored ${re.restoredChunks}, fetched ${re.fetchedChunks} of ${re.chunkCount}, re-downloaded ${re.redownloadedChunks}  target 0 ${mark(re.redownloadedChunks === 0)}`,
+    );
+  }
   console.log(`MB = 10^6 bytes of chunk envelope verified; roots checked in the page: ${h.ok && b.ok && (st?.ok ?? true) ? 'ok' : 'MISMATCH'}`);
   console.log(
     JSON.stringify({
       browser_sync_mb_s_honest: Number(h.mb_s.toFixed(1)),
       browser_sync_mb_s_byzantine: Number(b.mb_s.toFixed(1)),
       ...(st && { browser_store_mb_s: Number(st.mb_s.toFixed(1)), store_seconds: Number(st.seconds.toFixed(3)) }),
+      ...(re && {
+        browser_reload_at_chunks: re.reloadAt,
+        browser_reload_restored_chunks: re.restoredChunks,
+        browser_reload_redownloaded_chunks: re.redownloadedChunks,
+        browser_reload_resume_start_s: Number(re.resumeStartSeconds.toFixed(3)),
+      }),
       seconds: { honest: Number(h.seconds.toFixed(3)), byzantine: Number(b.seconds.toFixed(3)) },
       ...(warmupUsed(h) && { cold_seconds: { honest: Number(h.warmupSeconds.toFixed(3)), byzantine: Number(b.warmupSeconds.toFixed(3)) } }),
       devtools: args.playwright,

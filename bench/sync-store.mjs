@@ -21,8 +21,10 @@
 // 5. deletes what it made under /tmp (the source too, unless --keep).
 //
 // The last line on stdout is JSON:
-// {n, store_mb_s, seconds, peak_rss_mib, resume_stored_chunks, resume_redownloaded_chunks, resume_start_s, chunk_count}
+// {n, store_mb_s, seconds, peak_rss_mib, peak_rss_anon_mib, peak_rss_file_mib, resume_stored_chunks, resume_redownloaded_chunks, resume_start_s, chunk_count}
 //   store_mb_s  state bytes (n · 544: keys and values) / seconds of the sync, MB = 10^6 bytes
+//   peak_rss_anon_mib, peak_rss_file_mib  the largest anonymous (heaps, WASM) and file-backed
+//               (SQLite's memory map) parts of the RSS sampled every 50 ms
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -67,11 +69,16 @@ function bpavl(argv, { killAfterMs } = {}) {
     children.add(child);
     let out = '';
     let peak = 0;
+    // Its parts as sampled: anonymous memory (heaps, WASM) and mapped files (SQLite's memory map).
+    const parts = { anon: 0, file: 0 };
     child.stdout.on('data', (d) => (out += d));
     const poll = setInterval(() => {
       try {
-        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-        if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
+        const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+        const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+        peak = Math.max(peak, kib('VmHWM') / 1024);
+        parts.anon = Math.max(parts.anon, kib('RssAnon') / 1024);
+        parts.file = Math.max(parts.file, kib('RssFile') / 1024);
       } catch {
         // Gone.
       }
@@ -83,7 +90,7 @@ function bpavl(argv, { killAfterMs } = {}) {
       clearTimeout(killer);
       children.delete(child);
       const last = out.trim().split('\n').at(-1);
-      resolve({ code, signal, peak, json: last && last.startsWith('{') ? JSON.parse(last) : undefined });
+      resolve({ code, signal, peak, parts, json: last && last.startsWith('{') ? JSON.parse(last) : undefined });
     });
   });
 }
@@ -152,6 +159,8 @@ try {
     seconds,
     store_mb_s: Number(((n * 544) / 1e6 / seconds).toFixed(1)),
     peak_rss_mib: Math.round(full.peak),
+    peak_rss_anon_mib: Math.round(full.parts.anon),
+    peak_rss_file_mib: Math.round(full.parts.file),
     resume_stored_chunks: stored,
     resume_redownloaded_chunks: redownloaded,
     resume_start_s: resume.json.firstRequestSeconds,

@@ -9,6 +9,10 @@
 // `root` is hex. With `warmup`, one untimed sync runs first (its seconds
 // are reported as `warmupSeconds`), as bench:sync does. With `store`, the
 // timed sync writes into a new IndexedDB store (`@bpavl/store`), deleted after.
+// With `reloadAt` (a chunk count; timed runs only), the sync writes into a
+// new IndexedDB store and the page reloads itself once that many chunks are
+// durably stored; the reloaded page resumes the sync from the store
+// (`resume`: the store's name) and reports what it restored and fetched.
 import { connectWebSocket, syncState } from '@bpavl/light-client/sync';
 import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
 import { openState, TABLES } from '@bpavl/store';
@@ -48,9 +52,8 @@ function timeVerify(trusted, kept) {
   return (performance.now() - t0) / 1000;
 }
 
-/** A new IndexedDB store for one run, and how to throw it away. */
-async function newStore() {
-  const name = `bpavl-bench-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+/** An IndexedDB store for one run (a new one unless `name` is given), and how to throw it away. */
+async function newStore(name = `bpavl-bench-${Date.now()}-${Math.random().toString(36).slice(2)}`) {
   const state = await openState({ backend: await openIndexedDbBackend({ name, tables: TABLES }) });
   const drop = async () => {
     await state.close();
@@ -59,7 +62,55 @@ async function newStore() {
       req.onsuccess = req.onerror = req.onblocked = () => ok();
     });
   };
-  return { state, drop };
+  return { state, drop, name };
+}
+
+/**
+ * The first half of a reload run: a sync into a new store, left by a reload
+ * of the page (to `?run=` with `resume`) once `reloadAt` chunks are durably
+ * stored. Resolves only if the sync ends first, which is an error.
+ */
+async function syncUntilReload(run) {
+  const stored = await newStore();
+  const next = { ...run, reloadAt: undefined, resume: stored.name };
+  let leaving = false;
+  const onEvent = (e) => {
+    if (e.type !== 'stored' || e.chunks < run.reloadAt || leaving) return;
+    leaving = true;
+    location.replace(`${location.pathname}?run=${encodeURIComponent(JSON.stringify(next))}`);
+  };
+  await syncState({ ...run.options, root: fromHex(run.root), peers: run.peers, onEvent, store: stored.state });
+  if (!leaving) {
+    await stored.drop();
+    throw new Error(`the sync ended before ${run.reloadAt} chunks were stored`);
+  }
+  return new Promise(() => {}); // the page is going away
+}
+
+/** The second half: the reloaded page resumes the sync from the store `run.resume`. */
+async function resumeAfterReload(run) {
+  const stored = await newStore(run.resume);
+  let restored = [];
+  const fetched = new Set();
+  let firstRequestSeconds;
+  const onEvent = (e) => {
+    if (e.type === 'restored') restored = e.indices;
+    else if (e.type === 'chunk-verified') fetched.add(e.index);
+    else if (e.type === 'request') firstRequestSeconds ??= performance.now() / 1000; // since the reload
+  };
+  try {
+    const result = await syncState({ ...run.options, root: fromHex(run.root), peers: run.peers, onEvent, store: stored.state });
+    return {
+      ok: hex(stored.state.head().root) === run.root,
+      chunkCount: result.chunkCount,
+      restoredChunks: restored.length,
+      fetchedChunks: fetched.size,
+      redownloadedChunks: restored.filter((i) => fetched.has(i)).length,
+      resumeStartSeconds: firstRequestSeconds,
+    };
+  } finally {
+    await stored.drop();
+  }
 }
 
 window.__syncBench = async ({ root, peers, diagnose = false, options = {}, warmup = false, store = false }) => {
@@ -122,7 +173,9 @@ status.textContent = 'ready';
 const run = new URLSearchParams(location.search).get('run');
 if (run !== null) {
   const post = (body) => fetch('/result', { method: 'POST', body: JSON.stringify(body) });
-  window.__syncBench(JSON.parse(run)).then(
+  const options = JSON.parse(run);
+  const go = options.reloadAt !== undefined ? syncUntilReload : options.resume !== undefined ? resumeAfterReload : window.__syncBench;
+  go(options).then(
     (r) => post(r),
     (e) => post({ error: String(e?.stack ?? e) }),
   );
