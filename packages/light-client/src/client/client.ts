@@ -223,6 +223,7 @@ export function createClient(opts: ClientOptions): Client {
         while (usable()) {
           const single = singleProofPeers.has(peer);
           const groups = window(single);
+          if (groups.length === 0) return;
           const count = groups.reduce((n, g) => n + g.length, 0);
           const t0 = performance.now();
           emit({ type: 'request', peer: peer.address, kind: 'proof', count, hedge: false });
