@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeProofPayload,
+  decodeProofsPayload,
   decodeRequest,
   decodeResponse,
   decodeRootsPayload,
@@ -148,5 +149,45 @@ describe('messages', () => {
     const roots = [{ root, version: 3, chunkCount: 541 }];
     expect(decodeRootsPayload(encodeRootsPayload(roots))).toEqual(roots);
     expect(codeOf(() => decodeRootsPayload(Uint8Array.of(2)))).toBe('MESSAGE_MALFORMED');
+  });
+});
+
+describe('PROOFS answers from @bpavl/wasm (Snapshot.proveMany)', () => {
+  const utf8 = (s: string) => new TextEncoder().encode(s);
+  const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+  const key = (i: number) => utf8(`key-${String(i).padStart(6, '0')}`);
+
+  it('each key as PROOF answers it, in the order asked; cut to the first answers that fit; keys checked', async () => {
+    const wasm = await import('@bpavl/wasm');
+    await wasm.init();
+    const tree = new wasm.Tree(8);
+    for (let i = 0; i < 1500; i += 2) tree.insert(key(i), utf8(`value-${i}`.repeat(1 + (i % 5))));
+    const { root: r } = tree.commit();
+    const snap = tree.head();
+    const asked = [key(4), key(1498), key(4), key(7), ...Array.from({ length: 60 }, (_, i) => key(i * 25))];
+    const whole = snap.proveMany(asked, 8 << 20);
+    const answers = decodeProofsPayload(whole, asked.length);
+    expect(answers).toHaveLength(asked.length);
+    for (const [i, a] of answers.entries()) {
+      const value = snap.get(asked[i]!);
+      expect(encodeProofPayload(a)).toEqual(
+        encodeProofPayload(value === undefined ? { present: false, proof: snap.proveAbsence(asked[i]!) } : { present: true, value, proof: snap.proveExistence(asked[i]!) }),
+      );
+      if (value === undefined) wasm.verifyAbsence(r, asked[i]!, a.proof);
+      else wasm.verifyExistence(r, asked[i]!, a.value!, a.proof);
+    }
+    expect(answers.map((a) => a.present).slice(0, 4)).toEqual([true, true, true, false]);
+    // Cut: the answers of the first keys that fit, and always the first.
+    const half = snap.proveMany(asked, Math.floor(whole.length / 2));
+    const cut = decodeProofsPayload(half, asked.length);
+    expect(half.length).toBeLessThanOrEqual(Math.floor(whole.length / 2));
+    expect(cut.length).toBeGreaterThan(1);
+    expect(cut.length).toBeLessThan(asked.length);
+    expect(cut.map((a) => hex(a.proof))).toEqual(answers.slice(0, cut.length).map((a) => hex(a.proof)));
+    expect(decodeProofsPayload(snap.proveMany(asked, 1), asked.length).map((a) => hex(a.proof))).toEqual([hex(answers[0]!.proof)]);
+    // Keys are checked as any key argument.
+    expect(() => snap.proveMany([key(1), new Uint8Array(0)], 8 << 20)).toThrow(expect.objectContaining({ code: 'KEY_EMPTY' }));
+    expect(() => snap.proveMany([key(1), 'key' as unknown as Uint8Array], 8 << 20)).toThrow(TypeError);
+    tree.free();
   });
 });
