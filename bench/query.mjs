@@ -13,6 +13,11 @@
 // range_mb_s: key and value bytes of a full range scan in pages of 1,000 /
 // its seconds, MB = 10^6 bytes. `browser_` prefix: in Chromium;
 // `_byzantine` suffix: with the 2 liars among the peers.
+// get_many_per_s_single: the same getMany (Node, honest peers) with every
+// PROOFS answered BAD_REQUEST on the client's side, as by a peer from before
+// PROOFS: one PROOF request per key. bytes_per_key: wire bytes (whole frames)
+// per key of 10,000 keys in key order, as PROOF requests and answers and as
+// PROOFS of `keys_per_request` keys.
 // Targets (issue 12): ≥ 50,000/s getMany in Node, p50 ≤ 1 ms, p99 ≤ 5 ms;
 // with liars within 1.5× of honest. A benchmark, not a test: it exits 0
 // when a target is missed (1 only when a run fails or an answer does not check).
@@ -25,7 +30,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createClient } from '@bpavl/light-client/client';
+import { connectWebSocket } from '@bpavl/light-client/sync';
+import { encodeFrame, encodeProofPayload, encodeRequest, encodeResponse, Kind, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import * as wasm from '@bpavl/wasm';
+import { readTreeFile } from '../packages/peer/src/treefile.ts';
 import { workloadEntry } from '../packages/peer/src/workload.ts';
 import { buildLightClient, buildPage } from '../tests/browser/build.mjs';
 import { launchOptions } from '../tests/browser/chromium.mjs';
@@ -93,6 +101,21 @@ try {
     for (const f of ['get_many_per_s', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`${f}${suffix}`] = r[f];
   }
 
+  // Against single proofs: the same getMany from the honest peers with every
+  // PROOFS answered BAD_REQUEST on the client's side, as a peer from before
+  // PROOFS does, so the client asks one PROOF per key.
+  log('Node, one PROOF per key …');
+  const beforeProofs = async (address, signal) => {
+    const conn = await connectWebSocket(address, signal);
+    return Object.assign(Object.create(conn), {
+      request: (req, o) => (req.kind === Kind.Proofs ? Promise.resolve({ id: 0, kind: req.kind, status: Status.BadRequest, payload: new Uint8Array(0) }) : conn.request(req, o)),
+    });
+  };
+  const single = createClient({ root: Buffer.from(root, 'hex'), peers: honest, wasm, connect: beforeProofs });
+  result.get_many_per_s_single = await getManyRate(single, keys, indexes);
+  single.close();
+  result.bytes_per_key = await bytesPerKey(file, keys.slice(0, 10_000));
+
   if (!args['no-browser']) {
     const out = join(dir, 'page');
     await buildPage(new URL('../tests/browser/query/', import.meta.url), out);
@@ -110,6 +133,10 @@ try {
   }
 
   const ratio = result.get_many_per_s / result.get_many_per_s_byzantine;
+  const b = result.bytes_per_key;
+  console.log(
+    `getMany one PROOF per key (Node): ${result.get_many_per_s_single}/s; bytes per key: requests ${b.proof_request} (PROOF) / ${b.proofs_request} (PROOFS), answers ${b.proof_answer} / ${b.proofs_answer}`,
+  );
   console.log(`getMany (Node): ${result.get_many_per_s}/s honest, ${result.get_many_per_s_byzantine}/s with 2 liars (target ≥ 50000/s, within 1.5×: ${ratio.toFixed(2)}×)`);
   console.log(`get latency (Node): p50 ${result.get_p50_ms} ms, p99 ${result.get_p99_ms} ms (targets ≤ 1 ms, ≤ 5 ms)`);
   console.log(`range scan (Node): ${result.range_mb_s} MB/s`);
@@ -122,4 +149,47 @@ try {
   await server?.close();
   await stopPeers(peers);
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Verified `getMany` reads per second over `keys` in batches of 10,000, after one untimed pass; every value checked. */
+async function getManyRate(client, keys, indexes) {
+  for (let at = 0; at < keys.length; at += 10_000) await client.getMany(keys.slice(at, at + 10_000));
+  const values = [];
+  const t0 = performance.now();
+  for (let at = 0; at < keys.length; at += 10_000) values.push(...(await client.getMany(keys.slice(at, at + 10_000))));
+  const seconds = (performance.now() - t0) / 1000;
+  values.forEach((v, i) => {
+    if (v === undefined || new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0) !== BigInt(indexes[i])) throw new Error(`one PROOF per key: entry ${indexes[i]} read wrong`);
+  });
+  return Math.round(keys.length / seconds);
+}
+
+/**
+ * Wire bytes per key (frames whole) for `keys` in key order from the served
+ * tree: one PROOF request and answer per key, against PROOFS of as many keys
+ * as the client packs into a request.
+ */
+async function bytesPerKey(file, keys) {
+  const { tree } = await readTreeFile(file);
+  const head = tree.head();
+  const sorted = [...keys].sort(Buffer.compare);
+  const frame = (body) => encodeFrame(body).length;
+  const id = 100_000; // a 3-byte id, as a client's ids grow
+  let proofRequest = 0;
+  let proofAnswer = 0;
+  for (const key of sorted) {
+    proofRequest += frame(encodeRequest({ id, kind: Kind.Proof, root: head.root, key }));
+    proofAnswer += frame(encodeResponse({ id, kind: Kind.Proof, status: Status.Ok }, encodeProofPayload({ present: true, value: head.get(key), proof: head.proveExistence(key) })));
+  }
+  let proofsRequest = 0;
+  let proofsAnswer = 0;
+  const perRequest = Math.floor((MAX_REQUEST_BYTES - 44) / (sorted[0].length + 2)); // the client's packing (client.ts)
+  for (let at = 0; at < sorted.length; at += perRequest) {
+    const group = sorted.slice(at, at + perRequest);
+    proofsRequest += frame(encodeRequest({ id, kind: Kind.Proofs, root: head.root, keys: group }));
+    proofsAnswer += frame(encodeResponse({ id, kind: Kind.Proofs, status: Status.Ok }, head.proveMany(group, MAX_RESPONSE_BYTES - 11)));
+  }
+  tree.free();
+  const per = (n) => Number((n / sorted.length).toFixed(1));
+  return { keys_per_request: perRequest, proof_request: per(proofRequest), proof_answer: per(proofAnswer), proofs_request: per(proofsRequest), proofs_answer: per(proofsAnswer) };
 }
