@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createClient } from '@bpavl/light-client/client';
 import { connectWebSocket } from '@bpavl/light-client/sync';
-import { encodeFrame, encodeProofPayload, encodeRequest, encodeResponse, Kind, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
+import { decodeProofsPayload, encodeFrame, encodeProofPayload, encodeRequest, encodeResponse, Kind, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import * as wasm from '@bpavl/wasm';
 import { readTreeFile } from '../packages/peer/src/treefile.ts';
 import { workloadEntry } from '../packages/peer/src/workload.ts';
@@ -187,7 +187,12 @@ async function bytesPerKey(file, keys) {
   for (let at = 0; at < sorted.length; at += perRequest) {
     const group = sorted.slice(at, at + perRequest);
     proofsRequest += frame(encodeRequest({ id, kind: Kind.Proofs, root: head.root, keys: group }));
-    proofsAnswer += frame(encodeResponse({ id, kind: Kind.Proofs, status: Status.Ok }, head.proveMany(group, MAX_RESPONSE_BYTES - 11)));
+    const payload = head.proveMany(group, MAX_RESPONSE_BYTES - 11);
+    // Counted only as a whole answer whose every proof verifies.
+    const answers = decodeProofsPayload(payload, group.length);
+    const checked = wasm.verifyExistenceBatch(head.root, answers.map((a, i) => ({ key: group[i], value: a.value, proof: a.proof })));
+    if (answers.length !== group.length || checked.some((r) => r instanceof Error)) throw new Error('bytes_per_key: a PROOFS answer did not verify whole');
+    proofsAnswer += frame(encodeResponse({ id, kind: Kind.Proofs, status: Status.Ok }, payload));
   }
   tree.free();
   const per = (n) => Number((n / sorted.length).toFixed(1));

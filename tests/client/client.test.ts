@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, QueryError, type Client, type ClientOptions, type QueryEvent } from '../../packages/light-client/src/client/index.js';
 import { connectAuto } from '../../packages/light-client/src/transport/auto.js';
 import { Kind, Status } from '../../packages/light-client/src/wire/constants.js';
-import { decodeProofsPayload, type Response } from '../../packages/light-client/src/wire/messages.js';
+import { decodeProofsPayload, encodeProofsPayload, type Response } from '../../packages/light-client/src/wire/messages.js';
 import type { Connect, PeerConnection } from '../../packages/light-client/src/transport/types.js';
 import { verifyRange } from '../../packages/light-client/src/verify.js';
 import type { ByzantineMode } from '../../packages/testnet/src/byzantine.ts';
@@ -253,6 +253,21 @@ describe('getMany: many keys per PROOFS request (spec/wire.md)', () => {
     expect(proofsAsked[0]).toBeGreaterThanOrEqual(1);
     expect(proofsAsked[1]).toBe(proofsAsked[0]);
     expect(kinds.filter((k) => k === Kind.Proof).length).toBeGreaterThanOrEqual(400);
+  });
+
+  it('a PROOFS answer with more answers than keys asked is MESSAGE_MALFORMED: the peer is banned, every value is right', async () => {
+    const liar = honest[0]!.address;
+    const c = client([liar, honest[1]!.address], {
+      connect: intercepting(async (req, send) => {
+        const res = await send(req);
+        if (req.kind !== Kind.Proofs || res.status !== Status.Ok) return res;
+        const answers = decodeProofsPayload(res.payload, req.keys.length);
+        return { ...res, payload: encodeProofsPayload([...answers, answers[0]!]) };
+      }, liar),
+    });
+    const keys = mixed();
+    expect(shown(await c.getMany(keys))).toEqual(expected(keys));
+    expect(c.banned).toEqual([{ peer: liar, code: 'MESSAGE_MALFORMED' }]);
   });
 
   it('an answer cut to fit the response limit: the keys it leaves out are asked again, no ban', async () => {

@@ -95,11 +95,18 @@ impl Snapshot {
 
     /// Proof that `key` is in this version (`KEY_NOT_FOUND` otherwise).
     pub fn prove_existence(&self, key: &[u8]) -> Result<ExistenceProof, TreeError> {
+        self.get_proven(key)?.map(|(_, proof)| proof).ok_or(TreeError::KeyNotFound)
+    }
+
+    /// `key`'s value and existence proof from one lookup, or `None` if the
+    /// key is absent (a serving peer's answer to a `PROOF` of a present key).
+    pub fn get_proven(&self, key: &[u8]) -> Result<Option<(&[u8], ExistenceProof)>, TreeError> {
         check_key(key).map_err(tree_error)?;
-        let top = self.top.as_ref().ok_or(TreeError::KeyNotFound)?;
+        let Some(top) = self.top.as_ref() else { return Ok(None) };
         let (index, pos) = descend(top, key);
-        let position = pos.map_err(|_| TreeError::KeyNotFound)?;
-        Ok(ExistenceProof { capacity: self.capacity, witness: self.witness(index, position).1 })
+        let Ok(position) = pos else { return Ok(None) };
+        let (chunk, witness) = self.witness(index, position);
+        Ok(Some((chunk.value(position), ExistenceProof { capacity: self.capacity, witness })))
     }
 
     /// Proof that `key` is not in this version (`KEY_EXISTS` otherwise).

@@ -34,15 +34,22 @@ mod lanes {
     const GROUP: usize = 1024;
 
     /// A decoded proof waiting for its chain to be hashed: first from the
-    /// entry to its chunk (`links`), then from the chunk to the root (`path`).
+    /// entry to its chunk (`links[..path]`), then from the chunk to the root
+    /// (`links[path..]`).
     struct Pending<'a> {
         item: usize,
         key: &'a [u8],
         value: &'a [u8],
         position: usize,
         links: Vec<Link>,
-        path: Vec<Link>,
+        path: usize,
         unrooted: Unrooted,
+    }
+
+    impl Pending<'_> {
+        fn path(&self) -> &[Link] {
+            &self.links[self.path..]
+        }
     }
 
     /// The entry-to-chunk chains.
@@ -57,7 +64,7 @@ mod lanes {
                 EntryPreimage::new(p.key, p.value).parts().iter().for_each(|part| out.extend_from_slice(part));
                 return true;
             }
-            let Some(link) = p.links.get(step - 1) else { return false };
+            let Some(link) = p.links[..p.path].get(step - 1) else { return false };
             link.preimage(prev, out);
             true
         }
@@ -93,9 +100,8 @@ mod lanes {
                     Ok(p) => {
                         let mut links = Vec::with_capacity(32);
                         let unrooted = p.witness.links(p.capacity, &mut links);
-                        let split =
+                        let path =
                             links.iter().position(|l| matches!(l, Link::Chunk { .. })).expect("a chunk link") + 1;
-                        let path = links.split_off(split);
                         let position = p.witness.position;
                         pending.push(Pending { item: results.len(), key, value, position, links, path, unrooted });
                         results.push(Err(ProofError::RootMismatch));
@@ -110,8 +116,8 @@ mod lanes {
                 .iter()
                 .zip(&chunks)
                 .map(|(p, &chunk)| {
-                    if !jobs.last().is_some_and(|j| j.chunk == chunk && j.path == p.path.as_slice()) {
-                        jobs.push(PathJob { chunk, path: &p.path });
+                    if !jobs.last().is_some_and(|j| j.chunk == chunk && j.path == p.path()) {
+                        jobs.push(PathJob { chunk, path: p.path() });
                     }
                     jobs.len() - 1
                 })

@@ -523,11 +523,11 @@ mod committed {
         for key in keys {
             let key = bytes(key, "key")?;
             answer.clear();
-            match s.get(&key) {
-                Some(value) => {
+            match s.get_proven(&key).map_err(throw)? {
+                Some((value, proof)) => {
                     answer.push(1);
                     put_bytes(&mut answer, value);
-                    put_bytes(&mut answer, &s.prove_existence(&key).map_err(throw)?.encode());
+                    put_bytes(&mut answer, &proof.encode());
                 }
                 None => {
                     answer.push(0);

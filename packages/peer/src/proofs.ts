@@ -8,13 +8,18 @@
  * @module
  */
 
-import { encodeProofsPayload, type ProofPayload } from '@bpavl/light-client/wire';
+import { encodeProofsPayload, type ProofPayload, proofsAnswerSize } from '@bpavl/light-client/wire';
 import type { ServedTree, StoredTree } from './source.ts';
 
 /** The `PROOF` payload of `key` in `tree`: its value and existence proof, or its absence proof. */
 export function proofOf(tree: ServedTree, key: Uint8Array): ProofPayload {
   const value = tree.get(key);
-  return value === undefined ? { present: false, proof: tree.proveAbsence(key) } : { present: true, value, proof: tree.proveExistence(key) };
+  return answerOf(value, value === undefined ? tree.proveAbsence(key) : tree.proveExistence(key));
+}
+
+/** A `PROOF` payload from a value (`undefined`: absent) and its existence or absence proof. */
+export function answerOf(value: Uint8Array | undefined, proof: Uint8Array): ProofPayload {
+  return value === undefined ? { present: false, proof } : { present: true, value, proof };
 }
 
 /** The `PROOFS` payload for `keys` in a version read from storage, at most `maxBytes`. */
@@ -22,7 +27,7 @@ export async function storedProofsPayload(tree: StoredTree, keys: readonly Uint8
   const fit = new Fitting(maxBytes);
   for (const key of keys) {
     const { value, proof } = await tree.prove(key);
-    if (!fit.add(value === undefined ? { present: false, proof } : { present: true, value, proof })) break;
+    if (!fit.add(answerOf(value, proof))) break;
   }
   return fit.payload();
 }
@@ -40,7 +45,7 @@ class Fitting {
 
   /** Adds `answer` if it fits (the first always does); false once one does not. */
   add(answer: ProofPayload): boolean {
-    const bytes = 1 + (answer.present ? prefixed(answer.value!.length) : 0) + prefixed(answer.proof.length);
+    const bytes = proofsAnswerSize(answer);
     if (this.#answers.length > 0 && this.#bytes + bytes > this.#maxBytes) return false;
     this.#answers.push(answer);
     this.#bytes += bytes;
@@ -50,11 +55,4 @@ class Fitting {
   payload(): Uint8Array {
     return encodeProofsPayload(this.#answers);
   }
-}
-
-/** A `bytes` field's size: its varint length prefix and its content. */
-function prefixed(n: number): number {
-  let size = n + 1;
-  for (let v = n; v >= 0x80; v = Math.floor(v / 128)) size++;
-  return size;
 }

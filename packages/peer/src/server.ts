@@ -45,7 +45,7 @@ import {
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
-import { proofOf, storedProofsPayload } from './proofs.ts';
+import { answerOf, proofOf, storedProofsPayload } from './proofs.ts';
 import { fittingRangeProof, fittingStoredRangeProof } from './range.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
@@ -335,7 +335,7 @@ export class SyncServer {
           return { status: Status.Ok, payload: await tree.exportChunk(req.index) };
         case Kind.Proof: {
           const { value, proof } = await tree.prove(req.key);
-          return { status: Status.Ok, payload: proofPayload(value, proof) };
+          return { status: Status.Ok, payload: encodeProofPayload(answerOf(value, proof)) };
         }
         case Kind.Proofs:
           return { status: Status.Ok, payload: await storedProofsPayload(tree, req.keys, MAX_RESPONSE_BYTES - 11) };
@@ -361,11 +361,6 @@ export class SyncServer {
     this.log(`internal error answering kind ${req.kind}: ${e instanceof Error ? e.message : String(e)}`);
     return { status: Status.Busy };
   }
-}
-
-/** The `PROOF` payload for `value` (`undefined`: absent) and its existence or absence proof. */
-function proofPayload(value: Uint8Array | undefined, proof: Uint8Array): Uint8Array {
-  return encodeProofPayload(value === undefined ? { present: false, proof } : { present: true, value, proof });
 }
 
 /** One served connection. */

@@ -49,6 +49,7 @@ import { createHash } from 'node:crypto';
 import { verifyRange } from '@bpavl/light-client/verify';
 import { decodeProofPayload, decodeProofsPayload, encodeProofPayload, encodeProofsPayload, Kind, type ProofPayload, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
+import { proofOf } from '../../peer/src/proofs.ts';
 import type { ServedTree } from '../../peer/src/source.ts';
 
 /** The lies about which key a PROOF answer proves (see {@link lieAboutKey}). */
@@ -335,11 +336,8 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
     switch (req.kind) {
       case Kind.Chunk:
         return other.chunkCount === 0 ? undefined : other.exportChunk(req.index % other.chunkCount);
-      case Kind.Proof: {
-        const value = other.get(req.key);
-        if (value === undefined) return encodeProofPayload({ present: false, proof: other.proveAbsence(req.key) });
-        return encodeProofPayload({ present: true, value, proof: other.proveExistence(req.key) });
-      }
+      case Kind.Proof:
+        return encodeProofPayload(proofOf(other, req.key));
       case Kind.Range:
         return other.proveRange(req.start, req.end, req.limit);
       case Kind.Proofs: // lied on answer by answer (#lieInProofs)
@@ -359,7 +357,7 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
  */
 function lieAboutKey(mode: (typeof PROOF_LIES)[number], tree: ServedTree, key: Uint8Array): Uint8Array | undefined {
   const present = tree.get(key) !== undefined;
-  const existence = (k: Uint8Array) => encodeProofPayload({ present: true, value: tree.get(k)!, proof: tree.proveExistence(k) });
+  const existence = (k: Uint8Array) => encodeProofPayload(proofOf(tree, k));
   switch (mode) {
     case 'wrong-key': {
       const other = neighbourKey(tree, key);

@@ -282,6 +282,12 @@ export function encodeProofsPayload(answers: readonly ProofPayload[]): Uint8Arra
   return w.finish();
 }
 
+/** Bytes one answer takes in a `PROOFS` payload (a server fitting answers to the response limit). */
+export function proofsAnswerSize(p: ProofPayload): number {
+  const prefixed = (n: number) => varintLength(n) + n;
+  return 1 + (p.present ? prefixed(p.value?.length ?? 0) : 0) + prefixed(p.proof.length);
+}
+
 /**
  * Decodes a `PROOFS` payload for a request of `asked` keys (each proof is
  * verified by the caller). Throws `MESSAGE_MALFORMED` for anything off-spec,
