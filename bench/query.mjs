@@ -14,10 +14,10 @@
 // its seconds, MB = 10^6 bytes. `browser_` prefix: in Chromium;
 // `_byzantine` suffix: with the 2 liars among the peers.
 // get_many_per_s_single: the same getMany (Node, honest peers) with every
-// PROOFS answered BAD_REQUEST on the client's side, as by a peer from before
-// PROOFS: one PROOF request per key. bytes_per_key: wire bytes (whole frames)
+// MULTIPROOF answered BAD_REQUEST on the client's side, as by a peer from
+// before MULTIPROOF: one PROOF request per key. bytes_per_key: wire bytes (whole frames)
 // per key of 10,000 keys in key order, as PROOF requests and answers and as
-// PROOFS of `keys_per_request` keys.
+// MULTIPROOF of `keys_per_request` keys.
 // Targets (issue 12): ≥ 50,000/s getMany in Node, p50 ≤ 1 ms, p99 ≤ 5 ms;
 // with liars within 1.5× of honest. A benchmark, not a test: it exits 0
 // when a target is missed (1 only when a run fails or an answer does not check).
@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createClient } from '@bpavl/light-client/client';
 import { connectWebSocket } from '@bpavl/light-client/sync';
-import { decodeProofsPayload, encodeFrame, encodeProofPayload, encodeRequest, encodeResponse, Kind, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
+import { decodeMultiproofPayload, encodeFrame, encodeProofPayload, encodeRequest, encodeResponse, Kind, MAX_REQUEST_BYTES, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import * as wasm from '@bpavl/wasm';
 import { readTreeFile } from '../packages/peer/src/treefile.ts';
 import { workloadEntry } from '../packages/peer/src/workload.ts';
@@ -102,16 +102,16 @@ try {
   }
 
   // Against single proofs: the same getMany from the honest peers with every
-  // PROOFS answered BAD_REQUEST on the client's side, as a peer from before
-  // PROOFS does, so the client asks one PROOF per key.
+  // MULTIPROOF answered BAD_REQUEST on the client's side, as a peer from
+  // before MULTIPROOF does, so the client asks one PROOF per key.
   log('Node, one PROOF per key …');
-  const beforeProofs = async (address, signal) => {
+  const beforeMultiproof = async (address, signal) => {
     const conn = await connectWebSocket(address, signal);
     return Object.assign(Object.create(conn), {
-      request: (req, o) => (req.kind === Kind.Proofs ? Promise.resolve({ id: 0, kind: req.kind, status: Status.BadRequest, payload: new Uint8Array(0) }) : conn.request(req, o)),
+      request: (req, o) => (req.kind === Kind.Multiproof ? Promise.resolve({ id: 0, kind: req.kind, status: Status.BadRequest, payload: new Uint8Array(0) }) : conn.request(req, o)),
     });
   };
-  const single = createClient({ root: Buffer.from(root, 'hex'), peers: honest, wasm, connect: beforeProofs });
+  const single = createClient({ root: Buffer.from(root, 'hex'), peers: honest, wasm, connect: beforeMultiproof });
   result.get_many_per_s_single = await getManyRate(single, keys, indexes);
   single.close();
   result.bytes_per_key = await bytesPerKey(file, keys.slice(0, 10_000));
@@ -135,7 +135,7 @@ try {
   const ratio = result.get_many_per_s / result.get_many_per_s_byzantine;
   const b = result.bytes_per_key;
   console.log(
-    `getMany one PROOF per key (Node): ${result.get_many_per_s_single}/s; bytes per key: requests ${b.proof_request} (PROOF) / ${b.proofs_request} (PROOFS), answers ${b.proof_answer} / ${b.proofs_answer}`,
+    `getMany one PROOF per key (Node): ${result.get_many_per_s_single}/s; bytes per key: requests ${b.proof_request} (PROOF) / ${b.multiproof_request} (MULTIPROOF), answers ${b.proof_answer} / ${b.multiproof_answer}`,
   );
   console.log(`getMany (Node): ${result.get_many_per_s}/s honest, ${result.get_many_per_s_byzantine}/s with 2 liars (target ≥ 50000/s, within 1.5×: ${ratio.toFixed(2)}×)`);
   console.log(`get latency (Node): p50 ${result.get_p50_ms} ms, p99 ${result.get_p99_ms} ms (targets ≤ 1 ms, ≤ 5 ms)`);
@@ -166,8 +166,8 @@ async function getManyRate(client, keys, indexes) {
 
 /**
  * Wire bytes per key (frames whole) for `keys` in key order from the served
- * tree: one PROOF request and answer per key, against PROOFS of as many keys
- * as the client packs into a request.
+ * tree: one PROOF request and answer per key, against MULTIPROOF of as many
+ * keys as the client packs into a request.
  */
 async function bytesPerKey(file, keys) {
   const { tree } = await readTreeFile(file);
@@ -181,20 +181,20 @@ async function bytesPerKey(file, keys) {
     proofRequest += frame(encodeRequest({ id, kind: Kind.Proof, root: head.root, key }));
     proofAnswer += frame(encodeResponse({ id, kind: Kind.Proof, status: Status.Ok }, encodeProofPayload({ present: true, value: head.get(key), proof: head.proveExistence(key) })));
   }
-  let proofsRequest = 0;
-  let proofsAnswer = 0;
+  let multiRequest = 0;
+  let multiAnswer = 0;
   const perRequest = Math.floor((MAX_REQUEST_BYTES - 44) / (sorted[0].length + 2)); // the client's packing (client.ts)
   for (let at = 0; at < sorted.length; at += perRequest) {
     const group = sorted.slice(at, at + perRequest);
-    proofsRequest += frame(encodeRequest({ id, kind: Kind.Proofs, root: head.root, keys: group }));
-    const payload = head.proveMany(group, MAX_RESPONSE_BYTES - 11);
-    // Counted only as a whole answer whose every proof verifies.
-    const answers = decodeProofsPayload(payload, group.length);
-    const checked = wasm.verifyExistenceBatch(head.root, answers.map((a, i) => ({ key: group[i], value: a.value, proof: a.proof })));
-    if (answers.length !== group.length || checked.some((r) => r instanceof Error)) throw new Error('bytes_per_key: a PROOFS answer did not verify whole');
-    proofsAnswer += frame(encodeResponse({ id, kind: Kind.Proofs, status: Status.Ok }, payload));
+    multiRequest += frame(encodeRequest({ id, kind: Kind.Multiproof, root: head.root, keys: group }));
+    const payload = head.proveMulti(group, MAX_RESPONSE_BYTES - 11);
+    // Counted only as a whole answer that verifies with every key present.
+    const { count, proof } = decodeMultiproofPayload(payload, group.length);
+    const { values } = wasm.verifyMultiproof(head.root, group, proof);
+    if (count !== group.length || values.some((v) => v === undefined)) throw new Error('bytes_per_key: a MULTIPROOF answer did not verify whole');
+    multiAnswer += frame(encodeResponse({ id, kind: Kind.Multiproof, status: Status.Ok }, payload));
   }
   tree.free();
   const per = (n) => Number((n / sorted.length).toFixed(1));
-  return { keys_per_request: perRequest, proof_request: per(proofRequest), proof_answer: per(proofAnswer), proofs_request: per(proofsRequest), proofs_answer: per(proofsAnswer) };
+  return { keys_per_request: perRequest, proof_request: per(proofRequest), proof_answer: per(proofAnswer), multiproof_request: per(multiRequest), multiproof_answer: per(multiAnswer) };
 }

@@ -13,6 +13,8 @@ export {
   verifyExistenceBatch,
   verifyAbsence,
   verifyRange,
+  verifyMultiproof,
+  multiproofFromProofs,
   verifyChunkProof,
   verifyChunk,
   Loader,

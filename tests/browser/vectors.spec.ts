@@ -11,7 +11,7 @@ import { buildPage } from './build.mjs';
 import { serve } from './serve.mjs';
 import type { Results } from './app/main.ts';
 
-const FILES = ['existence', 'absence', 'range', 'chunk_proof', 'chunk_envelope'];
+const FILES = ['existence', 'absence', 'range', 'chunk_proof', 'chunk_envelope', 'multiproof'];
 
 /**
  * Tests per implementation, counted from the JSON independently of the page:

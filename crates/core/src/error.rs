@@ -72,9 +72,13 @@ pub enum ProofError {
     /// The range window is not contiguous, omits entries, or exceeds the limit.
     #[error("range proof window is invalid")]
     RangeInvalid,
-    /// A range query is malformed.
-    #[error("invalid range query")]
+    /// A range or multiproof query is malformed.
+    #[error("invalid query")]
     QueryInvalid,
+    /// A multiproof opens a node with nothing revealed below it, or reveals
+    /// an entry no asked key needs.
+    #[error("multiproof reveals more than the query needs")]
+    MultiproofInvalid,
 }
 
 impl ProofError {
@@ -105,6 +109,7 @@ impl ProofError {
             AbsenceInvalid => "ABSENCE_INVALID",
             RangeInvalid => "RANGE_INVALID",
             QueryInvalid => "QUERY_INVALID",
+            MultiproofInvalid => "MULTIPROOF_INVALID",
         }
     }
 }

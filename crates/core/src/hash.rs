@@ -61,7 +61,7 @@ pub fn inchunk_node(left: &Hash, right: &Hash) -> Hash {
     Sha256::digest(inchunk_preimage(left, right)).into()
 }
 
-fn inchunk_preimage(left: &Hash, right: &Hash) -> [u8; 65] {
+pub(crate) fn inchunk_preimage(left: &Hash, right: &Hash) -> [u8; 65] {
     let mut buf = [0u8; 65];
     buf[0] = TAG_INCHUNK;
     buf[1..33].copy_from_slice(left);
@@ -74,7 +74,7 @@ pub fn chunk_hash(entries: usize, chunk_root: &Hash) -> Hash {
     Sha256::digest(chunk_preimage(entries, chunk_root)).into()
 }
 
-fn chunk_preimage(entries: usize, chunk_root: &Hash) -> [u8; 37] {
+pub(crate) fn chunk_preimage(entries: usize, chunk_root: &Hash) -> [u8; 37] {
     let mut buf = [0u8; 37];
     buf[0] = TAG_CHUNK;
     buf[1..5].copy_from_slice(&(entries as u32).to_be_bytes());
@@ -87,7 +87,7 @@ pub fn inner_hash(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Ha
     Sha256::digest(inner_preimage(height, chunks, entries, left, right)).into()
 }
 
-fn inner_preimage(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Hash) -> [u8; 82] {
+pub(crate) fn inner_preimage(height: u8, chunks: u64, entries: u64, left: &Hash, right: &Hash) -> [u8; 82] {
     let mut buf = [0u8; 82];
     buf[0] = TAG_INNER;
     buf[1] = height;
@@ -103,7 +103,7 @@ pub fn root_hash(capacity: usize, chunks: u64, entries: u64, top: &Hash) -> Hash
     Sha256::digest(root_preimage(capacity, chunks, entries, top)).into()
 }
 
-fn root_preimage(capacity: usize, chunks: u64, entries: u64, top: &Hash) -> [u8; 53] {
+pub(crate) fn root_preimage(capacity: usize, chunks: u64, entries: u64, top: &Hash) -> [u8; 53] {
     let mut buf = [0u8; 53];
     buf[0] = TAG_ROOT;
     buf[1..5].copy_from_slice(&(capacity as u32).to_be_bytes());

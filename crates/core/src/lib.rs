@@ -18,6 +18,7 @@ mod error;
 pub mod hash;
 pub mod limits;
 mod load;
+mod multiproof;
 mod node;
 pub mod pages;
 pub mod path;
@@ -38,6 +39,10 @@ pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVE
 pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
 pub use load::Loader;
+pub use multiproof::{
+    check_multiproof_query, fitting, sparse_len, verify_multiproof, MultiNode, Multiproof, MultiproofResult,
+    RevealedChunk, SingleAnswer, Witnessed, FORMAT_MULTIPROOF, MAX_MULTIPROOF_KEYS,
+};
 pub use path::{ChunkPath, Folded, PathStep};
 pub use persist::WriteSet;
 pub use proof::{

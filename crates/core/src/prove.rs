@@ -56,14 +56,14 @@ impl Snapshot {
         (c, EntryWitness { chunk_entries: c.len(), position, inchunk, path })
     }
 
-    fn neighbour(&self, index: u64, position: usize) -> Neighbour {
+    pub(crate) fn neighbour(&self, index: u64, position: usize) -> Neighbour {
         let (c, witness) = self.witness(index, position);
         Neighbour { key: c.key(position).to_vec(), value: c.value(position).to_vec(), witness }
     }
 
     /// The global position of the first entry with key ≥ `key`, or `None` if
     /// every key is smaller.
-    fn lower_bound(&self, key: &[u8]) -> Option<(u64, usize)> {
+    pub(crate) fn lower_bound(&self, key: &[u8]) -> Option<(u64, usize)> {
         let top = self.top.as_ref()?;
         let (index, pos) = descend(top, key);
         let pos = pos.unwrap_or_else(|p| p);
@@ -77,7 +77,7 @@ impl Snapshot {
     }
 
     /// The entry before the given global position (`None` at the tree's start).
-    fn before(&self, (index, pos): (u64, usize)) -> Option<(u64, usize)> {
+    pub(crate) fn before(&self, (index, pos): (u64, usize)) -> Option<(u64, usize)> {
         if pos > 0 {
             Some((index, pos - 1))
         } else if index > 0 {
@@ -88,7 +88,7 @@ impl Snapshot {
     }
 
     /// The last entry of the tree.
-    fn last(&self) -> Option<(u64, usize)> {
+    pub(crate) fn last(&self) -> Option<(u64, usize)> {
         let top = self.top.as_ref()?;
         Some((top.chunks() - 1, top.chunk_at(top.chunks() - 1).len() - 1))
     }

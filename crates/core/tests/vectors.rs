@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use bpavl_core::{
-    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_range, AbsenceProof, ChunkEnvelope,
-    ChunkProof, ExistenceProof, Hash, ProofError, RangeProof, Rebuilder, Tree,
+    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, AbsenceProof,
+    ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder, Tree,
 };
 use serde_json::Value;
 
@@ -77,6 +77,7 @@ fn every_vector_file_is_checked() {
             "chunk_envelope.json",
             "chunk_proof.json",
             "existence.json",
+            "multiproof.json",
             "range.json",
             "rebuild.json",
             "trees.json",
@@ -172,6 +173,31 @@ fn absence_vectors() {
     for c in cases(&file, "invalid") {
         let r = verify_absence(&hash(&c["root"]), &bytes(&c["key"]), &bytes(&c["proof"]));
         expect_code(c, r);
+    }
+}
+
+fn key_list(v: &Value) -> Vec<Vec<u8>> {
+    v.as_array().expect("a list of keys").iter().map(bytes).collect()
+}
+
+#[test]
+fn multiproof_vectors() {
+    let file = load("multiproof.json");
+    for c in cases(&file, "valid") {
+        let keys = key_list(&c["keys"]);
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let proof = bytes(&c["proof"]);
+        let got = verify_multiproof(&hash(&c["root"]), &keys, &proof)
+            .unwrap_or_else(|e| panic!("case {}: {}", label(c), e.code()));
+        let want: Vec<Option<Vec<u8>>> = c["values"].as_array().unwrap().iter().map(opt_bytes).collect();
+        assert_eq!(got.values, want, "case {}", label(c));
+        assert_eq!((got.chunk_count, got.entry_count), (num(&c["chunk_count"]), num(&c["entry_count"])));
+        assert_eq!(Multiproof::decode(&proof).unwrap().encode(), proof, "canonical: {}", label(c));
+    }
+    for c in cases(&file, "invalid") {
+        let keys = key_list(&c["keys"]);
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        expect_code(c, verify_multiproof(&hash(&c["root"]), &keys, &bytes(&c["proof"])));
     }
 }
 

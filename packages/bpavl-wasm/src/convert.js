@@ -72,6 +72,17 @@ export function rangeResult(entries, complete, resumeKey) {
   return { entries, complete, resumeKey };
 }
 
+/** Values laid end to end in `flat` (each one's end in `ends`), `undefined` where `present` is 0. */
+export function multiproofResult(flat, ends, present, chunkCount, entryCount) {
+  const values = new Array(ends.length);
+  let at = 0;
+  for (let i = 0; i < values.length; i++) {
+    values[i] = present[i] ? flat.slice(at, ends[i]) : undefined;
+    at = ends[i];
+  }
+  return { values, chunkCount, entryCount };
+}
+
 /**
  * Checks `items` is `{ key, value, proof }[]` of Uint8Arrays (a TypeError
  * naming the first bad one otherwise) and writes `[total bytes, items]` into `size`.

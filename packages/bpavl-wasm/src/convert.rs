@@ -51,6 +51,8 @@ extern "C" {
     fn absence_result(left: JsValue, right: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = rangeResult)]
     fn range_result(entries: JsValue, complete: bool, resume_key: Option<Vec<u8>>) -> JsValue;
+    #[wasm_bindgen(js_name = multiproofResult)]
+    fn multiproof_result(flat: &[u8], ends: &[u32], present: &[u8], chunk_count: f64, entry_count: f64) -> JsValue;
 }
 
 /// A Rust error with a stable code from `spec/errors.md`.
@@ -184,4 +186,14 @@ pub(crate) fn absence(r: bpavl_core::AbsenceResult) -> JsValue {
 pub(crate) fn range(r: bpavl_core::RangeResult) -> JsValue {
     let list = entries(r.entries.iter().map(|(k, v)| (k.as_slice(), v.as_slice())));
     range_result(list, r.complete, r.resume_key)
+}
+
+pub(crate) fn multiproof(r: bpavl_core::MultiproofResult) -> JsValue {
+    let (mut flat, mut ends, mut present) = (Vec::new(), Vec::new(), Vec::new());
+    for v in &r.values {
+        present.push(v.is_some() as u8);
+        flat.extend_from_slice(v.as_deref().unwrap_or_default());
+        ends.push(flat.len() as u32);
+    }
+    multiproof_result(&flat, &ends, &present, r.chunk_count as f64, r.entry_count as f64)
 }

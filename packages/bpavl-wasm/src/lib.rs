@@ -54,6 +54,13 @@ export interface AbsenceResult {
   right: Neighbour | undefined;
 }
 
+/** What `verifyMultiproof` returns: per asked key its value (`undefined` when absent), and the tree's totals. */
+export interface MultiproofResult {
+  values: (Uint8Array | undefined)[];
+  chunkCount: number;
+  entryCount: number;
+}
+
 /** What `verifyChunkProof` returns, authenticated by the root. */
 export interface ChunkPosition {
   /** The chunk's index. */
@@ -228,14 +235,17 @@ impl Snapshot {
         committed::range(&self.0, start, end, limit)
     }
 
-    /// The `PROOFS` answer of `spec/wire.md` for `keys`: `k varint ‖ k ×
-    /// (present u8 ‖ [value bytes] ‖ proof bytes)`, each key's value and
-    /// existence proof or its absence proof, for the first k keys whose
-    /// answers fit `maxBytes` (at least one). A serving peer's hot path: one
-    /// call for many keys instead of two per key.
-    #[wasm_bindgen(js_name = proveMany)]
-    pub fn prove_many(&self, keys: Vec<Bytes>, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
-        committed::many(&self.0, &keys, uint(max_bytes, "maxBytes")? as usize)
+    /// The `MULTIPROOF` answer of `spec/wire.md` for `keys` (strictly
+    /// increasing): `k varint ‖ multiproof`, the multiproof (format `0x0D`)
+    /// of the first k keys, k = all of them unless that exceeds `maxBytes`,
+    /// else the most that fit (at least one). A serving peer's hot path.
+    #[wasm_bindgen(js_name = proveMulti)]
+    pub fn prove_multi(&self, keys: Vec<Bytes>, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
+        let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        multiproof_payload(keys.len(), uint(max_bytes, "maxBytes")? as usize, |k| {
+            Ok(self.0.prove_multi(&keys[..k]).map_err(throw)?.encode())
+        })
     }
 
     /// As `Tree.proveChunk`.
@@ -305,6 +315,67 @@ pub fn verify_existence_batch(
 pub fn verify_absence(root: &Bytes, key: &Bytes, proof: &Bytes) -> Result<JsValue, JsValue> {
     let (root, key, proof) = (convert::root(root)?, bytes(key, "key")?, bytes(proof, "proof")?);
     core::verify_absence(&root, &key, &proof).map(convert::absence).map_err(throw)
+}
+
+/// Checks a multiproof (`spec/proof-format.md`, `0x0D`) for `keys`
+/// (strictly increasing) against `root`; returns each key's value
+/// (`undefined` when absent) and the tree's totals. Throws a ProofError
+/// (`ROOT_MISMATCH`, `ABSENCE_INVALID`, `MULTIPROOF_INVALID`, …).
+///
+/// ```js
+/// const { values } = verifyMultiproof(root, [keyA, keyB], proof);
+/// ```
+#[wasm_bindgen(js_name = verifyMultiproof, unchecked_return_type = "MultiproofResult")]
+pub fn verify_multiproof(root: &Bytes, keys: Vec<Bytes>, proof: &Bytes) -> Result<JsValue, JsValue> {
+    let root = convert::root(root)?;
+    let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
+    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let proof = bytes(proof, "proof")?;
+    core::verify_multiproof(&root, &keys, &proof).map(convert::multiproof).map_err(throw)
+}
+
+/// The `MULTIPROOF` answer (as `Snapshot.proveMulti`) built from each key's
+/// single proof: `values[i]` is key i's value with `proofs[i]` its existence
+/// proof, or `undefined` with `proofs[i]` its absence proof. For a store,
+/// which proves keys one at a time; the proofs are not verified here.
+#[wasm_bindgen(js_name = multiproofFromProofs)]
+pub fn multiproof_from_proofs(
+    keys: Vec<Bytes>,
+    #[wasm_bindgen(unchecked_param_type = "(Uint8Array | undefined)[]")] values: Vec<JsValue>,
+    proofs: Vec<Bytes>,
+    max_bytes: &Number,
+) -> Result<Vec<u8>, JsValue> {
+    if values.len() != keys.len() || proofs.len() != keys.len() {
+        return Err(convert::range_error("keys, values and proofs must have the same length"));
+    }
+    let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
+    let values = values
+        .iter()
+        .map(|v| opt_bytes(Some(v).filter(|v| !v.is_undefined()), "value"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let proofs = proofs.iter().map(|p| bytes(p, "proof")).collect::<Result<Vec<_>, _>>()?;
+    let answers: Vec<core::SingleAnswer> =
+        keys.iter().zip(&values).zip(&proofs).map(|((k, v), p)| (k.as_slice(), v.as_deref(), p.as_slice())).collect();
+    multiproof_payload(answers.len(), uint(max_bytes, "maxBytes")? as usize, |k| {
+        Ok(core::Multiproof::from_proofs(&answers[..k]).map_err(throw)?.encode())
+    })
+}
+
+/// `k varint ‖ multiproof of the first k keys`, k as large as fits `max_bytes`.
+fn multiproof_payload(
+    keys: usize,
+    max_bytes: usize,
+    prove: impl FnMut(usize) -> Result<Vec<u8>, JsValue>,
+) -> Result<Vec<u8>, JsValue> {
+    if keys == 0 {
+        return Err(convert::range_error("keys must not be empty"));
+    }
+    let count_len = 3; // k ≤ 65536
+    let (k, proof) = core::fitting(keys, max_bytes.saturating_sub(count_len), prove)?;
+    let mut out = Vec::with_capacity(proof.len() + count_len);
+    core::codec::put_varint(&mut out, k as u64);
+    out.extend_from_slice(&proof);
+    Ok(out)
 }
 
 /// Checks a range proof for the query `start ≤ key < end` (`end` undefined
@@ -500,7 +571,6 @@ impl Rebuilder {
 /// and `Snapshot`.
 mod committed {
     use super::{bytes, core, opt_bytes, range_limit, throw, uint, Bytes, Number};
-    use core::codec::{put_bytes, put_varint};
     use wasm_bindgen::JsValue;
 
     pub fn existence(s: &core::Snapshot, key: &Bytes) -> Result<Vec<u8>, JsValue> {
@@ -514,36 +584,6 @@ mod committed {
     pub fn range(s: &core::Snapshot, start: &Bytes, end: Option<Bytes>, limit: &Number) -> Result<Vec<u8>, JsValue> {
         let (start, end, limit) = (bytes(start, "start")?, opt_bytes(end.as_deref(), "end")?, range_limit(limit)?);
         Ok(s.prove_range(&start, end.as_deref(), limit).map_err(throw)?.encode())
-    }
-
-    pub fn many(s: &core::Snapshot, keys: &[Bytes], max_bytes: usize) -> Result<Vec<u8>, JsValue> {
-        // The answers, then the count in front.
-        let varint_len = |n: u64| (64 - n.leading_zeros()).max(1).div_ceil(7) as usize;
-        let (mut answers, mut count, mut answer) = (Vec::new(), 0u64, Vec::new());
-        for key in keys {
-            let key = bytes(key, "key")?;
-            answer.clear();
-            match s.get_proven(&key).map_err(throw)? {
-                Some((value, proof)) => {
-                    answer.push(1);
-                    put_bytes(&mut answer, value);
-                    put_bytes(&mut answer, &proof.encode());
-                }
-                None => {
-                    answer.push(0);
-                    put_bytes(&mut answer, &s.prove_absence(&key).map_err(throw)?.encode());
-                }
-            }
-            if count > 0 && varint_len(count + 1) + answers.len() + answer.len() > max_bytes {
-                break;
-            }
-            answers.extend_from_slice(&answer);
-            count += 1;
-        }
-        let mut out = Vec::with_capacity(answers.len() + 2);
-        put_varint(&mut out, count);
-        out.extend_from_slice(&answers);
-        Ok(out)
     }
 
     pub fn chunk(s: &core::Snapshot, index: &Number) -> Result<Vec<u8>, JsValue> {

@@ -9,6 +9,7 @@ import {
   Rebuilder,
   Tree,
   verifyAbsence,
+  verifyMultiproof,
   verifyChunk,
   verifyChunkProof,
   verifyExistence,
@@ -90,6 +91,18 @@ describe('absence.json', () => {
   });
   it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => verifyAbsence(hex(c.root), hex(c.key), hex(c.proof)))).toBe(code);
+  });
+});
+
+describe('multiproof.json', () => {
+  const v = loadVectors('multiproof');
+  const keys = (c: { keys: string[] }) => c.keys.map(hex);
+  it.each(valid(v.valid, (c) => c.description))('valid: %s', (_d, c) => {
+    const r = verifyMultiproof(hex(c.root), keys(c), hex(c.proof));
+    expect([r.values.map((x) => (x ? toHex(x) : null)), r.chunkCount, r.entryCount]).toEqual([c.values, c.chunk_count, c.entry_count]);
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => verifyMultiproof(hex(c.root), keys(c), hex(c.proof)))).toBe(code);
   });
 });
 

@@ -16,6 +16,8 @@ export const FORMAT_RANGE = 0x03;
 export const FORMAT_CHUNK_PROOF = 0x04;
 /** "`0x05` chunk envelope". */
 export const FORMAT_CHUNK_ENVELOPE = 0x05;
+/** "`0x0D` multiproof". */
+export const FORMAT_MULTIPROOF = 0x0d;
 
 /** "key length: 1 … 1024 bytes (empty keys are not allowed)". */
 export const MAX_KEY_LEN = 1024;
@@ -33,5 +35,7 @@ export const MAX_CHUNKS = 0xffff_ffff;
 export const MAX_ENTRIES = Number.MAX_SAFE_INTEGER;
 /** "range query limit: 1 … 65536 entries". */
 export const MAX_RANGE_LIMIT = 65536;
+/** "multiproof query: 1 … 65536 keys". */
+export const MAX_MULTIPROOF_KEYS = 65536;
 /** Length of every hash: "All hashes are SHA-256 (FIPS 180-4), 32 bytes" (hashing.md). */
 export const HASH_LEN = 32;

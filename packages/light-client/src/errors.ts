@@ -40,7 +40,8 @@ export type ProofErrorCode =
   | 'KEY_HEIGHT_MISMATCH'
   | 'ABSENCE_INVALID'
   | 'RANGE_INVALID'
-  | 'QUERY_INVALID';
+  | 'QUERY_INVALID'
+  | 'MULTIPROOF_INVALID';
 
 /**
  * All {@link ProofErrorCode}s, in the order of `spec/errors.md`.
@@ -74,6 +75,7 @@ export const PROOF_ERROR_CODES: readonly ProofErrorCode[] = [
   'ABSENCE_INVALID',
   'RANGE_INVALID',
   'QUERY_INVALID',
+  'MULTIPROOF_INVALID',
 ];
 
 /**

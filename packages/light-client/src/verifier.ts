@@ -28,6 +28,7 @@ import {
   type EntryPosition,
   type RangeResult,
 } from './proofs.js';
+import { verifyMultiproof, type MultiproofResult } from './multiproof.js';
 
 /** One item of {@link Verifier.verifyExistenceBatch}. */
 export interface ExistenceItem {
@@ -55,6 +56,7 @@ export interface Verifier {
   ): RangeResult;
   verifyChunkProof(root: Uint8Array, proof: Uint8Array): ChunkPosition;
   verifyChunk(root: Uint8Array, index: number, envelope: Uint8Array): VerifiedChunk;
+  verifyMultiproof(root: Uint8Array, keys: readonly Uint8Array[], proof: Uint8Array): MultiproofResult;
 }
 
 /**
@@ -67,6 +69,7 @@ export interface WasmVerifierModule extends WasmChunkVerifier {
   verifyAbsence(root: Uint8Array, key: Uint8Array, proof: Uint8Array): AbsenceResult;
   verifyRange(root: Uint8Array, start: Uint8Array, end: Uint8Array | undefined, limit: number, proof: Uint8Array): RangeResult;
   verifyChunkProof(root: Uint8Array, proof: Uint8Array): ChunkPosition;
+  verifyMultiproof(root: Uint8Array, keys: Uint8Array[], proof: Uint8Array): MultiproofResult;
 }
 
 /** The pure TypeScript verifier (`@noble/hashes`). */
@@ -86,6 +89,7 @@ export const tsVerifier: Verifier = {
   verifyRange,
   verifyChunkProof,
   verifyChunk: (root, index, envelope) => verifyChunk(root, index, envelope),
+  verifyMultiproof,
 };
 
 /**
@@ -108,5 +112,6 @@ export function wasmVerifier(wasm: WasmVerifierModule): Verifier {
     verifyRange: (root, start, end, limit, proof) => wasm.verifyRange(root, start, end, limit, proof),
     verifyChunkProof: (root, proof) => wasm.verifyChunkProof(root, proof),
     verifyChunk: (root, index, envelope) => verifyChunk(root, index, envelope, { wasm }),
+    verifyMultiproof: (root, keys, proof) => wasm.verifyMultiproof(root, keys as Uint8Array[], proof),
   };
 }

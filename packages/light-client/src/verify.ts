@@ -28,6 +28,7 @@ export {
   type RangeResult,
   type ChunkPosition,
 } from './proofs.js';
+export { verifyMultiproof, type MultiproofResult } from './multiproof.js';
 export {
   verifyChunk,
   decodeChunkEnvelope,

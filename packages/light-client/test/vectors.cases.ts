@@ -16,13 +16,13 @@ export const SPEC_CODES = [
   'CAPACITY_INVALID', 'CHUNK_SIZE_INVALID', 'CHUNK_FILL', 'POSITION_INVALID', 'KEY_EMPTY',
   'KEY_TOO_LONG', 'VALUE_TOO_LONG', 'KEYS_NOT_SORTED', 'PATH_TOO_LONG', 'HEIGHT_INVALID',
   'COUNT_INVALID', 'FLAGS_INVALID', 'ROOT_MISMATCH', 'CHUNK_INDEX_MISMATCH', 'KEY_HEIGHT_MISMATCH',
-  'ABSENCE_INVALID', 'RANGE_INVALID', 'QUERY_INVALID',
+  'ABSENCE_INVALID', 'RANGE_INVALID', 'QUERY_INVALID', 'MULTIPROOF_INVALID',
 ] as const;
 
 export type Pair = [key: Uint8Array, value: Uint8Array];
 
 /** The proof files of `spec/vectors/` the suite runs (trees.json is replayed by the tree suites). */
-export const VECTOR_FILES = ['existence', 'absence', 'range', 'chunk_proof', 'chunk_envelope'] as const;
+export const VECTOR_FILES = ['existence', 'absence', 'range', 'chunk_proof', 'chunk_envelope', 'multiproof'] as const;
 export type VectorFile = (typeof VECTOR_FILES)[number];
 
 // Any JSON shape; the suite reads fields by the README's names.
@@ -188,6 +188,26 @@ export function vectorCases(vectors: VectorSet, impl: Verifier): VectorCase[] {
     add(f, 'tampered proofs only throw ProofError', () => {
       for (const c of pick(v.valid as Json[], (c) => c.proof.length)) {
         tamperAll(hex(c.proof), (p) => impl.verifyAbsence(hex(c.root), hex(c.key), p));
+      }
+    });
+  }
+
+  {
+    const f = 'multiproof';
+    const v = vectors[f];
+    const keys = (c: Json): Uint8Array[] => (c.keys as string[]).map(hex);
+    for (const c of v.valid as Json[]) {
+      add(f, `valid: ${c.description}`, (eq) => {
+        const r = impl.verifyMultiproof(hex(c.root), keys(c), hex(c.proof));
+        eq({ values: r.values.map(optHex), chunkCount: r.chunkCount, entryCount: r.entryCount }, { values: c.values, chunkCount: c.chunk_count, entryCount: c.entry_count });
+      });
+    }
+    for (const c of v.invalid as Json[]) {
+      add(f, `invalid ${c.code}: ${c.why}`, (eq) => code(eq, () => impl.verifyMultiproof(hex(c.root), keys(c), hex(c.proof)), c.code));
+    }
+    add(f, 'tampered proofs only throw ProofError', () => {
+      for (const c of pick(v.valid as Json[], (c) => c.proof.length)) {
+        tamperAll(hex(c.proof), (p) => impl.verifyMultiproof(hex(c.root), keys(c), p));
       }
     });
   }

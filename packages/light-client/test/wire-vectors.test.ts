@@ -1,16 +1,16 @@
 // The byte rules of spec/wire.md, from spec/vectors/wire.json (written by
 // hand from the spec): frames fed whole and one byte at a time, request and
-// response bodies decoded and re-encoded, PROOF, PROOFS and ROOTS payloads, and every
+// response bodies decoded and re-encoded, PROOF, MULTIPROOF and ROOTS payloads, and every
 // invalid case refused with its code.
 import { describe, expect, it } from 'vitest';
 import {
   decodeProofPayload,
-  decodeProofsPayload,
+  decodeMultiproofPayload,
   decodeRequest,
   decodeResponse,
   decodeRootsPayload,
   encodeProofPayload,
-  encodeProofsPayload,
+  encodeMultiproofPayload,
   encodeRequest,
   encodeResponse,
   encodeRootsPayload,
@@ -99,11 +99,10 @@ describe('responses', () => {
       expect(shown).toEqual(want.proof_payload);
       expect(hex(encodeProofPayload(p))).toBe(want.payload);
     }
-    if (want.proofs_payload) {
-      const answers = decodeProofsPayload(r.payload, want.proofs_payload.asked);
-      const shown = answers.map((p) => ({ present: p.present, ...(p.present ? { value: hex(p.value!) } : {}), proof: hex(p.proof) }));
-      expect(shown).toEqual(want.proofs_payload.answers);
-      expect(hex(encodeProofsPayload(answers))).toBe(want.payload);
+    if (want.multiproof_payload) {
+      const p = decodeMultiproofPayload(r.payload, want.multiproof_payload.asked);
+      expect({ asked: want.multiproof_payload.asked, count: p.count, proof: hex(p.proof) }).toEqual(want.multiproof_payload);
+      expect(hex(encodeMultiproofPayload(p))).toBe(want.payload);
     }
     if (want.roots) {
       const roots = decodeRootsPayload(r.payload);
@@ -118,7 +117,7 @@ describe('responses', () => {
       const { payload } = decodeResponse(body);
       const decode = {
         proof_payload: decodeProofPayload,
-        proofs_payload: (p: Uint8Array) => decodeProofsPayload(p, c.asked),
+        multiproof_payload: (p: Uint8Array) => decodeMultiproofPayload(p, c.asked),
         roots: decodeRootsPayload,
       }[c.part as string]!;
       expect(wireCode(() => decode(payload)).code).toBe(c.code);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   decodeProofPayload,
-  decodeProofsPayload,
+  decodeMultiproofPayload,
   decodeRequest,
   decodeResponse,
   decodeRootsPayload,
@@ -97,6 +97,7 @@ describe('messages', () => {
     { id: 2, kind: Kind.Range, root, start: new Uint8Array(0), limit: 10 },
     { id: 3, kind: Kind.Range, root, start: Uint8Array.of(5), end: Uint8Array.of(9), limit: 65536 },
     { id: 2 ** 40, kind: Kind.Roots },
+    { id: 6, kind: Kind.Multiproof, root, keys: [Uint8Array.of(1), Uint8Array.of(1, 0), Uint8Array.of(2)] },
   ];
 
   it('requests round-trip', () => {
@@ -152,42 +153,38 @@ describe('messages', () => {
   });
 });
 
-describe('PROOFS answers from @bpavl/wasm (Snapshot.proveMany)', () => {
+describe('MULTIPROOF answers from @bpavl/wasm (Snapshot.proveMulti, multiproofFromProofs)', () => {
   const utf8 = (s: string) => new TextEncoder().encode(s);
   const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
   const key = (i: number) => utf8(`key-${String(i).padStart(6, '0')}`);
 
-  it('each key as PROOF answers it, in the order asked; cut to the first answers that fit; keys checked', async () => {
+  it('proves the first k keys: every key when it fits, else the most that fit; the same from single proofs; keys checked', async () => {
     const wasm = await import('@bpavl/wasm');
     await wasm.init();
     const tree = new wasm.Tree(8);
     for (let i = 0; i < 1500; i += 2) tree.insert(key(i), utf8(`value-${i}`.repeat(1 + (i % 5))));
     const { root: r } = tree.commit();
     const snap = tree.head();
-    const asked = [key(4), key(1498), key(4), key(7), ...Array.from({ length: 60 }, (_, i) => key(i * 25))];
-    const whole = snap.proveMany(asked, 8 << 20);
-    const answers = decodeProofsPayload(whole, asked.length);
-    expect(answers).toHaveLength(asked.length);
-    for (const [i, a] of answers.entries()) {
-      const value = snap.get(asked[i]!);
-      expect(encodeProofPayload(a)).toEqual(
-        encodeProofPayload(value === undefined ? { present: false, proof: snap.proveAbsence(asked[i]!) } : { present: true, value, proof: snap.proveExistence(asked[i]!) }),
-      );
-      if (value === undefined) wasm.verifyAbsence(r, asked[i]!, a.proof);
-      else wasm.verifyExistence(r, asked[i]!, a.value!, a.proof);
-    }
-    expect(answers.map((a) => a.present).slice(0, 4)).toEqual([true, true, true, false]);
-    // Cut: the answers of the first keys that fit, and always the first.
-    const half = snap.proveMany(asked, Math.floor(whole.length / 2));
-    const cut = decodeProofsPayload(half, asked.length);
+    const asked = [key(4), key(7), ...Array.from({ length: 40 }, (_, i) => key(100 + i * 25)), key(1498), key(1499)];
+    const whole = snap.proveMulti(asked, 8 << 20);
+    const all = decodeMultiproofPayload(whole, asked.length);
+    expect(all.count).toBe(asked.length);
+    expect(wasm.verifyMultiproof(r, asked, all.proof).values).toEqual(asked.map((k) => snap.get(k)));
+    // From each key's single proof, as a store builds it: the same bytes.
+    const values = asked.map((k) => snap.get(k));
+    const proofs = asked.map((k, i) => (values[i] === undefined ? snap.proveAbsence(k) : snap.proveExistence(k)));
+    expect(hex(wasm.multiproofFromProofs(asked, values, proofs, 8 << 20))).toBe(hex(whole));
+    // Cut: the multiproof of the first keys that fit, and always of the first.
+    const half = snap.proveMulti(asked, Math.floor(whole.length / 2));
+    const cut = decodeMultiproofPayload(half, asked.length);
     expect(half.length).toBeLessThanOrEqual(Math.floor(whole.length / 2));
-    expect(cut.length).toBeGreaterThan(1);
-    expect(cut.length).toBeLessThan(asked.length);
-    expect(cut.map((a) => hex(a.proof))).toEqual(answers.slice(0, cut.length).map((a) => hex(a.proof)));
-    expect(decodeProofsPayload(snap.proveMany(asked, 1), asked.length).map((a) => hex(a.proof))).toEqual([hex(answers[0]!.proof)]);
+    expect(cut.count).toBeGreaterThan(1);
+    expect(cut.count).toBeLessThan(asked.length);
+    expect(wasm.verifyMultiproof(r, asked.slice(0, cut.count), cut.proof).values).toEqual(values.slice(0, cut.count));
+    expect(decodeMultiproofPayload(snap.proveMulti(asked, 1), asked.length).count).toBe(1);
     // Keys are checked as any key argument.
-    expect(() => snap.proveMany([key(1), new Uint8Array(0)], 8 << 20)).toThrow(expect.objectContaining({ code: 'KEY_EMPTY' }));
-    expect(() => snap.proveMany([key(1), 'key' as unknown as Uint8Array], 8 << 20)).toThrow(TypeError);
+    expect(() => snap.proveMulti([key(1), new Uint8Array(0)], 8 << 20)).toThrow(expect.objectContaining({ code: 'KEY_EMPTY' }));
+    expect(() => snap.proveMulti([key(1), 'key' as unknown as Uint8Array], 8 << 20)).toThrow(TypeError);
     tree.free();
   });
 });

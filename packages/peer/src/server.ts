@@ -45,7 +45,7 @@ import {
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
-import { answerOf, proofOf, storedProofsPayload } from './proofs.ts';
+import { answerOf, proofOf, storedMultiproofPayload } from './proofs.ts';
 import { fittingRangeProof, fittingStoredRangeProof } from './range.ts';
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
@@ -308,8 +308,8 @@ export class SyncServer {
         case Kind.Proof:
           payload = encodeProofPayload(proofOf(tree, req.key));
           break;
-        case Kind.Proofs:
-          payload = tree.proveMany(req.keys as Uint8Array[], MAX_RESPONSE_BYTES - 11);
+        case Kind.Multiproof:
+          payload = tree.proveMulti(req.keys as Uint8Array[], MAX_RESPONSE_BYTES - 11);
           break;
         case Kind.Range: {
           // Cut to fit, as an incomplete proof (the header is at most 11 bytes: version, kind, 8-byte id, status).
@@ -337,8 +337,8 @@ export class SyncServer {
           const { value, proof } = await tree.prove(req.key);
           return { status: Status.Ok, payload: encodeProofPayload(answerOf(value, proof)) };
         }
-        case Kind.Proofs:
-          return { status: Status.Ok, payload: await storedProofsPayload(tree, req.keys, MAX_RESPONSE_BYTES - 11) };
+        case Kind.Multiproof:
+          return { status: Status.Ok, payload: await storedMultiproofPayload(tree, req.keys, MAX_RESPONSE_BYTES - 11) };
         case Kind.Range: {
           const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
           return proof === undefined ? { status: Status.Busy } : { status: Status.Ok, payload: proof };

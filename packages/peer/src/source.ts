@@ -15,8 +15,8 @@ export interface ServedTree {
   proveExistence(key: Uint8Array): Uint8Array;
   proveAbsence(key: Uint8Array): Uint8Array;
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array;
-  /** The `PROOFS` payload (`spec/wire.md`) for `keys`: the answers to the first k that fit `maxBytes`, k ≥ 1. */
-  proveMany(keys: Uint8Array[], maxBytes: number): Uint8Array;
+  /** The `MULTIPROOF` payload (`spec/wire.md`) for `keys` (strictly increasing): the multiproof of the first k that fit `maxBytes`, k ≥ 1. */
+  proveMulti(keys: Uint8Array[], maxBytes: number): Uint8Array;
 }
 
 /**
@@ -131,7 +131,7 @@ export class CachedTree implements ServedTree {
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array {
     return this.#tree.proveRange(start, end, limit);
   }
-  proveMany(keys: Uint8Array[], maxBytes: number): Uint8Array {
-    return this.#tree.proveMany(keys, maxBytes);
+  proveMulti(keys: Uint8Array[], maxBytes: number): Uint8Array {
+    return this.#tree.proveMulti(keys, maxBytes);
   }
 }

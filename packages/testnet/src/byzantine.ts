@@ -1,11 +1,12 @@
 /**
  * Byzantine serving modes, for tests and the demo: a peer that lies on a
  * fraction of its answers, in one of several ways, chosen by a seeded RNG so
- * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE` and `PROOFS` answers
- * that would be `OK` are ever lied on; `ROOTS` and error statuses stay
- * honest. A `PROOFS` answer is lied on in one of its answers, picked at
- * random, as the mode lies on a `PROOF` answer (the modes that change the
- * whole frame, `truncate` to `busy` and `random-bytes`, change it whole).
+ * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE` and `MULTIPROOF`
+ * answers that would be `OK` are ever lied on; `ROOTS` and error statuses
+ * stay honest. A `MULTIPROOF` answer is lied on as a whole: `corrupt-*` in
+ * its first revealed entry or last byte, `wrong-root` with the other tree's
+ * multiproof, and the key lies about one asked key, picked at random (see
+ * {@link lieInMultiproof}).
  *
  * | mode | what the peer does | what an honest client sees |
  * |------|--------------------|----------------------------|
@@ -30,8 +31,14 @@
  * | `twice-corrupt` | sends the honest response, then a copy with `corrupt-value`'s flipped bit | a duplicate response: a protocol fault |
  *
  * `wrong-key`, `absence-for-present` and `existence-for-absent` are the query
- * client's lies (`@bpavl/light-client/client`): they only touch PROOF
- * answers and answer the rest honestly.
+ * client's lies (`@bpavl/light-client/client`): they only touch PROOF and
+ * MULTIPROOF answers and answer the rest honestly. In a MULTIPROOF answer
+ * each is the multiproof of another set of keys, valid for the tree, which
+ * hides or replaces one asked key's entry: `wrong-key` proves a present
+ * key's neighbour instead, `absence-for-present` its two neighbours instead
+ * (showing it absent), `existence-for-absent` an absent key's right
+ * neighbour alone; a client sees `ABSENCE_INVALID`. The liar checks each lie
+ * against the asked keys and tells only lies that fail.
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
@@ -46,8 +53,8 @@
  */
 
 import { createHash } from 'node:crypto';
-import { verifyRange } from '@bpavl/light-client/verify';
-import { decodeProofPayload, decodeProofsPayload, encodeProofPayload, encodeProofsPayload, Kind, type ProofPayload, type Request } from '@bpavl/light-client/wire';
+import { verifyMultiproof, verifyRange } from '@bpavl/light-client/verify';
+import { decodeMultiproofPayload, encodeMultiproofPayload, encodeProofPayload, Kind, MAX_RESPONSE_BYTES, type Request } from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
 import { proofOf } from '../../peer/src/proofs.ts';
 import type { ServedTree } from '../../peer/src/source.ts';
@@ -274,7 +281,6 @@ export class Byzantine {
   #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
-    if (req.kind === Kind.Proofs) return this.#lieInProofs(req, tree, payload);
     switch (this.mode) {
       case 'corrupt-value':
       case 'corrupt-key':
@@ -294,7 +300,8 @@ export class Byzantine {
       case 'wrong-key':
       case 'absence-for-present':
       case 'existence-for-absent':
-        return req.kind === Kind.Proof ? tamper(lieAboutKey(this.mode, tree, req.key)) : undefined;
+        if (req.kind === Kind.Proof) return tamper(lieAboutKey(this.mode, tree, req.key));
+        return req.kind === Kind.Multiproof ? tamper(lieInMultiproof(this.mode, tree, req, payload, this.#rng.u32())) : undefined;
       case 'range-cut':
         return req.kind === Kind.Range && req.limit > 1 ? tamper(tree.proveRange(req.start, req.end, 1)) : undefined;
       case 'range-cut-empty':
@@ -304,25 +311,6 @@ export class Byzantine {
     }
   }
 
-  /**
-   * A `PROOFS` answer lied on in one of its answers, picked at random: that
-   * answer is what the mode makes of a `PROOF` answer for its key.
-   */
-  #lieInProofs(req: Extract<Request, { kind: typeof Kind.Proofs }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
-    const answers = decodeProofsPayload(payload, req.keys.length);
-    const at = this.#rng.u32() % answers.length;
-    const one = { id: req.id, kind: Kind.Proof, root: req.root, key: req.keys[at]! } as const;
-    const lie = this.#lie(one, tree, encodeProofPayload(answers[at]!));
-    if (lie?.kind !== 'payload' && lie?.kind !== 'twice') return lie;
-    let replaced: ProofPayload;
-    try {
-      replaced = decodeProofPayload(lie.payload);
-    } catch {
-      return undefined; // not a PROOF payload any more: no lie of this mode fits here
-    }
-    const lied = encodeProofsPayload(answers.map((a, i) => (i === at ? replaced : a)));
-    return lie.kind === 'twice' ? { kind: 'twice', payload: lied } : { kind: 'payload', payload: lied };
-  }
 }
 
 /** A lie that replaces the payload, or no lie when there is nothing to send instead. */
@@ -340,8 +328,8 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
         return encodeProofPayload(proofOf(other, req.key));
       case Kind.Range:
         return other.proveRange(req.start, req.end, req.limit);
-      case Kind.Proofs: // lied on answer by answer (#lieInProofs)
-        return undefined;
+      case Kind.Multiproof:
+        return other.proveMulti(req.keys as Uint8Array[], MAX_RESPONSE_BYTES - 11);
     }
   } catch {
     return undefined;
@@ -375,6 +363,51 @@ function lieAboutKey(mode: (typeof PROOF_LIES)[number], tree: ServedTree, key: U
       return other === undefined ? undefined : existence(other);
     }
   }
+}
+
+/**
+ * A `MULTIPROOF` answer that lies about one asked key (`seed` picks which
+ * one is tried first): the valid multiproof of the asked keys with that key
+ * swapped for others (see the module's table), sent with the honest count.
+ * Only a swap that fails verification against the asked keys is a lie;
+ * undefined when no asked key gives one.
+ */
+function lieInMultiproof(
+  mode: (typeof PROOF_LIES)[number],
+  tree: ServedTree,
+  req: Extract<Request, { kind: typeof Kind.Multiproof }>,
+  payload: Uint8Array,
+  seed: number,
+): Uint8Array | undefined {
+  const { count } = decodeMultiproofPayload(payload, req.keys.length);
+  const asked = req.keys.slice(0, count);
+  for (let n = 0; n < asked.length; n++) {
+    const at = (seed + n) % asked.length;
+    const key = asked[at]!;
+    const present = tree.get(key) !== undefined;
+    let instead: (Uint8Array | undefined)[];
+    if (mode === 'wrong-key' && present) instead = [neighbourKey(tree, key)];
+    else if (mode === 'absence-for-present' && present) instead = [leftOf(tree, key), neighbourKey(tree, key)];
+    else if (mode === 'existence-for-absent' && !present) instead = [neighbourKey(tree, key)];
+    else continue;
+    const keys = [...asked.filter((_, i) => i !== at), ...instead.filter((k) => k !== undefined)]
+      .sort(Buffer.compare)
+      .filter((k, i, all) => i === 0 || Buffer.compare(all[i - 1]!, k) !== 0);
+    const lie = decodeMultiproofPayload(tree.proveMulti(keys, MAX_RESPONSE_BYTES - 11), keys.length);
+    if (lie.count !== keys.length) continue;
+    try {
+      verifyMultiproof(tree.root, asked, lie.proof);
+    } catch {
+      return encodeMultiproofPayload({ count, proof: lie.proof });
+    }
+  }
+  return undefined;
+}
+
+/** The key of the entry just below `key`, if any: the left neighbour a range proof from `key` starts with. */
+function leftOf(tree: ServedTree, key: Uint8Array): Uint8Array | undefined {
+  const first = rangeKeys(tree.proveRange(key, undefined, 1))[0];
+  return first !== undefined && Buffer.compare(first, key) < 0 ? first : undefined;
 }
 
 /**
@@ -488,6 +521,27 @@ function firstEntry(kind: number, payload: Uint8Array): { entry?: EntrySpan; pre
       c.varint(); // lo
       c.varint(); // hi (> lo)
       return { entry: c.entry() };
+    }
+    case Kind.Multiproof: {
+      c.varint(); // k
+      c.u8(); // 0x0D
+      c.varint(); // capacity
+      // Nodes in pre-order, to the first revealed chunk (spec/proof-format.md, 0x0D).
+      for (;;) {
+        const tag = c.u8();
+        if (tag === 3) return {}; // the empty tree
+        if (tag === 1) c.u8(); // open: its height, then its children
+        else if (tag === 0) {
+          c.varint(); // chunks
+          c.varint(); // entries
+          c.pos += 32; // hash
+        } else {
+          c.varint(); // M
+          c.varint(); // revealed ≥ 1
+          c.varint(); // pos
+          return { entry: c.entry() };
+        }
+      }
     }
   }
   return {};

@@ -11,6 +11,7 @@ import absence from '../../../spec/vectors/absence.json';
 import chunk_envelope from '../../../spec/vectors/chunk_envelope.json';
 import chunk_proof from '../../../spec/vectors/chunk_proof.json';
 import existence from '../../../spec/vectors/existence.json';
+import multiproof from '../../../spec/vectors/multiproof.json';
 import range from '../../../spec/vectors/range.json';
 
 export interface Failure {
@@ -37,7 +38,7 @@ declare global {
   }
 }
 
-const vectors: VectorSet = { existence, absence, range, chunk_proof, chunk_envelope };
+const vectors: VectorSet = { existence, absence, range, chunk_proof, chunk_envelope, multiproof };
 
 const tsImpl = tsVerifier;
 const wasmImpl = wasmVerifier(wasm);

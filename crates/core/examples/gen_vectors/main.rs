@@ -21,6 +21,7 @@ mod chunk_proof;
 mod existence;
 mod forged;
 mod json;
+mod multiproof;
 mod range;
 mod rebuild;
 mod trees;
@@ -66,6 +67,7 @@ fn main() {
         existence::existence(&t),
         absence::absence(&t),
         range::range(&t),
+        multiproof::multiproof(&t),
         chunk_proof::chunk_proof(&t),
         chunk_envelope::chunk_envelope(&t),
         rebuild::rebuild(&t),

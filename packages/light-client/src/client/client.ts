@@ -12,10 +12,10 @@ import { rootArg, bytesArg, optBytesArg } from '../input.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
-import { tsVerifier, wasmVerifier, type ExistenceItem, type Verifier, type WasmVerifierModule } from '../verifier.js';
-import { Kind, MAX_PROOFS_KEYS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
+import { tsVerifier, wasmVerifier, type Verifier, type WasmVerifierModule } from '../verifier.js';
+import { Kind, MAX_MULTIPROOF_REQUEST_KEYS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
-import { decodeProofPayload, decodeProofsPayload, type Response } from '../wire/messages.js';
+import { decodeMultiproofPayload, decodeProofPayload, type Response } from '../wire/messages.js';
 import { ask, connectionOf, type AskContext, type QueryEvent } from './ask.js';
 import { QueryError, type BannedPeer } from './errors.js';
 import { PeerPool, type PoolPeer } from './pool.js';
@@ -103,14 +103,14 @@ export interface Client {
   close(): void;
 }
 
-/** `getMany` round trips in flight per peer (each one `PROOFS` request, as many keys as fit). */
+/** `getMany` round trips in flight per peer (each one `MULTIPROOF` request, as many keys as fit). */
 const LANE_DEPTH = 4;
 
-/** `PROOF` requests per round trip, to a peer that predates `PROOFS`: 32 in flight per peer (a peer serves 64 at once, `spec/wire.md`). */
+/** `PROOF` requests per round trip, to a peer that predates `MULTIPROOF`: 32 in flight per peer (a peer serves 64 at once, `spec/wire.md`). */
 const SINGLE_PROOFS_PER_TRIP = 8;
 
-/** A `PROOFS` request body without its keys: version, kind, id (≤ 8 bytes), root, count (≤ 2 bytes). */
-const PROOFS_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
+/** A `MULTIPROOF` request body without its keys: version, kind, id (≤ 8 bytes), root, count (≤ 2 bytes). */
+const MULTIPROOF_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
 
 /**
  * A query client over `peers` that trusts only `root`.
@@ -167,23 +167,29 @@ export function createClient(opts: ClientOptions): Client {
     return ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal);
   };
 
-  /** Peers that answered `PROOFS` with `BAD_REQUEST` (they predate it): asked one `PROOF` per key. */
+  /** Peers that answered `MULTIPROOF` with `BAD_REQUEST` (they predate it): asked one `PROOF` per key. */
   const singleProofPeers = new WeakSet<PoolPeer>();
 
   const getMany = async (keys: readonly Uint8Array[], o?: CallOptions): Promise<(Uint8Array | undefined)[]> => {
-    const asked = keys.map(keyArg);
+    const given = keys.map(keyArg);
     const at = root;
+    // Each distinct key once, in key order: a multiproof asks for strictly
+    // increasing keys, and keys close together share the most of its tree.
+    const order = given.map((_, i) => i).sort((a, b) => compareBytes(given[a]!, given[b]!));
+    const asked: Uint8Array[] = [];
+    const slot: number[] = new Array(given.length); // given index → asked index
+    for (const i of order) {
+      if (asked.length === 0 || compareBytes(asked[asked.length - 1]!, given[i]!) !== 0) asked.push(given[i]!);
+      slot[i] = asked.length - 1;
+    }
     const values: (Uint8Array | undefined)[] = new Array(asked.length);
-    // Asked in key order: keys of one request then share chunks, which the
-    // peer finds in its cache and the batch verifier folds to the root once.
-    const order = asked.map((_, i) => i).sort((a, b) => compareBytes(asked[a]!, asked[b]!));
     /** Keys given back by a lane (a lie, a cut answer, trouble): taken before new ones. */
     const requeued: number[] = [];
     let next = 0;
-    const take = (): number | undefined => requeued.pop() ?? (next < asked.length ? order[next++] : undefined);
+    const take = (): number | undefined => requeued.pop() ?? (next < asked.length ? next++ : undefined);
     const anyLeft = () => requeued.length > 0 || next < asked.length;
 
-    /** A round trip's groups of keys: one `PROOFS` request filled to the request limit, or one key per `PROOF`. */
+    /** A round trip's groups of keys: one `MULTIPROOF` request filled to the request limit (keys in order), or one key per `PROOF`. */
     const window = (single: boolean): number[][] => {
       const groups: number[][] = [];
       if (single) {
@@ -191,17 +197,18 @@ export function createClient(opts: ClientOptions): Client {
         return groups;
       }
       const group: number[] = [];
-      let bytes = PROOFS_REQUEST_OVERHEAD;
+      let bytes = MULTIPROOF_REQUEST_OVERHEAD;
       for (let i = take(); i !== undefined; i = take()) {
         const size = asked[i]!.length + 2; // a key's varint length prefix is at most 2 bytes
-        if (group.length === MAX_PROOFS_KEYS || bytes + size > MAX_REQUEST_BYTES) {
+        if (group.length === MAX_MULTIPROOF_REQUEST_KEYS || bytes + size > MAX_REQUEST_BYTES) {
           requeued.push(i);
           break;
         }
         group.push(i);
         bytes += size;
       }
-      return group.length > 0 ? [group] : [];
+      // Indices follow key order; requeued ones may come out of it.
+      return group.length > 0 ? [group.sort((a, b) => a - b)] : [];
     };
 
     /**
@@ -230,7 +237,7 @@ export function createClient(opts: ClientOptions): Client {
           peer.inflight += groups.length;
           const answers = await Promise.allSettled(
             groups.map((g) =>
-              conn.request(single ? { kind: Kind.Proof, root: at, key: asked[g[0]!]! } : { kind: Kind.Proofs, root: at, keys: g.map((i) => asked[i]!) }, {
+              conn.request(single ? { kind: Kind.Proof, root: at, key: asked[g[0]!]! } : { kind: Kind.Multiproof, root: at, keys: g.map((i) => asked[i]!) }, {
                 timeoutMs: ctx.timeoutMs,
               }),
             ),
@@ -250,8 +257,6 @@ export function createClient(opts: ClientOptions): Client {
     /** Records the verified answers of a window; returns the indices to ask again. */
     const checkWindow = (peer: PoolPeer, single: boolean, groups: number[][], answers: PromiseSettledResult<Response>[]): number[] => {
       const retry: number[] = [];
-      const items: ExistenceItem[] = [];
-      const itemOf: number[] = [];
       let lie: { code: string; reason: string } | undefined;
       let trouble: 'busy' | 'failure' | undefined;
       for (const [j, a] of answers.entries()) {
@@ -266,43 +271,26 @@ export function createClient(opts: ClientOptions): Client {
         if (res.status !== Status.Ok) {
           if (res.status === Status.Busy) trouble ??= 'busy';
           else if (res.status === Status.UnknownRoot) trouble = 'failure'; // `ask` tells a denial from a lie
-          else if (res.status === Status.BadRequest && !single) singleProofPeers.add(peer); // a peer from before PROOFS
+          else if (res.status === Status.BadRequest && !single) singleProofPeers.add(peer); // a peer from before MULTIPROOF
           else lie ??= { code: res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST', reason: 'status' };
           retry.push(...group);
           continue;
         }
         try {
-          const got = single ? [decodeProofPayload(res.payload)] : decodeProofsPayload(res.payload, group.length);
-          retry.push(...group.slice(got.length)); // a cut answer: the rest is asked again
-          for (const [n, { present, value, proof: bytes }] of got.entries()) {
-            const i = group[n]!;
-            if (present) {
-              items.push({ key: asked[i]!, value: value!, proof: bytes });
-              itemOf.push(i);
-              values[i] = value;
-            } else {
-              try {
-                verifier.verifyAbsence(at, asked[i]!, bytes);
-                values[i] = undefined;
-              } catch (e) {
-                if (!isProofError(e)) throw e;
-                lie ??= { code: e.code, reason: e.message };
-                retry.push(i);
-              }
-            }
+          if (single) {
+            values[group[0]!] = checkProof(at, asked[group[0]!]!, res.payload).value;
+            continue;
           }
+          const { count, proof: bytes } = decodeMultiproofPayload(res.payload, group.length);
+          const proven = verifier.verifyMultiproof(at, group.slice(0, count).map((i) => asked[i]!), bytes);
+          for (const [n, v] of proven.values.entries()) values[group[n]!] = v;
+          retry.push(...group.slice(count)); // a cut answer: the rest is asked again
         } catch (e) {
-          if (!(e instanceof WireError)) throw e;
+          if (!(e instanceof WireError) && !isProofError(e)) throw e;
           lie ??= { code: e.code, reason: e.message };
           retry.push(...group);
         }
       }
-      verifier.verifyExistenceBatch(at, items).forEach((r, j) => {
-        if (!(r instanceof Error)) return;
-        lie ??= { code: r.code, reason: r.message };
-        values[itemOf[j]!] = undefined;
-        retry.push(itemOf[j]!);
-      });
       if (lie) {
         for (const _ of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
         pool.ban(peer, lie.code, lie.reason);
@@ -323,7 +311,7 @@ export function createClient(opts: ClientOptions): Client {
         values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key: asked[i]! }, 'proof', (p) => checkProof(at, asked[i]!, p), o?.signal)).value;
       }),
     );
-    return values;
+    return slot.map((i) => values[i]);
   };
 
   async function* range(start: Uint8Array, end?: Uint8Array, o?: RangeOptions): AsyncIterableIterator<RangePage> {

@@ -22,11 +22,11 @@ export const MAX_PREFIX_BYTES = 4;
 /** "A peer serves at most 64 requests in flight per connection and answers the excess with `BUSY`." */
 export const MAX_IN_FLIGHT_PER_CONNECTION = 64;
 
-/** "PROOFS … (1 ≤ count ≤ 256 …)": keys per `PROOFS` request. */
-export const MAX_PROOFS_KEYS = 256;
+/** "MULTIPROOF … (1 ≤ count ≤ 256 …)": keys per `MULTIPROOF` request. */
+export const MAX_MULTIPROOF_REQUEST_KEYS = 256;
 
-/** Request kinds: "1 CHUNK, 2 PROOF, 3 RANGE, 4 ROOTS, 5 PROOFS". */
-export const Kind = { Chunk: 1, Proof: 2, Range: 3, Roots: 4, Proofs: 5 } as const;
+/** Request kinds: "1 CHUNK, 2 PROOF, 3 RANGE, 4 ROOTS, 6 MULTIPROOF" (5 is retired). */
+export const Kind = { Chunk: 1, Proof: 2, Range: 3, Roots: 4, Multiproof: 6 } as const;
 /** A request kind. */
 export type Kind = (typeof Kind)[keyof typeof Kind];
 

@@ -4,10 +4,10 @@
  * @module
  */
 
-import { encodeVarint, Reader } from '../codec.js';
+import { compareBytes, encodeVarint, Reader } from '../codec.js';
 import { HASH_LEN, MAX_KEY_LEN, MAX_RANGE_LIMIT } from '../constants.js';
 import { isProofError } from '../errors.js';
-import { Kind, MAX_PROOFS_KEYS, Status, WIRE_VERSION } from './constants.js';
+import { Kind, MAX_MULTIPROOF_REQUEST_KEYS, Status, WIRE_VERSION } from './constants.js';
 import { WireError } from './errors.js';
 
 /** A request a client sends (`spec/wire.md`, "Requests"). */
@@ -16,7 +16,7 @@ export type Request =
   | { id: number; kind: typeof Kind.Proof; root: Uint8Array; key: Uint8Array }
   | { id: number; kind: typeof Kind.Range; root: Uint8Array; start: Uint8Array; end?: Uint8Array; limit: number }
   | { id: number; kind: typeof Kind.Roots }
-  | { id: number; kind: typeof Kind.Proofs; root: Uint8Array; keys: readonly Uint8Array[] };
+  | { id: number; kind: typeof Kind.Multiproof; root: Uint8Array; keys: readonly Uint8Array[] };
 
 /** A response's header and its kind-specific payload (the rest of the frame). */
 export interface Response {
@@ -90,7 +90,7 @@ export function encodeRequest(req: Request): Uint8Array {
       return w.varint(req.limit).finish();
     case Kind.Roots:
       return w.finish();
-    case Kind.Proofs:
+    case Kind.Multiproof:
       w.push(req.root).varint(req.keys.length);
       for (const k of req.keys) w.bytes(k);
       return w.finish();
@@ -108,7 +108,7 @@ function parse<T>(f: () => T, request?: { id: number; kind: number }): T {
 }
 
 function isKind(k: number): k is Kind {
-  return k >= Kind.Chunk && k <= Kind.Proofs;
+  return (k >= Kind.Chunk && k <= Kind.Roots) || k === Kind.Multiproof;
 }
 
 /**
@@ -146,11 +146,16 @@ export function decodeRequest(body: Uint8Array): Request {
       }
       case Kind.Roots:
         return { id, kind };
-      case Kind.Proofs: {
+      case Kind.Multiproof: {
         const root = r.take(HASH_LEN);
         const count = r.varint();
-        if (count < 1 || count > MAX_PROOFS_KEYS) throw new WireError('MESSAGE_MALFORMED', 'proofs count', header);
-        const keys = Array.from({ length: count }, () => r.key());
+        if (count < 1 || count > MAX_MULTIPROOF_REQUEST_KEYS) throw new WireError('MESSAGE_MALFORMED', 'multiproof count', header);
+        const keys: Uint8Array[] = [];
+        for (let i = 0; i < count; i++) {
+          const key = r.key();
+          if (i > 0 && compareBytes(keys[i - 1]!, key) >= 0) throw new WireError('MESSAGE_MALFORMED', 'multiproof keys not increasing', header);
+          keys.push(key);
+        }
         return { id, kind, root, keys };
       }
     }
@@ -268,46 +273,28 @@ export function decodeProofPayload(payload: Uint8Array): ProofPayload {
   });
 }
 
-/**
- * Encodes a `PROOFS` payload: the answers to the first `answers.length`
- * asked keys, in the order asked.
- */
-export function encodeProofsPayload(answers: readonly ProofPayload[]): Uint8Array {
-  const w = new Writer().varint(answers.length);
-  for (const p of answers) {
-    w.u8(p.present ? 1 : 0);
-    if (p.present) w.bytes(p.value ?? new Uint8Array(0));
-    w.bytes(p.proof);
-  }
-  return w.finish();
+/** A `MULTIPROOF` payload: the multiproof (`0x0D`, verified by the caller) of the first `count` asked keys. */
+export interface MultiproofPayload {
+  count: number;
+  proof: Uint8Array;
 }
 
-/** Bytes one answer takes in a `PROOFS` payload (a server fitting answers to the response limit). */
-export function proofsAnswerSize(p: ProofPayload): number {
-  const prefixed = (n: number) => varintLength(n) + n;
-  return 1 + (p.present ? prefixed(p.value?.length ?? 0) : 0) + prefixed(p.proof.length);
+/** Encodes a `MULTIPROOF` payload. */
+export function encodeMultiproofPayload(p: MultiproofPayload): Uint8Array {
+  return new Writer().varint(p.count).push(p.proof).finish();
 }
 
 /**
- * Decodes a `PROOFS` payload for a request of `asked` keys (each proof is
- * verified by the caller). Throws `MESSAGE_MALFORMED` for anything off-spec,
- * including no answer at all or more answers than keys asked.
+ * Decodes a `MULTIPROOF` payload for a request of `asked` keys. Throws
+ * `MESSAGE_MALFORMED` for a count that is not 1 … `asked`; the proof is
+ * passed on as it is, for the caller to verify with the first `count` keys.
  */
-export function decodeProofsPayload(payload: Uint8Array, asked: number): ProofPayload[] {
+export function decodeMultiproofPayload(payload: Uint8Array, asked: number): MultiproofPayload {
   const r = new Reader(payload);
   return parse(() => {
-    const k = r.varint();
-    if (k < 1 || k > asked) throw new WireError('MESSAGE_MALFORMED', `${k} answers to ${asked} keys`);
-    const answers: ProofPayload[] = [];
-    for (let i = 0; i < k; i++) {
-      const present = r.u8();
-      if (present > 1) throw new WireError('MESSAGE_MALFORMED', 'present flag');
-      const value = present === 1 ? r.value() : undefined;
-      const proof = r.take(r.varint());
-      answers.push(value === undefined ? { present: false, proof } : { present: true, value, proof });
-    }
-    r.finish();
-    return answers;
+    const count = r.varint();
+    if (count < 1 || count > asked) throw new WireError('MESSAGE_MALFORMED', `a multiproof of ${count} keys for ${asked} asked`);
+    return { count, proof: payload.subarray(r.pos) };
   });
 }
 
