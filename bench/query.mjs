@@ -8,8 +8,10 @@
 //
 //   npm run bench:query [-- --entries 100000 --chunk 256 --peers 8 --keys 50000 --no-browser]
 //
-// get_many_per_s: keys / seconds of `getMany` in batches of 10,000 (after
-// one untimed pass); get_p50_ms, get_p99_ms: single `get`s, one at a time;
+// get_many_per_s: keys / seconds of `getMany` in batches of 10,000, after
+// three warm-up passes over the keys (the client's and the peers' JIT and
+// WebAssembly tiers); get_many_per_s_cold: the first of those passes;
+// get_p50_ms, get_p99_ms: single `get`s, one at a time;
 // range_mb_s: key and value bytes of a full range scan in pages of 1,000 /
 // its seconds, MB = 10^6 bytes. `browser_` prefix: in Chromium;
 // `_byzantine` suffix: with the 2 liars among the peers.
@@ -17,14 +19,15 @@
 // MULTIPROOF answered BAD_REQUEST on the client's side, as by a peer from
 // before MULTIPROOF: one PROOF request per key. bytes_per_key: wire bytes (whole frames)
 // per key of 10,000 keys in key order, as PROOF requests and answers and as
-// MULTIPROOF of `keys_per_request` keys.
+// MULTIPROOF of `keys_per_request` keys. cpu_us_per_key: CPU time per key
+// of getMany (honest peers), in the client and summed over the peers.
 // Targets (issue 12): ≥ 50,000/s getMany in Node, p50 ≤ 1 ms, p99 ≤ 5 ms;
 // with liars within 1.5× of honest. A benchmark, not a test: it exits 0
 // when a target is missed (1 only when a run fails or an answer does not check).
 // Progress on stderr; the result lines, then one JSON line last, on stdout.
 import { chromium } from '@playwright/test';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,7 +101,7 @@ try {
     const r = await measure(client, keys, indexes, { entries });
     client.close();
     if (suffix && r.banned.length !== liars.length) throw new Error(`expected both liars banned, got ${JSON.stringify(r.banned)}`);
-    for (const f of ['get_many_per_s', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`${f}${suffix}`] = r[f];
+    for (const f of ['get_many_per_s', 'get_many_per_s_cold', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`${f}${suffix}`] = r[f];
   }
 
   // Against single proofs: the same getMany from the honest peers with every
@@ -115,6 +118,7 @@ try {
   result.get_many_per_s_single = await getManyRate(single, keys, indexes);
   single.close();
   result.bytes_per_key = await bytesPerKey(file, keys.slice(0, 10_000));
+  result.cpu_us_per_key = await cpuPerKey(Buffer.from(root, 'hex'), honest, peers.slice(LIARS.length), keys, indexes);
 
   if (!args['no-browser']) {
     const out = join(dir, 'page');
@@ -128,16 +132,16 @@ try {
       log(`Chromium${suffix ? ', with 2 liars' : ''} …`);
       const r = await page.evaluate((a) => window.__queryBench(a), { root, peers: list, keys: keys.map(hex), indexes, entries });
       if (suffix && r.banned.length !== liars.length) throw new Error(`browser: expected both liars banned, got ${JSON.stringify(r.banned)}`);
-      for (const f of ['get_many_per_s', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`browser_${f}${suffix}`] = r[f];
+      for (const f of ['get_many_per_s', 'get_many_per_s_cold', 'get_p50_ms', 'get_p99_ms', 'range_mb_s']) result[`browser_${f}${suffix}`] = r[f];
     }
   }
 
   const ratio = result.get_many_per_s / result.get_many_per_s_byzantine;
   const b = result.bytes_per_key;
   console.log(
-    `getMany one PROOF per key (Node): ${result.get_many_per_s_single}/s; bytes per key: requests ${b.proof_request} (PROOF) / ${b.multiproof_request} (MULTIPROOF), answers ${b.proof_answer} / ${b.multiproof_answer}`,
+    `getMany one PROOF per key (Node): ${result.get_many_per_s_single}/s; bytes per key: requests ${b.proof_request} (PROOF) / ${b.multiproof_request} (MULTIPROOF), answers ${b.proof_answer} / ${b.multiproof_answer}; CPU per key: client ${result.cpu_us_per_key.client} µs, peers ${result.cpu_us_per_key.peers} µs`,
   );
-  console.log(`getMany (Node): ${result.get_many_per_s}/s honest, ${result.get_many_per_s_byzantine}/s with 2 liars (target ≥ 50000/s, within 1.5×: ${ratio.toFixed(2)}×)`);
+  console.log(`getMany (Node): ${result.get_many_per_s}/s honest, ${result.get_many_per_s_byzantine}/s with 2 liars (target ≥ 50000/s, within 1.5×: ${ratio.toFixed(2)}×); first pass (cold) ${result.get_many_per_s_cold}/s`);
   console.log(`get latency (Node): p50 ${result.get_p50_ms} ms, p99 ${result.get_p99_ms} ms (targets ≤ 1 ms, ≤ 5 ms)`);
   console.log(`range scan (Node): ${result.range_mb_s} MB/s`);
   if (result.browser_get_many_per_s !== undefined) {
@@ -162,6 +166,29 @@ async function getManyRate(client, keys, indexes) {
     if (v === undefined || new DataView(v.buffer, v.byteOffset, 8).getBigUint64(0) !== BigInt(indexes[i])) throw new Error(`one PROOF per key: entry ${indexes[i]} read wrong`);
   });
   return Math.round(keys.length / seconds);
+}
+
+/**
+ * CPU time per key of `getMany` (honest peers, after the timed runs): the
+ * client process's, and the serving peers' summed (/proc/PID/stat, Linux),
+ * over one pass of `keys`, every value checked.
+ */
+async function cpuPerKey(root, addresses, servers, keys, indexes) {
+  const peersCpu = () => servers.reduce((us, p) => {
+    const f = readFileSync(`/proc/${p.child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return us + ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, in clock ticks of 10 ms
+  }, 0);
+  const client = createClient({ root, peers: addresses, wasm });
+  await getManyRate(client, keys, indexes); // connections open and warm
+  const c0 = process.cpuUsage();
+  const p0 = peersCpu();
+  await getManyRate(client, keys, indexes);
+  const c1 = process.cpuUsage(c0);
+  const p1 = peersCpu();
+  client.close();
+  // getManyRate runs every key twice.
+  const per = (us) => Number((us / (2 * keys.length)).toFixed(1));
+  return { client: per(c1.user + c1.system), peers: per(p1 - p0) };
 }
 
 /**

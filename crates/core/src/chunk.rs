@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::hash::{chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, update_inchunk_leaf, Hash};
+use crate::hash::{
+    chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, sparse_multiproof, update_inchunk_leaf, Hash,
+};
 use crate::record::{Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
@@ -259,6 +261,12 @@ impl Chunk {
     pub fn multiproof(&self, lo: usize, hi: usize) -> Vec<Hash> {
         debug_assert!(self.hash.is_some(), "chunk hashed at commit");
         multiproof(&self.tree, self.len(), lo, hi)
+    }
+
+    /// The committed in-chunk hashes of a multiproof revealing `positions` (increasing).
+    pub fn sparse_multiproof(&self, positions: &[usize]) -> Vec<Hash> {
+        debug_assert!(self.hash.is_some(), "chunk hashed at commit");
+        sparse_multiproof(&self.tree, self.len(), positions)
     }
 
     /// The committed in-chunk root.

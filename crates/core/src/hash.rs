@@ -288,6 +288,25 @@ pub fn multiproof(tree: &[Hash], m: usize, lo: usize, hi: usize) -> Vec<Hash> {
     out
 }
 
+/// The in-chunk hashes of a multiproof (`proof-format.md`, `0x0D`) revealing
+/// `positions` (increasing) of a chunk of `m` entries, read from its cached
+/// tree: as `multiproof`, with a subtree in range when it holds a position.
+pub fn sparse_multiproof(tree: &[Hash], m: usize, positions: &[usize]) -> Vec<Hash> {
+    fn walk(tree: &[Hash], p: usize, a: usize, n: usize, positions: &[usize], out: &mut Vec<Hash>) {
+        if positions.is_empty() {
+            out.push(tree[p]);
+        } else if n > 1 {
+            let k = left_size(n);
+            let split = positions.partition_point(|&q| q < a + k);
+            walk(tree, p + 1, a, k, &positions[..split], out);
+            walk(tree, p + 2 * k, a + k, n - k, &positions[split..], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(tree, 0, 0, m, positions, &mut out);
+    out
+}
+
 /// How many hashes the multiproof for `[lo, hi)` in a chunk of `m` has.
 pub fn multiproof_len(m: usize, lo: usize, hi: usize) -> usize {
     fn walk(a: usize, n: usize, lo: usize, hi: usize) -> usize {

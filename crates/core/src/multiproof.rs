@@ -11,6 +11,7 @@ use crate::hash::{
     chunk_preimage, empty_root, inchunk_preimage, inner_preimage, left_size, root_preimage, EntryPreimage, Hash,
 };
 use crate::limits::{min_fill, MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT, MAX_RANGE_LIMIT};
+use crate::node::Node;
 use crate::proof::{AbsenceProof, EntryWitness, ExistenceProof};
 use crate::tree::{descend, tree_error, Snapshot};
 
@@ -99,38 +100,18 @@ impl Multiproof {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Self, ProofError> {
-        let mut r = Reader::new(bytes, FORMAT_MULTIPROOF)?;
-        let capacity = r.capacity()?;
-        let mut d = Decoder { r, capacity, prev_key: None };
-        let top = d.node(None)?.map(|(node, _, _)| node);
-        d.r.finish()?;
-        Ok(Multiproof { capacity, top })
+        let (capacity, top) = decode_with(bytes, &mut Owned)?;
+        Ok(Multiproof { capacity, top: top.map(|d| d.node) })
     }
 
     /// Checks the proof against `root` for `keys` (`spec/proof-format.md`).
     pub fn verify(&self, root: &Hash, keys: &[&[u8]]) -> Result<MultiproofResult, ProofError> {
-        check_multiproof_query(keys)?;
-        let Some(top) = &self.top else {
-            return if *root == empty_root(self.capacity) {
-                Ok(MultiproofResult { values: vec![None; keys.len()], chunk_count: 0, entry_count: 0 })
-            } else {
-                Err(ProofError::RootMismatch)
-            };
-        };
-        let mut plan = Plan::default();
-        let mut revealed = Vec::new();
-        let (top_ref, chunks, entries) = plan.node(top, &mut 0, &mut revealed);
-        let root_ref = plan.push(Op::Root { capacity: self.capacity, chunks, entries, top: top_ref });
-        if plan.run()[root_ref.op()] != *root {
-            return Err(ProofError::RootMismatch);
-        }
-        let values = answer(keys, &revealed, chunks)?;
-        Ok(MultiproofResult { values, chunk_count: chunks, entry_count: entries })
+        verify_multiproof(root, keys, &self.encode())
     }
 
     /// The multiproof that reveals `entries` (each with its single witness),
-    /// as `Snapshot::prove_multi` builds it; they need not be sorted and
-    /// may repeat.
+    /// the same as `Snapshot::prove_multi` builds from the tree; they need
+    /// not be sorted and may repeat.
     pub fn from_witnesses(capacity: usize, mut entries: Vec<Witnessed>) -> Self {
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         entries.dedup_by(|a, b| a.key == b.key);
@@ -172,8 +153,45 @@ pub type SingleAnswer<'a> = (&'a [u8], Option<&'a [u8]>, &'a [u8]);
 
 /// Decodes `proof` and checks it against `root` for `keys`.
 pub fn verify_multiproof(root: &Hash, keys: &[&[u8]], proof: &[u8]) -> Result<MultiproofResult, ProofError> {
+    let v = verify_multiproof_views(root, keys, proof)?;
+    let values = v.values.iter().map(|v| v.map(<[u8]>::to_vec)).collect();
+    Ok(MultiproofResult { values, chunk_count: v.chunk_count, entry_count: v.entry_count })
+}
+
+/// `verify_multiproof` with each value a slice of `proof`: nothing copied.
+#[derive(Debug)]
+pub struct MultiproofViews<'a> {
+    pub values: Vec<Option<&'a [u8]>>,
+    pub chunk_count: u64,
+    pub entry_count: u64,
+}
+
+/// `verify_multiproof`, its values borrowed from `proof`. The proof is
+/// decoded straight into the hashes to compute; no tree is built.
+pub fn verify_multiproof_views<'a>(
+    root: &Hash,
+    keys: &[&[u8]],
+    proof: &'a [u8],
+) -> Result<MultiproofViews<'a>, ProofError> {
     check_multiproof_query(keys)?;
-    Multiproof::decode(proof)?.verify(root, keys)
+    let mut plan = Plan::default();
+    let (capacity, top) = decode_with(proof, &mut plan)?;
+    // 1. The empty tree.
+    let Some(top) = top else {
+        if *root != empty_root(capacity) {
+            return Err(ProofError::RootMismatch);
+        }
+        return Ok(MultiproofViews { values: vec![None; keys.len()], chunk_count: 0, entry_count: 0 });
+    };
+    // 2. The root.
+    let (chunks, entries) = (top.chunks, top.entries);
+    let root_ref = plan.push(Op::Root { capacity, chunks, entries, top: top.node });
+    if plan.run()[root_ref.op()] != *root {
+        return Err(ProofError::RootMismatch);
+    }
+    // 3 and 4.
+    let values = answer(keys, &plan.placed, chunks)?;
+    Ok(MultiproofViews { values, chunk_count: chunks, entry_count: entries })
 }
 
 /// Checks a multiproof query as `spec/proof-format.md` orders it.
@@ -222,17 +240,50 @@ impl MultiNode {
     }
 }
 
+/// What the decoder hands over as it reads a proof in pre-order; each
+/// callback comes after the checks of its node (`spec/proof-format.md`),
+/// and chunks come left to right.
+trait Build<'a> {
+    type Node;
+    fn opaque(&mut self, chunks: u64, entries: u64, hash: Hash) -> Self::Node;
+    fn open(&mut self, height: u8, left: Self::Node, right: Self::Node, chunks: u64, entries: u64) -> Self::Node;
+    /// `entries` as `(position, key, value)`; `hashes` the in-chunk hashes, 32 bytes each.
+    fn revealed(&mut self, m: usize, entries: Vec<(usize, &'a [u8], &'a [u8])>, hashes: &'a [u8]) -> Self::Node;
+}
+
+/// A decoded node with its totals.
+struct Decoded<N> {
+    node: N,
+    chunks: u64,
+    entries: u64,
+    opaque: bool,
+}
+
+/// The top node, `None` for the empty tree.
+type Top<N> = Option<Decoded<N>>;
+
+/// Decodes a multiproof through `build`: the capacity and the top node
+/// (`None`: the empty tree). Every decoding check is here, once.
+fn decode_with<'a, B: Build<'a>>(bytes: &'a [u8], build: &mut B) -> Result<(usize, Top<B::Node>), ProofError> {
+    let mut r = Reader::new(bytes, FORMAT_MULTIPROOF)?;
+    let capacity = r.capacity()?;
+    let mut d = Decoder { r, capacity, prev_key: None };
+    let top = d.node(None, build)?;
+    d.r.finish()?;
+    Ok((capacity, top))
+}
+
 struct Decoder<'a> {
     r: Reader<'a>,
     capacity: usize,
     prev_key: Option<&'a [u8]>,
 }
 
-impl Decoder<'_> {
-    /// A node with its totals; `parent` is the parent's height (`None` at
-    /// the top). `None` for the empty tree.
-    fn node(&mut self, parent: Option<u8>) -> Result<Option<(MultiNode, u64, u64)>, ProofError> {
-        let node = match (self.r.u8()?, parent) {
+impl<'a> Decoder<'a> {
+    /// A node; `parent` is the parent's height (`None` at the top). `None`
+    /// for the empty tree.
+    fn node<B: Build<'a>>(&mut self, parent: Option<u8>, b: &mut B) -> Result<Option<Decoded<B::Node>>, ProofError> {
+        let d = match (self.r.u8()?, parent) {
             (TAG_EMPTY, None) => return Ok(None),
             (TAG_OPAQUE, Some(_)) => {
                 let chunks = self.r.varint()?;
@@ -246,7 +297,8 @@ impl Decoder<'_> {
                 if chunks > MAX_CHUNKS || !fits {
                     return Err(ProofError::CountInvalid);
                 }
-                (MultiNode::Opaque { chunks, entries, hash: self.r.hash()? }, chunks, entries)
+                let node = b.opaque(chunks, entries, self.r.hash()?);
+                Decoded { node, chunks, entries, opaque: true }
             }
             (TAG_OPEN, _) => {
                 let height = self.r.u8()?;
@@ -254,27 +306,25 @@ impl Decoder<'_> {
                 if height == 0 || height > MAX_HEIGHT || !fits {
                     return Err(ProofError::HeightInvalid);
                 }
-                let (left, lc, le) = self.node(Some(height))?.expect("a child is never the empty tree");
-                let (right, rc, re) = self.node(Some(height))?.expect("a child is never the empty tree");
-                if matches!((&left, &right), (MultiNode::Opaque { .. }, MultiNode::Opaque { .. })) {
+                let left = self.node(Some(height), b)?.expect("a child is never the empty tree");
+                let right = self.node(Some(height), b)?.expect("a child is never the empty tree");
+                if left.opaque && right.opaque {
                     return Err(ProofError::MultiproofInvalid);
                 }
-                (MultiNode::Open { height, left: Box::new(left), right: Box::new(right) }, lc + rc, le + re)
+                let (chunks, entries) = (left.chunks + right.chunks, left.entries + right.entries);
+                let node = b.open(height, left.node, right.node, chunks, entries);
+                Decoded { node, chunks, entries, opaque: false }
             }
-            (TAG_REVEALED, _) => {
-                let c = self.revealed(parent)?;
-                let m = c.chunk_entries as u64;
-                (MultiNode::Revealed(c), 1, m)
-            }
+            (TAG_REVEALED, _) => self.revealed(parent, b)?,
             _ => return Err(ProofError::FlagsInvalid),
         };
-        if node.1 > MAX_CHUNKS || node.2 > MAX_ENTRIES {
+        if d.chunks > MAX_CHUNKS || d.entries > MAX_ENTRIES {
             return Err(ProofError::CountInvalid);
         }
-        Ok(Some(node))
+        Ok(Some(d))
     }
 
-    fn revealed(&mut self, parent: Option<u8>) -> Result<RevealedChunk, ProofError> {
+    fn revealed<B: Build<'a>>(&mut self, parent: Option<u8>, b: &mut B) -> Result<Decoded<B::Node>, ProofError> {
         let m = self.r.chunk_size(self.capacity)?;
         if let Some(parent) = parent {
             if m < min_fill(self.capacity) {
@@ -288,7 +338,8 @@ impl Decoder<'_> {
         if count == 0 || count > m as u64 {
             return Err(ProofError::PositionInvalid);
         }
-        let mut entries: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::with_capacity(count as usize);
+        let mut entries: Vec<(usize, &'a [u8], &'a [u8])> = Vec::with_capacity(count as usize);
+        let mut positions = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let pos = self.r.varint()?;
             if pos >= m as u64 || entries.last().is_some_and(|e| pos <= e.0 as u64) {
@@ -299,11 +350,32 @@ impl Decoder<'_> {
                 return Err(ProofError::KeysNotSorted);
             }
             self.prev_key = Some(key);
-            entries.push((pos as usize, key.to_vec(), self.r.value()?.to_vec()));
+            entries.push((pos as usize, key, self.r.value()?));
+            positions.push(pos as usize);
         }
-        let positions: Vec<usize> = entries.iter().map(|e| e.0).collect();
-        let inchunk = self.r.hashes(sparse_len(m, &positions))?;
-        Ok(RevealedChunk { chunk_entries: m, entries, inchunk })
+        let hashes = self.r.take(sparse_len(m, &positions).checked_mul(32).ok_or(ProofError::Truncated)?)?;
+        let node = b.revealed(m, entries, hashes);
+        Ok(Decoded { node, chunks: 1, entries: m as u64, opaque: false })
+    }
+}
+
+/// Builds the owned tree of `Multiproof::decode`.
+struct Owned;
+
+impl<'a> Build<'a> for Owned {
+    type Node = MultiNode;
+    fn opaque(&mut self, chunks: u64, entries: u64, hash: Hash) -> MultiNode {
+        MultiNode::Opaque { chunks, entries, hash }
+    }
+    fn open(&mut self, height: u8, left: MultiNode, right: MultiNode, _: u64, _: u64) -> MultiNode {
+        MultiNode::Open { height, left: Box::new(left), right: Box::new(right) }
+    }
+    fn revealed(&mut self, m: usize, entries: Vec<(usize, &'a [u8], &'a [u8])>, hashes: &'a [u8]) -> MultiNode {
+        MultiNode::Revealed(RevealedChunk {
+            chunk_entries: m,
+            entries: entries.into_iter().map(|(p, k, v)| (p, k.to_vec(), v.to_vec())).collect(),
+            inchunk: hashes.chunks_exact(32).map(|h| h.try_into().expect("32 bytes")).collect(),
+        })
     }
 }
 
@@ -318,7 +390,7 @@ struct Placed<'a> {
 
 /// Step 3 and 4 of the verification: each key's value or its absence, and
 /// that every revealed entry was needed.
-fn answer(keys: &[&[u8]], revealed: &[Placed], chunk_count: u64) -> Result<Vec<Option<Vec<u8>>>, ProofError> {
+fn answer<'a>(keys: &[&[u8]], revealed: &[Placed<'a>], chunk_count: u64) -> Result<Vec<Option<&'a [u8]>>, ProofError> {
     let adjacent = |a: &Placed, b: &Placed| {
         if a.index == b.index {
             b.position == a.position + 1
@@ -335,7 +407,7 @@ fn answer(keys: &[&[u8]], revealed: &[Placed], chunk_count: u64) -> Result<Vec<O
         }
         if i < revealed.len() && revealed[i].key == *key {
             used[i] = true;
-            values.push(Some(revealed[i].value.to_vec()));
+            values.push(Some(revealed[i].value));
             continue;
         }
         let left = i.checked_sub(1).map(|l| &revealed[l]);
@@ -416,6 +488,31 @@ struct Plan<'a> {
     ops: Vec<Op<'a>>,
     /// Per op, 1 + the level of the deepest op it needs (0 for none).
     levels: Vec<u32>,
+    /// Chunks left of the next one decoded.
+    index: u64,
+    /// The revealed entries, in key order.
+    placed: Vec<Placed<'a>>,
+}
+
+impl<'a> Build<'a> for Plan<'a> {
+    type Node = Ref;
+    fn opaque(&mut self, chunks: u64, _: u64, hash: Hash) -> Ref {
+        self.index += chunks;
+        Ref::Known(hash)
+    }
+    fn open(&mut self, height: u8, left: Ref, right: Ref, chunks: u64, entries: u64) -> Ref {
+        self.push(Op::Inner { height, chunks, entries, left, right })
+    }
+    fn revealed(&mut self, m: usize, entries: Vec<(usize, &'a [u8], &'a [u8])>, hashes: &'a [u8]) -> Ref {
+        let mut leaves = Vec::with_capacity(entries.len());
+        for (position, key, value) in entries {
+            self.placed.push(Placed { key, value, index: self.index, position, chunk_entries: m });
+            leaves.push((position, self.push(Op::Entry { key, value })));
+        }
+        self.index += 1;
+        let root = self.inchunk(0, m, &leaves, &mut hashes.chunks_exact(32));
+        self.push(Op::Chunk { entries: m, root })
+    }
 }
 
 impl<'a> Plan<'a> {
@@ -434,40 +531,17 @@ impl<'a> Plan<'a> {
         Ref::Op(self.ops.len() - 1)
     }
 
-    /// Adds the ops of `node`'s subtree; `index` counts the chunks left of
-    /// it, and `revealed` collects the revealed entries in key order.
-    /// Returns its hash and totals.
-    fn node(&mut self, node: &'a MultiNode, index: &mut u64, revealed: &mut Vec<Placed<'a>>) -> (Ref, u64, u64) {
-        match node {
-            MultiNode::Opaque { chunks, entries, hash } => {
-                *index += chunks;
-                (Ref::Known(*hash), *chunks, *entries)
-            }
-            MultiNode::Open { height, left, right } => {
-                let (l, lc, le) = self.node(left, index, revealed);
-                let (r, rc, re) = self.node(right, index, revealed);
-                let (chunks, entries) = (lc + rc, le + re);
-                (self.push(Op::Inner { height: *height, chunks, entries, left: l, right: r }), chunks, entries)
-            }
-            MultiNode::Revealed(c) => {
-                let m = c.chunk_entries;
-                for (position, key, value) in &c.entries {
-                    revealed.push(Placed { key, value, index: *index, position: *position, chunk_entries: m });
-                }
-                *index += 1;
-                let leaves: Vec<(usize, Ref)> =
-                    c.entries.iter().map(|(p, key, value)| (*p, self.push(Op::Entry { key, value }))).collect();
-                let root = self.inchunk(0, m, &leaves, &mut c.inchunk.iter());
-                (self.push(Op::Chunk { entries: m, root }), 1, m as u64)
-            }
-        }
-    }
-
     /// The in-chunk walk over leaves `[a, a + n)`, with `leaves` the revealed
     /// ones among them.
-    fn inchunk(&mut self, a: usize, n: usize, leaves: &[(usize, Ref)], hashes: &mut std::slice::Iter<Hash>) -> Ref {
+    fn inchunk(
+        &mut self,
+        a: usize,
+        n: usize,
+        leaves: &[(usize, Ref)],
+        hashes: &mut std::slice::ChunksExact<u8>,
+    ) -> Ref {
         if leaves.is_empty() {
-            return Ref::Known(*hashes.next().expect("sparse_len hashes"));
+            return Ref::Known(hashes.next().expect("sparse_len hashes").try_into().expect("32 bytes"));
         }
         if n == 1 {
             return leaves[0].1;
@@ -573,29 +647,62 @@ fn reveal(entries: &[Witnessed]) -> RevealedChunk {
 
 impl Snapshot {
     /// The multiproof for `keys` (in any order, repeats allowed): each
-    /// present key's entry, and each absent key's neighbours.
+    /// present key's entry, and each absent key's neighbours. Built top-down
+    /// from the tree: the entries' global positions, then the AVL nodes
+    /// above them opened and every other subtree left opaque.
     pub fn prove_multi(&self, keys: &[&[u8]]) -> Result<Multiproof, TreeError> {
-        let mut entries = Vec::new();
+        let mut at: Vec<(u64, usize)> = Vec::with_capacity(keys.len());
         for key in keys {
             check_key(key).map_err(tree_error)?;
             let Some(top) = self.top.as_ref() else { continue };
-            let at = match descend(top, key) {
-                (index, Ok(position)) => vec![(index, position)],
+            match descend(top, key) {
+                (index, Ok(position)) => at.push((index, position)),
                 _ => {
                     let right = self.lower_bound(key);
                     let left = match right {
                         Some(at) => self.before(at),
                         None => self.last(),
                     };
-                    left.into_iter().chain(right).collect()
+                    at.extend(left.into_iter().chain(right));
                 }
-            };
-            for (index, position) in at {
-                let n = self.neighbour(index, position);
-                entries.push(Witnessed { key: n.key, value: n.value, witness: n.witness });
             }
         }
-        Ok(Multiproof::from_witnesses(self.capacity, entries))
+        at.sort_unstable();
+        at.dedup();
+        let top = self.top.as_ref().map(|top| prune(top, &at, 0));
+        Ok(Multiproof { capacity: self.capacity, top })
+    }
+}
+
+/// The pruned tree of `node` (its first chunk is chunk `base`), revealing
+/// the entries at `at` (sorted, all inside it, at least one).
+fn prune(node: &Node, at: &[(u64, usize)], base: u64) -> MultiNode {
+    match node {
+        Node::Leaf(c) => {
+            let positions: Vec<usize> = at.iter().map(|&(_, p)| p).collect();
+            let entries = positions.iter().map(|&p| (p, c.key(p).to_vec(), c.value(p).to_vec())).collect();
+            MultiNode::Revealed(RevealedChunk {
+                chunk_entries: c.len(),
+                entries,
+                inchunk: c.sparse_multiproof(&positions),
+            })
+        }
+        Node::Inner(n) => {
+            let split = base + n.left.chunks();
+            let (left, right) = at.split_at(at.partition_point(|&(i, _)| i < split));
+            let side = |child: &Node, at: &[(u64, usize)], base: u64| {
+                if at.is_empty() {
+                    MultiNode::Opaque { chunks: child.chunks(), entries: child.entries(), hash: child.hash() }
+                } else {
+                    prune(child, at, base)
+                }
+            };
+            MultiNode::Open {
+                height: n.height,
+                left: Box::new(side(&n.left, left, base)),
+                right: Box::new(side(&n.right, right, split)),
+            }
+        }
     }
 }
 

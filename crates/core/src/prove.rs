@@ -56,7 +56,7 @@ impl Snapshot {
         (c, EntryWitness { chunk_entries: c.len(), position, inchunk, path })
     }
 
-    pub(crate) fn neighbour(&self, index: u64, position: usize) -> Neighbour {
+    fn neighbour(&self, index: u64, position: usize) -> Neighbour {
         let (c, witness) = self.witness(index, position);
         Neighbour { key: c.key(position).to_vec(), value: c.value(position).to_vec(), witness }
     }

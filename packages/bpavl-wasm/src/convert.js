@@ -72,14 +72,10 @@ export function rangeResult(entries, complete, resumeKey) {
   return { entries, complete, resumeKey };
 }
 
-/** Values laid end to end in `flat` (each one's end in `ends`), `undefined` where `present` is 0. */
-export function multiproofResult(flat, ends, present, chunkCount, entryCount) {
-  const values = new Array(ends.length);
-  let at = 0;
-  for (let i = 0; i < values.length; i++) {
-    values[i] = present[i] ? flat.slice(at, ends[i]) : undefined;
-    at = ends[i];
-  }
+/** Each value a view of `proof` (`spans`: start and end per key), `undefined` where `present` is 0. */
+export function multiproofResult(proof, spans, present, chunkCount, entryCount) {
+  const values = new Array(present.length);
+  for (let i = 0; i < values.length; i++) values[i] = present[i] ? proof.subarray(spans[2 * i], spans[2 * i + 1]) : undefined;
   return { values, chunkCount, entryCount };
 }
 

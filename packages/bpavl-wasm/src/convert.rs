@@ -52,7 +52,8 @@ extern "C" {
     #[wasm_bindgen(js_name = rangeResult)]
     fn range_result(entries: JsValue, complete: bool, resume_key: Option<Vec<u8>>) -> JsValue;
     #[wasm_bindgen(js_name = multiproofResult)]
-    fn multiproof_result(flat: &[u8], ends: &[u32], present: &[u8], chunk_count: f64, entry_count: f64) -> JsValue;
+    fn multiproof_result(proof: &JsValue, spans: &[u32], present: &[u8], chunk_count: f64, entry_count: f64)
+        -> JsValue;
 }
 
 /// A Rust error with a stable code from `spec/errors.md`.
@@ -188,12 +189,15 @@ pub(crate) fn range(r: bpavl_core::RangeResult) -> JsValue {
     range_result(list, r.complete, r.resume_key)
 }
 
-pub(crate) fn multiproof(r: bpavl_core::MultiproofResult) -> JsValue {
-    let (mut flat, mut ends, mut present) = (Vec::new(), Vec::new(), Vec::new());
+/// The values as views into the caller's `proof` (whose bytes, copied into
+/// wasm memory, are `bytes`): only their offsets cross the boundary.
+pub(crate) fn multiproof(proof: &JsValue, bytes: &[u8], r: bpavl_core::MultiproofViews) -> JsValue {
+    let base = bytes.as_ptr() as usize;
+    let (mut spans, mut present) = (Vec::with_capacity(2 * r.values.len()), Vec::with_capacity(r.values.len()));
     for v in &r.values {
+        let at = v.map_or(0, |v| v.as_ptr() as usize - base) as u32;
+        spans.extend_from_slice(&[at, at + v.map_or(0, |v| v.len() as u32)]);
         present.push(v.is_some() as u8);
-        flat.extend_from_slice(v.as_deref().unwrap_or_default());
-        ends.push(flat.len() as u32);
     }
-    multiproof_result(&flat, &ends, &present, r.chunk_count as f64, r.entry_count as f64)
+    multiproof_result(proof, &spans, &present, r.chunk_count as f64, r.entry_count as f64)
 }

@@ -319,7 +319,8 @@ pub fn verify_absence(root: &Bytes, key: &Bytes, proof: &Bytes) -> Result<JsValu
 
 /// Checks a multiproof (`spec/proof-format.md`, `0x0D`) for `keys`
 /// (strictly increasing) against `root`; returns each key's value
-/// (`undefined` when absent) and the tree's totals. Throws a ProofError
+/// (`undefined` when absent; a view into `proof`, nothing copied) and the
+/// tree's totals. Throws a ProofError
 /// (`ROOT_MISMATCH`, `ABSENCE_INVALID`, `MULTIPROOF_INVALID`, …).
 ///
 /// ```js
@@ -330,8 +331,9 @@ pub fn verify_multiproof(root: &Bytes, keys: Vec<Bytes>, proof: &Bytes) -> Resul
     let root = convert::root(root)?;
     let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
     let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-    let proof = bytes(proof, "proof")?;
-    core::verify_multiproof(&root, &keys, &proof).map(convert::multiproof).map_err(throw)
+    let bytes = bytes(proof, "proof")?;
+    let v = core::verify_multiproof_views(&root, &keys, &bytes).map_err(throw)?;
+    Ok(convert::multiproof(proof, &bytes, v))
 }
 
 /// The `MULTIPROOF` answer (as `Snapshot.proveMulti`) built from each key's

@@ -15,16 +15,21 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
 
 /**
  * Figures of one client: `getMany` throughput over `keys` (batches of
- * `batch`), single `get` latency over the first `singles` keys, and a full
+ * `batch`), warm and on the first pass (cold), single `get` latency over the first `singles` keys, and a full
  * range scan in pages of 1,000.
  *
  * @param {import('@bpavl/light-client/client').Client} client
  * @param {Uint8Array[]} keys  workload keys
  * @param {number[]} indexes  each key's workload index
  */
-export async function measure(client, keys, indexes, { batch = 10_000, singles = 2000, entries }) {
-  // getMany: one untimed pass (connections, JIT), then the timed one.
+export async function measure(client, keys, indexes, { batch = 10_000, singles = 2000, entries, warmups = 3 }) {
+  // getMany: warm-up passes (connections, and the JIT and WebAssembly tiers
+  // of the client and of every peer), the first of them timed as the cold
+  // rate; then the timed one.
+  const c0 = performance.now();
   for (let at = 0; at < keys.length; at += batch) await client.getMany(keys.slice(at, at + batch));
+  const coldSeconds = (performance.now() - c0) / 1000;
+  for (let w = 1; w < warmups; w++) for (let at = 0; at < keys.length; at += batch) await client.getMany(keys.slice(at, at + batch));
   const values = [];
   const t0 = performance.now();
   for (let at = 0; at < keys.length; at += batch) values.push(...(await client.getMany(keys.slice(at, at + batch))));
@@ -57,6 +62,7 @@ export async function measure(client, keys, indexes, { batch = 10_000, singles =
 
   return {
     get_many_per_s: Math.round(keys.length / getManySeconds),
+    get_many_per_s_cold: Math.round(keys.length / coldSeconds),
     get_p50_ms: round(percentile(latencies, 50)),
     get_p99_ms: round(percentile(latencies, 99)),
     range_mb_s: round(bytes / 1e6 / rangeSeconds),
