@@ -6,12 +6,14 @@
 // Random trees are built through @bpavl/wasm with fixed seeds; proofs and
 // chunk envelopes are taken from them, mutated (single-byte and structural
 // changes, swapped hashes, non-canonical / overflowing / out-of-range
-// varints) and verified with wrong roots, keys, values, queries and indices.
+// varints; a multiproof, which has no field layout, byte-level changes only)
+// and verified with wrong roots, keys, values, queries and indices.
 // For every case both verifiers must reach the same verdict: the same
 // normalized result, or a typed ProofError with the same code. Anything else
 // thrown for bad bytes (TypeError, RangeError, RuntimeError, ...) is a failure.
 // Valid cases must also verify and match a model of the tree; a mutated
-// proof that still verifies must give exactly the original result.
+// proof that still verifies must give exactly the original result, and a
+// multiproof that also answers another query must answer it as the model does.
 
 import * as wasm from '@bpavl/wasm';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -38,14 +40,15 @@ await wasm.init();
 
 // ------------------------------------------------------------------ cases
 
-type Kind = 'existence' | 'absence' | 'range' | 'chunkProof' | 'envelope';
+type Kind = 'existence' | 'absence' | 'range' | 'chunkProof' | 'envelope' | 'multiproof';
 
 type Case =
   | { kind: 'existence'; root: Uint8Array; key: Uint8Array; value: Uint8Array; bytes: Uint8Array }
   | { kind: 'absence'; root: Uint8Array; key: Uint8Array; bytes: Uint8Array }
   | { kind: 'range'; root: Uint8Array; start: Uint8Array; end: Uint8Array | undefined; limit: number; bytes: Uint8Array }
   | { kind: 'chunkProof'; root: Uint8Array; bytes: Uint8Array }
-  | { kind: 'envelope'; root: Uint8Array; index: number; bytes: Uint8Array };
+  | { kind: 'envelope'; root: Uint8Array; index: number; bytes: Uint8Array }
+  | { kind: 'multiproof'; root: Uint8Array; keys: Uint8Array[]; bytes: Uint8Array };
 
 /** Which kind of case: counted separately in the summary. */
 type Category = 'valid' | 'mutated' | 'wrong-input' | 'cross-kind' | 'garbage' | 'batched';
@@ -61,6 +64,8 @@ type Side = { key: Uint8Array; value: Uint8Array; chunkIndex: number; position: 
 const sideNorm = (n: Side | undefined) => n && [toHex(n.key), toHex(n.value), n.chunkIndex, n.position, n.chunkCount, n.entryCount];
 const absenceNorm = (r: { left: Side | undefined; right: Side | undefined }) =>
   JSON.stringify({ l: sideNorm(r.left) ?? null, r: sideNorm(r.right) ?? null });
+const multiNorm = (r: { values: (Uint8Array | undefined)[]; chunkCount: number; entryCount: number }) =>
+  JSON.stringify([r.values.map(opt), r.chunkCount, r.entryCount]);
 
 function runTs(c: Case): string {
   return capture(() => {
@@ -81,6 +86,8 @@ function runTs(c: Case): string {
         const r = ts.verifyChunk(c.root, c.index, c.bytes);
         return JSON.stringify([r.index, r.chunkCount, r.entryCount, r.capacity, r.keyHeight, pairsHex(r.entries)]);
       }
+      case 'multiproof':
+        return multiNorm(ts.verifyMultiproof(c.root, c.keys, c.bytes));
     }
   }, tsTyped);
 }
@@ -110,6 +117,8 @@ function runWasm(c: Case): string {
           v.free();
         }
       }
+      case 'multiproof':
+        return multiNorm(wasm.verifyMultiproof(c.root, c.keys, c.bytes));
     }
   }, wasmTyped);
 }
@@ -147,6 +156,7 @@ function repro(c: Case): Record<string, unknown> {
   if ('value' in c) r.value = short(c.value);
   if (c.kind === 'range') Object.assign(r, { start: short(c.start), end: opt(c.end), limit: c.limit });
   if (c.kind === 'envelope') r.index = c.index;
+  if (c.kind === 'multiproof') r.keys = c.keys.map(short);
   return r;
 }
 
@@ -229,7 +239,7 @@ afterAll(() => {
   const lines = [...counts].sort().map(([k, n]) => `  ${k.padEnd(24)} ${n}`);
   console.log(
     `differential: ${total} cases compared between TS and WASM in ${secs} s ` +
-      `(${acceptedMutations} mutated encodings still verified, each to the unmutated result; ` +
+      `(${acceptedMutations} mutated encodings or other multiproof queries still verified, each to the expected result; ` +
       `${incompleteRanges} of the valid range proofs are truncated by their limit)\n${lines.join('\n')}\n` +
       `common outcomes: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`,
   );
@@ -381,9 +391,9 @@ function wrongRoots(v: Version, other: Version | undefined, r: Rng): [string, Ui
  * value or query): several semantic checks failing at once pin their order.
  */
 function mutations(base: Case, okResult: string, k: number, r: Rng, perturb?: () => [string, Partial<Case>]): void {
-  let fields: Field[];
+  let fields: Field[] = []; // a multiproof has no field layout: byte-level mutations only
   try {
-    fields = splitFields(base.bytes);
+    if (base.kind !== 'multiproof') fields = splitFields(base.bytes);
   } catch (e) {
     throw new Error(`the field splitter cannot read a valid ${base.kind} encoding: ${String(e)}`);
   }
@@ -560,6 +570,39 @@ function chunkCases(v: Version, other: Version | undefined, b: Budget, r: Rng): 
   }
 }
 
+/** Strictly increasing, distinct. */
+const sortedKeys = (keys: Uint8Array[]) => keys.sort(compareBytes).filter((k, i, all) => i === 0 || compareBytes(all[i - 1]!, k) !== 0);
+
+function multiproofCases(v: Version, other: Version | undefined, b: Budget, r: Rng): void {
+  for (let i = 0; i < b.absence; i++) {
+    const n = r.chance(0.3) ? 1 : r.range(2, 24);
+    const keys = sortedKeys(Array.from({ length: n }, () => (v.sorted.length > 0 && r.chance(0.5) ? r.pick(v.sorted)[0] : absentKey(v, r))));
+    const payload = v.snap.proveMulti(keys, 8 << 20);
+    const bytes = payload.subarray(encodeVarint(keys.length).length); // the k varint in front (every key fits)
+    // The model's answer to a query: what any proof that verifies must give.
+    const answerTo = (ks: Uint8Array[]) => JSON.stringify([ks.map((k) => opt(v.model.get(toHex(k))?.[1])), v.chunkSizes.length, v.sorted.length]);
+    const ok = answerTo(keys);
+    const base: Case = { kind: 'multiproof', root: v.root, keys, bytes };
+    check({ ...base, bytes: asInput(bytes, r) }, 'valid', 'proveMulti', { ok });
+    mutations(base, ok, b.mutations, r, () => {
+      const k = absentKey(v, r);
+      return r.chance(0.5) ? ['one more key', { keys: sortedKeys([...keys, k]) }] : ['the keys reversed', { keys: [...keys].reverse() }];
+    });
+    for (const [label, root] of wrongRoots(v, other, r)) check({ ...base, root }, 'wrong-input', label, 'error');
+    // Another query: a proof may still answer it (the entries it reveals can
+    // prove it too), but then exactly as the model does.
+    const another = (ks: Uint8Array[], label: string) => check({ ...base, keys: ks }, 'wrong-input', label, { sameOrError: answerTo(ks) });
+    if (keys.length > 1) {
+      another(keys.slice(1), 'the first key left out');
+      check({ ...base, keys: [keys[1]!, keys[0]!, ...keys.slice(2)] }, 'wrong-input', 'two keys swapped', 'error');
+    }
+    another(sortedKeys([...keys, absentKey(v, r)]), 'an absent key added');
+    check({ ...base, keys: [] }, 'wrong-input', 'no key', 'error');
+    check({ ...base, keys: [new Uint8Array(0), ...keys] }, 'wrong-input', 'an empty key', 'error');
+    check({ ...base, keys: [...keys, TOO_LONG_KEY] }, 'wrong-input', 'a key of 1025 bytes', 'error');
+  }
+}
+
 /** Every base proof given to the verifiers of the other kinds. */
 function crossKind(v: Version, r: Rng): void {
   const samples: Uint8Array[] = [];
@@ -567,6 +610,7 @@ function crossKind(v: Version, r: Rng): void {
   samples.push(v.snap.proveAbsence(absentKey(v, r)));
   samples.push(v.snap.proveRange(new Uint8Array(0), undefined, 5));
   if (v.chunkSizes.length > 0) samples.push(v.snap.proveChunk(0), v.snap.exportChunk(0));
+  samples.push(v.snap.proveMulti([absentKey(v, r)], 8 << 20).subarray(1));
   const [key, value] = v.sorted[0] ?? [Uint8Array.of(1), Uint8Array.of(2)];
   for (const bytes of samples) {
     check({ kind: 'existence', root: v.root, key, value, bytes }, 'cross-kind', `format ${bytes[0]}`);
@@ -574,6 +618,7 @@ function crossKind(v: Version, r: Rng): void {
     check({ kind: 'range', root: v.root, start: new Uint8Array(0), end: undefined, limit: 5, bytes }, 'cross-kind', `format ${bytes[0]}`);
     check({ kind: 'chunkProof', root: v.root, bytes }, 'cross-kind', `format ${bytes[0]}`);
     check({ kind: 'envelope', root: v.root, index: 0, bytes }, 'cross-kind', `format ${bytes[0]}`);
+    check({ kind: 'multiproof', root: v.root, keys: [key], bytes }, 'cross-kind', `format ${bytes[0]}`);
   }
 }
 
@@ -644,6 +689,7 @@ describe('TS and WASM verifiers agree on random trees, proofs and mutations', ()
         absenceCases(v, other, b, r);
         rangeCases(v, other, b, r);
         chunkCases(v, other, b, r);
+        multiproofCases(v, other, b, r);
         crossKind(v, r);
       }
       OTHER_ROOTS.push(last.root);
@@ -656,7 +702,7 @@ describe('TS and WASM verifiers agree on random trees, proofs and mutations', ()
 });
 
 describe('random garbage only ever throws the typed error', () => {
-  const FORMAT: Record<Kind, number> = { existence: 1, absence: 2, range: 3, chunkProof: 4, envelope: 5 };
+  const FORMAT: Record<Kind, number> = { existence: 1, absence: 2, range: 3, chunkProof: 4, envelope: 5, multiproof: 0x0d };
 
   /** Random bytes; a third with a random first byte, a third with the right format byte, a third also with a plausible header. */
   function garbage(kind: Kind, r: Rng): Uint8Array {
@@ -671,6 +717,7 @@ describe('random garbage only ever throws the typed error', () => {
     if (kind === 'envelope') head.push(r.int(8), ...encodeVarint(r.range(1, 4)));
     else if (kind === 'absence') head.push(r.int(4));
     else if (kind === 'range') head.push(...encodeVarint(r.int(3)), ...encodeVarint(r.range(1, 4)), 0, 1);
+    else if (kind === 'multiproof') head.push(r.int(4), r.range(1, 4));
     else head.push(...encodeVarint(r.range(1, 4)), 0);
     const out = concat(Uint8Array.from(head), b.subarray(1));
     // Some with valid-looking short keys so that decoding goes deeper.
@@ -678,13 +725,13 @@ describe('random garbage only ever throws the typed error', () => {
     return out;
   }
 
-  it('4,000 random byte strings of 0 … 5,000 bytes, to each verifier', () => {
+  it('4,800 random byte strings of 0 … 5,000 bytes, to each verifier', () => {
     const r = rng(0x9a7ba9e);
     const root = r.bytes(32);
     const key = utf8('some key');
     let n = 0;
     for (let i = 0; i < 800; i++) {
-      for (const kind of ['existence', 'absence', 'range', 'chunkProof', 'envelope'] as const) {
+      for (const kind of ['existence', 'absence', 'range', 'chunkProof', 'envelope', 'multiproof'] as const) {
         const bytes = asInput(garbage(kind, r), r);
         const rt = r.chance(0.5) || OTHER_ROOTS.length === 0 ? root : r.pick(OTHER_ROOTS);
         const c: Case =
@@ -696,13 +743,15 @@ describe('random garbage only ever throws the typed error', () => {
                 ? { kind, root: rt, start: new Uint8Array(0), end: r.chance(0.5) ? undefined : Uint8Array.of(0xff), limit: r.range(1, 100), bytes }
                 : kind === 'chunkProof'
                   ? { kind, root: rt, bytes }
-                  : { kind, root: rt, index: r.int(4), bytes };
+                  : kind === 'multiproof'
+                    ? { kind, root: rt, keys: [key], bytes }
+                    : { kind, root: rt, index: r.int(4), bytes };
         // Garbage must be rejected, by both, with a typed error and the same code.
         check(c, 'garbage', `garbage ${bytes.length} bytes`, 'error');
         n++;
       }
     }
-    expect(n).toBe(4000);
+    expect(n).toBe(4800);
     assertNoFailures();
   }, 60_000);
 });

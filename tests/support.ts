@@ -400,6 +400,7 @@ function mutateOnce(bytes: Uint8Array, fields: readonly Field[], r: Rng, n: numb
     }
     default: {
       const u8s = fields.filter((f) => f.kind === 'u8' || f.kind === 'format');
+      if (u8s.length === 0) return undefined; // no field layout (a multiproof): byte-level mutations only
       const f = r.pick(u8s);
       const b = bytes.slice();
       b[f.off] = f.kind === 'format' ? r.pick([0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x11, 0x15, 0xff]) : r.pick([0, 1, 2, 3, 0x80, 0x81, 0x04, 0x30, 0x31, 0x7f, 0xff, r.int(256)]);

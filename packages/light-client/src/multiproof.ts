@@ -167,7 +167,8 @@ function hashNode(node: MultiNode, at: { index: number }, placed: Placed[]): Uin
       at.index += node.chunks;
       return node.hash;
     case 1: {
-      const left = hashNode(node.left, at, placed).slice();
+      // A copy to hash into: `slice` of a Node Buffer (a proof passed as one) would share its bytes.
+      const left = new Uint8Array(hashNode(node.left, at, placed));
       const right = hashNode(node.right, at, placed);
       innerHashInPlace(node.height, node.chunks, node.entries, left, right, false);
       return left;

@@ -1,6 +1,7 @@
 /**
- * Stand-alone verifiers of the four proof formats of `spec/proof-format.md`:
- * existence (`0x01`), absence (`0x02`), range (`0x03`) and chunk (`0x04`).
+ * Stand-alone verifiers of four proof formats of `spec/proof-format.md`:
+ * existence (`0x01`), absence (`0x02`), range (`0x03`) and chunk (`0x04`);
+ * the multiproof (`0x0D`) has its own module, `multiproof.ts`.
  * Each checks its arguments, decodes (first failing check wins), then runs
  * the spec's numbered checks in order. Only the trusted root is needed.
  *
