@@ -338,8 +338,10 @@ impl<'a> Decoder<'a> {
         if count == 0 || count > m as u64 {
             return Err(ProofError::PositionInvalid);
         }
-        let mut entries: Vec<(usize, &'a [u8], &'a [u8])> = Vec::with_capacity(count as usize);
-        let mut positions = Vec::with_capacity(count as usize);
+        // Grown as entries are read, never from the count: a decoder allocates
+        // no more than a constant factor of its input (`spec/encoding.md`).
+        let mut entries: Vec<(usize, &'a [u8], &'a [u8])> = Vec::new();
+        let mut positions = Vec::new();
         for _ in 0..count {
             let pos = self.r.varint()?;
             if pos >= m as u64 || entries.last().is_some_and(|e| pos <= e.0 as u64) {

@@ -34,7 +34,8 @@ use std::time::Instant;
 
 use bpavl_core::hash::Hash;
 use bpavl_core::{
-    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_range, ChunkEnvelope, Rebuilder, Tree,
+    verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, ChunkEnvelope,
+    Rebuilder, Tree,
 };
 use bpavl_testkit::codes::{load_codes, Codes};
 use bpavl_testkit::fields::{noncanonical, varint, varint_len, Fields, Role};
@@ -693,6 +694,69 @@ fn mutated_encodings_are_rejected() {
     }
     eprintln!("mutated_encodings_are_rejected: {} samples, {} calls in {:?}", samples.len(), ck.calls, t.elapsed());
     ck.finish("mutated_encodings_are_rejected");
+}
+
+/// Multiproofs (`0x0D`), outside the table of the five single formats: every
+/// strict prefix fails with `TRUNCATED`; random mutations, and random bytes
+/// behind the format byte, never panic, allocate within the budget, and
+/// either fail with a code or verify to exactly the original answers.
+#[test]
+fn mutated_multiproofs_are_rejected() {
+    let mut rng = SplitMix64::new(0xb7a1_000d);
+    let mut calls = 0;
+    let mut run = |label: &str, root: &bpavl_core::Hash, keys: &[Vec<u8>], input: &[u8], want: &[Option<Vec<u8>>]| {
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let (out, largest) = guarded(|| match verify_multiproof(root, &keys, input) {
+            Ok(r) if r.values == want => Ok(()),
+            Ok(_) => Err("NOT A CODE: verified to other values"),
+            Err(e) => Err(e.code()),
+        });
+        calls += 1;
+        assert!(largest <= alloc_budget(input.len()), "{label}: allocated {largest} for {} input bytes", input.len());
+        match out {
+            Outcome::Panic(m) => panic!("{label}: panicked: {m}\ninput {}", short_hex(input)),
+            Outcome::Err(code) => assert!(!is_failure(code), "{label}: {code}\ninput {}", short_hex(input)),
+            Outcome::Ok => {}
+        }
+        out
+    };
+    for (capacity, n, remove) in [(2, 0, 0.0), (2, 60, 0.3), (4, 120, 0.5), (16, 300, 0.2), (256, 700, 0.1)] {
+        let (tree, keys) = build_tree(&mut rng, capacity, n, remove, MAX_VALUE_LEN);
+        let root = tree.head().root();
+        for _ in 0..6 {
+            let mut asked: Vec<Vec<u8>> = (0..rng.gen_range(1..12))
+                .map(|_| {
+                    if !keys.is_empty() && rng.gen_bool(0.5) {
+                        keys[rng.gen_range(0..keys.len())].clone()
+                    } else {
+                        random_key(&mut rng)
+                    }
+                })
+                .collect();
+            asked.sort();
+            asked.dedup();
+            let refs: Vec<&[u8]> = asked.iter().map(Vec::as_slice).collect();
+            let bytes = tree.head().prove_multi(&refs).unwrap().encode();
+            let want: Vec<Option<Vec<u8>>> = refs.iter().map(|k| tree.get(k).map(<[u8]>::to_vec)).collect();
+            assert!(matches!(run("original", &root, &asked, &bytes, &want), Outcome::Ok));
+            for cut in 0..bytes.len() {
+                assert!(
+                    matches!(run("prefix", &root, &asked, &bytes[..cut], &want), Outcome::Err("TRUNCATED")),
+                    "prefix {cut}"
+                );
+            }
+            for _ in 0..1500 {
+                let m = random_mutation(&mut rng, &bytes, &bytes);
+                run("random mutation", &root, &asked, &m, &want);
+            }
+            for _ in 0..200 {
+                let mut m = bytes[..rng.gen_range(1..bytes.len().min(8))].to_vec();
+                m.extend((0..rng.gen_range(0..2048)).map(|_| rng.gen::<u8>()));
+                run("random bytes after the header", &root, &asked, &m, &want);
+            }
+        }
+    }
+    eprintln!("mutated_multiproofs_are_rejected: {calls} calls");
 }
 
 fn crasher_dir() -> PathBuf {
