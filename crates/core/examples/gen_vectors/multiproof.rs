@@ -200,34 +200,18 @@ pub fn multiproof(t: &Trees) -> VectorFile {
         }),
         "HEIGHT_INVALID",
     );
-    inv(
-        &mut f,
-        "a child as high as its parent",
-        &root,
-        &keys,
-        &edit(&|p| {
-            let MultiNode::Open { height: parent, left, .. } = top(p) else { panic!() };
+    // The top's left child (open) given the height `child(parent height)`.
+    let left_child_height = |child: &dyn Fn(u8) -> u8| {
+        edit(&|p| {
+            let MultiNode::Open { height: parent, left, .. } = top(p) else { panic!("an open top") };
             let parent = *parent;
             if let MultiNode::Open { height, .. } = &mut **left {
-                *height = parent
+                *height = child(parent)
             }
-        }),
-        "HEIGHT_INVALID",
-    );
-    inv(
-        &mut f,
-        "a child 3 below its parent",
-        &root,
-        &keys,
-        &edit(&|p| {
-            let MultiNode::Open { height: parent, left, .. } = top(p) else { panic!() };
-            let parent = *parent;
-            if let MultiNode::Open { height, .. } = &mut **left {
-                *height = parent - 3
-            }
-        }),
-        "HEIGHT_INVALID",
-    );
+        })
+    };
+    inv(&mut f, "a child as high as its parent", &root, &keys, &left_child_height(&|h| h), "HEIGHT_INVALID");
+    inv(&mut f, "a child 3 below its parent", &root, &keys, &left_child_height(&|h| h - 3), "HEIGHT_INVALID");
     inv(
         &mut f,
         "an unknown tag below the top",
