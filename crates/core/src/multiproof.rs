@@ -653,26 +653,68 @@ impl Snapshot {
     /// from the tree: the entries' global positions, then the AVL nodes
     /// above them opened and every other subtree left opaque.
     pub fn prove_multi(&self, keys: &[&[u8]]) -> Result<Multiproof, TreeError> {
-        let mut at: Vec<(u64, usize)> = Vec::with_capacity(keys.len());
-        for key in keys {
-            check_key(key).map_err(tree_error)?;
-            let Some(top) = self.top.as_ref() else { continue };
-            match descend(top, key) {
-                (index, Ok(position)) => at.push((index, position)),
-                _ => {
-                    let right = self.lower_bound(key);
-                    let left = match right {
-                        Some(at) => self.before(at),
-                        None => self.last(),
-                    };
-                    at.extend(left.into_iter().chain(right));
-                }
-            }
-        }
+        let per_key = self.revealed_per_key(keys)?;
+        Ok(self.pruned(&per_key))
+    }
+
+    /// The encoded multiproof of the longest prefix `keys[..k]` within
+    /// `max_bytes`, and k, as `fitting` picks it (a `MULTIPROOF` answer).
+    /// Each key is looked up once, and no prefix whose entries alone exceed
+    /// the limit is built, so the work holds about `max_bytes`, not the
+    /// whole asked answer.
+    pub fn prove_multi_within(&self, keys: &[&[u8]], max_bytes: usize) -> Result<(usize, Vec<u8>), TreeError> {
+        let per_key = self.revealed_per_key(keys)?;
+        let bounds = self.entry_bytes(&per_key);
+        fitting(keys.len(), max_bytes, &bounds, |k| Ok(self.pruned(&per_key[..k]).encode()))
+    }
+
+    fn revealed_per_key(&self, keys: &[&[u8]]) -> Result<Vec<Vec<(u64, usize)>>, TreeError> {
+        keys.iter().map(|key| self.revealed_for(key)).collect()
+    }
+
+    /// The multiproof revealing the positions of `per_key`.
+    fn pruned(&self, per_key: &[Vec<(u64, usize)>]) -> Multiproof {
+        let mut at: Vec<(u64, usize)> = per_key.concat();
         at.sort_unstable();
         at.dedup();
         let top = self.top.as_ref().map(|top| prune(top, &at, 0));
-        Ok(Multiproof { capacity: self.capacity, top })
+        Multiproof { capacity: self.capacity, top }
+    }
+
+    /// Per prefix of `per_key`, the key and value bytes of the entries it
+    /// reveals, each once: a lower bound on its multiproof's encoded size.
+    fn entry_bytes(&self, per_key: &[Vec<(u64, usize)>]) -> Vec<usize> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut total = 0;
+        let mut out = Vec::with_capacity(per_key.len());
+        for at in per_key {
+            for &(index, position) in at {
+                if seen.insert((index, position)) {
+                    let c = self.top.as_ref().expect("a revealed entry").chunk_at(index);
+                    total += c.key(position).len() + c.value(position).len();
+                }
+            }
+            out.push(total);
+        }
+        out
+    }
+
+    /// The global positions a multiproof reveals for `key`: its entry, or
+    /// its neighbours (none in the empty tree).
+    fn revealed_for(&self, key: &[u8]) -> Result<Vec<(u64, usize)>, TreeError> {
+        check_key(key).map_err(tree_error)?;
+        let Some(top) = self.top.as_ref() else { return Ok(Vec::new()) };
+        Ok(match descend(top, key) {
+            (index, Ok(position)) => vec![(index, position)],
+            _ => {
+                let right = self.lower_bound(key);
+                let left = match right {
+                    Some(at) => self.before(at),
+                    None => self.last(),
+                };
+                left.into_iter().chain(right).collect()
+            }
+        })
     }
 }
 
@@ -711,18 +753,21 @@ fn prune(node: &Node, at: &[(u64, usize)], base: u64) -> MultiNode {
 /// The multiproof of the longest prefix `keys[..k]` (k ≥ 1) whose encoding
 /// is at most `max_bytes`, with k: all of `keys` when that fits, else the
 /// largest k that fits (one key always counts as fitting). `prove` builds
-/// the multiproof of a prefix.
+/// the multiproof of a prefix; `lower_bounds[k − 1]`, where given, is at
+/// most the size of prefix k's, so a prefix that cannot fit is never built.
 pub fn fitting<E>(
     keys: usize,
     max_bytes: usize,
+    lower_bounds: &[usize],
     mut prove: impl FnMut(usize) -> Result<Vec<u8>, E>,
 ) -> Result<(usize, Vec<u8>), E> {
-    let all = prove(keys)?;
-    if all.len() <= max_bytes || keys <= 1 {
-        return Ok((keys, all));
+    let top = (1..=keys).rev().find(|&k| lower_bounds.get(k - 1).is_none_or(|&b| b <= max_bytes)).unwrap_or(1);
+    let first = prove(top)?;
+    if first.len() <= max_bytes || top <= 1 {
+        return Ok((top, first));
     }
     // The size grows with k: binary search for the largest k that fits.
-    let (mut lo, mut hi) = (1, keys);
+    let (mut lo, mut hi) = (1, top);
     let mut best = (1, prove(1)?);
     while hi - lo > 1 {
         let mid = (lo + hi) / 2;
@@ -816,8 +861,34 @@ mod tests {
     fn fitting_takes_the_longest_prefix_that_fits() {
         let sizes = [10, 25, 40, 70, 90];
         let prove = |k: usize| Ok::<_, ()>(vec![0; sizes[k - 1]]);
-        assert_eq!(fitting(5, 100, prove).unwrap().0, 5);
-        assert_eq!(fitting(5, 69, prove).unwrap().0, 3);
-        assert_eq!(fitting(5, 5, prove).unwrap().0, 1);
+        assert_eq!(fitting(5, 100, &[], prove).unwrap().0, 5);
+        assert_eq!(fitting(5, 69, &[], prove).unwrap().0, 3);
+        assert_eq!(fitting(5, 5, &[], prove).unwrap().0, 1);
+        // With lower bounds, no prefix that cannot fit is built.
+        let built = std::cell::RefCell::new(Vec::new());
+        let counting = |k: usize| {
+            built.borrow_mut().push(k);
+            prove(k)
+        };
+        assert_eq!(fitting(5, 69, &[5, 20, 30, 60, 80], counting).unwrap().0, 3);
+        assert!(built.borrow().iter().all(|&k| k <= 4), "{:?}", built.borrow());
+    }
+
+    #[test]
+    fn entry_bytes_bound_each_prefix_from_below() {
+        let t = tree(500, 4);
+        let asked: Vec<String> = ["a", "k00010", "k00011", "k00500", "k00999"].map(String::from).to_vec();
+        let ks = keys(&asked);
+        let bounds = t.head().entry_bytes(&t.head().revealed_per_key(&ks).unwrap());
+        for k in 1..=ks.len() {
+            let size = t.head().prove_multi(&ks[..k]).unwrap().encode().len();
+            assert!(bounds[k - 1] <= size, "prefix {k}: {} > {size}", bounds[k - 1]);
+            assert!(k == 1 || bounds[k - 1] >= bounds[k - 2]);
+            // Within exactly this prefix's size, the prefix is what fits.
+            assert_eq!(
+                t.head().prove_multi_within(&ks, size).unwrap(),
+                (k, t.head().prove_multi(&ks[..k]).unwrap().encode())
+            );
+        }
     }
 }

@@ -243,8 +243,8 @@ impl Snapshot {
     pub fn prove_multi(&self, keys: Vec<Bytes>, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
         let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
         let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        multiproof_payload(keys.len(), uint(max_bytes, "maxBytes")? as usize, |k| {
-            Ok(self.0.prove_multi(&keys[..k]).map_err(throw)?.encode())
+        multiproof_payload(keys.len(), uint(max_bytes, "maxBytes")?, |max| {
+            self.0.prove_multi_within(&keys, max).map_err(throw)
         })
     }
 
@@ -358,22 +358,26 @@ pub fn multiproof_from_proofs(
     let proofs = proofs.iter().map(|p| bytes(p, "proof")).collect::<Result<Vec<_>, _>>()?;
     let answers: Vec<core::SingleAnswer> =
         keys.iter().zip(&values).zip(&proofs).map(|((k, v), p)| (k.as_slice(), v.as_deref(), p.as_slice())).collect();
-    multiproof_payload(answers.len(), uint(max_bytes, "maxBytes")? as usize, |k| {
-        Ok(core::Multiproof::from_proofs(&answers[..k]).map_err(throw)?.encode())
+    // The single proofs are in memory already: no bound spares building.
+    multiproof_payload(answers.len(), uint(max_bytes, "maxBytes")?, |max| {
+        core::fitting(answers.len(), max, &[], |k| {
+            Ok(core::Multiproof::from_proofs(&answers[..k]).map_err(throw)?.encode())
+        })
     })
 }
 
-/// `k varint ‖ multiproof of the first k keys`, k as large as fits `max_bytes`.
+/// `k varint ‖ multiproof of the first k keys`, k as large as fits
+/// `max_bytes`; `prove(limit)` gives k and the proof within `limit`.
 fn multiproof_payload(
     keys: usize,
-    max_bytes: usize,
-    prove: impl FnMut(usize) -> Result<Vec<u8>, JsValue>,
+    max_bytes: u64,
+    prove: impl FnOnce(usize) -> Result<(usize, Vec<u8>), JsValue>,
 ) -> Result<Vec<u8>, JsValue> {
     if keys == 0 {
         return Err(convert::range_error("keys must not be empty"));
     }
     let count_len = 3; // k ≤ 65536
-    let (k, proof) = core::fitting(keys, max_bytes.saturating_sub(count_len), prove)?;
+    let (k, proof) = prove(usize::try_from(max_bytes).unwrap_or(usize::MAX).saturating_sub(count_len))?;
     let mut out = Vec::with_capacity(proof.len() + count_len);
     core::codec::put_varint(&mut out, k as u64);
     out.extend_from_slice(&proof);
