@@ -288,22 +288,30 @@ pub fn multiproof(tree: &[Hash], m: usize, lo: usize, hi: usize) -> Vec<Hash> {
     out
 }
 
-/// The in-chunk hashes of a multiproof (`proof-format.md`, `0x0D`) revealing
-/// `positions` (increasing) of a chunk of `m` entries, read from its cached
-/// tree: as `multiproof`, with a subtree in range when it holds a position.
-pub fn sparse_multiproof(tree: &[Hash], m: usize, positions: &[usize]) -> Vec<Hash> {
-    fn walk(tree: &[Hash], p: usize, a: usize, n: usize, positions: &[usize], out: &mut Vec<Hash>) {
+/// The in-chunk walk of a multiproof (`proof-format.md`, `0x0D`) revealing
+/// `positions` (increasing) of a chunk of `m` entries: calls
+/// `outside(p, a, n)` for each maximal subtree over leaves `[a, a + n)` that
+/// holds none of them, in walk order; `p` is the subtree's index in the
+/// pre-order tree of `inchunk_tree`. The number of calls is `sparse(M, P)`.
+pub(crate) fn sparse_outside(m: usize, positions: &[usize], outside: &mut impl FnMut(usize, usize, usize)) {
+    fn walk(p: usize, a: usize, n: usize, positions: &[usize], outside: &mut impl FnMut(usize, usize, usize)) {
         if positions.is_empty() {
-            out.push(tree[p]);
+            outside(p, a, n);
         } else if n > 1 {
             let k = left_size(n);
             let split = positions.partition_point(|&q| q < a + k);
-            walk(tree, p + 1, a, k, &positions[..split], out);
-            walk(tree, p + 2 * k, a + k, n - k, &positions[split..], out);
+            walk(p + 1, a, k, &positions[..split], outside);
+            walk(p + 2 * k, a + k, n - k, &positions[split..], outside);
         }
     }
+    walk(0, 0, m, positions, outside)
+}
+
+/// The in-chunk hashes of a multiproof revealing `positions`, read from the
+/// chunk's cached pre-order tree (`inchunk_tree`).
+pub fn sparse_multiproof(tree: &[Hash], m: usize, positions: &[usize]) -> Vec<Hash> {
     let mut out = Vec::new();
-    walk(tree, 0, 0, m, positions, &mut out);
+    sparse_outside(m, positions, &mut |p, _, _| out.push(tree[p]));
     out
 }
 

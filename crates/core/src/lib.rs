@@ -40,8 +40,8 @@ pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
 pub use load::Loader;
 pub use multiproof::{
-    check_multiproof_query, fitting, sparse_len, verify_multiproof, verify_multiproof_views, MultiNode, Multiproof,
-    MultiproofResult, MultiproofViews, RevealedChunk, SingleAnswer, Witnessed, FORMAT_MULTIPROOF, MAX_MULTIPROOF_KEYS,
+    check_multiproof_query, sparse_len, verify_multiproof, verify_multiproof_views, MultiNode, Multiproof,
+    MultiproofResult, MultiproofViews, RevealedChunk, SingleAnswer, FORMAT_MULTIPROOF, MAX_MULTIPROOF_KEYS,
 };
 pub use path::{ChunkPath, Folded, PathStep};
 pub use persist::WriteSet;

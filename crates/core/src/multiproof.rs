@@ -8,7 +8,8 @@
 use crate::codec::{check_key, put_bytes, put_varint, Reader};
 use crate::error::{ProofError, TreeError};
 use crate::hash::{
-    chunk_preimage, empty_root, inchunk_preimage, inner_preimage, left_size, root_preimage, EntryPreimage, Hash,
+    chunk_preimage, empty_root, inchunk_preimage, inner_preimage, left_size, root_preimage, sparse_outside,
+    EntryPreimage, Hash,
 };
 use crate::limits::{min_fill, MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT, MAX_RANGE_LIMIT};
 use crate::node::Node;
@@ -64,27 +65,10 @@ pub struct MultiproofResult {
     pub entry_count: u64,
 }
 
-/// Calls `outside(a, n)` for each maximal in-chunk subtree over leaves
-/// `[a, a + n)` that holds none of `positions` (sorted), in walk order
-/// (`spec/hashing.md`, in-chunk multiproof).
-fn sparse_outside(m: usize, positions: &[usize], outside: &mut impl FnMut(usize, usize)) {
-    fn walk(a: usize, n: usize, positions: &[usize], outside: &mut impl FnMut(usize, usize)) {
-        if positions.is_empty() {
-            outside(a, n);
-        } else if n > 1 {
-            let k = left_size(n);
-            let split = positions.partition_point(|&p| p < a + k);
-            walk(a, k, &positions[..split], outside);
-            walk(a + k, n - k, &positions[split..], outside);
-        }
-    }
-    walk(0, m, positions, outside)
-}
-
 /// `sparse(M, positions)`: how many in-chunk hashes a revealed chunk carries.
 pub fn sparse_len(m: usize, positions: &[usize]) -> usize {
     let mut n = 0;
-    sparse_outside(m, positions, &mut |_, _| n += 1);
+    sparse_outside(m, positions, &mut |_, _, _| n += 1);
     n
 }
 
@@ -112,7 +96,7 @@ impl Multiproof {
     /// The multiproof that reveals `entries` (each with its single witness),
     /// the same as `Snapshot::prove_multi` builds from the tree; they need
     /// not be sorted and may repeat.
-    pub fn from_witnesses(capacity: usize, mut entries: Vec<Witnessed>) -> Self {
+    fn from_witnesses(capacity: usize, mut entries: Vec<Witnessed>) -> Self {
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         entries.dedup_by(|a, b| a.key == b.key);
         let top = (!entries.is_empty()).then(|| build(&entries, 0));
@@ -124,27 +108,46 @@ impl Multiproof {
     /// proof)` for an absent one (a store proves keys one at a time). The
     /// proofs are the prover's own and are not verified here.
     pub fn from_proofs(answers: &[SingleAnswer]) -> Result<Self, ProofError> {
-        let mut capacity = None;
-        let mut entries = Vec::new();
-        for &(key, value, proof) in answers {
-            match value {
-                Some(value) => {
-                    let p = ExistenceProof::decode(proof)?;
-                    capacity = Some(p.capacity);
-                    entries.push(Witnessed { key: key.to_vec(), value: value.to_vec(), witness: p.witness });
-                }
-                None => {
-                    let p = AbsenceProof::decode(proof)?;
-                    capacity = Some(p.capacity);
-                    for n in [p.left, p.right].into_iter().flatten() {
-                        entries.push(Witnessed { key: n.key, value: n.value, witness: n.witness });
-                    }
-                }
-            }
-        }
-        let capacity = capacity.ok_or(ProofError::QueryInvalid)?;
-        Ok(Multiproof::from_witnesses(capacity, entries))
+        let (capacity, per_key) = witnesses_of(answers)?;
+        Ok(Multiproof::from_witnesses(capacity, per_key.concat()))
     }
+
+    /// `from_proofs` of the longest prefix of `answers` within `max_bytes`,
+    /// encoded, and its length, as `fitting` picks it (a `MULTIPROOF`
+    /// answer). Each single proof is decoded once.
+    pub fn from_proofs_within(answers: &[SingleAnswer], max_bytes: usize) -> Result<(usize, Vec<u8>), ProofError> {
+        let (capacity, per_key) = witnesses_of(answers)?;
+        // The single proofs are in memory already: no bound spares building.
+        fitting(answers.len(), max_bytes, &[], |k| {
+            Ok(Multiproof::from_witnesses(capacity, per_key[..k].concat()).encode())
+        })
+    }
+}
+
+/// The capacity of `answers`' proofs, and per answer the entries it reveals
+/// with their witnesses.
+fn witnesses_of(answers: &[SingleAnswer]) -> Result<(usize, Vec<Vec<Witnessed>>), ProofError> {
+    let mut capacity = None;
+    let mut per_key = Vec::with_capacity(answers.len());
+    for &(key, value, proof) in answers {
+        per_key.push(match value {
+            Some(value) => {
+                let p = ExistenceProof::decode(proof)?;
+                capacity = Some(p.capacity);
+                vec![Witnessed { key: key.to_vec(), value: value.to_vec(), witness: p.witness }]
+            }
+            None => {
+                let p = AbsenceProof::decode(proof)?;
+                capacity = Some(p.capacity);
+                [p.left, p.right]
+                    .into_iter()
+                    .flatten()
+                    .map(|n| Witnessed { key: n.key, value: n.value, witness: n.witness })
+                    .collect()
+            }
+        });
+    }
+    Ok((capacity.ok_or(ProofError::QueryInvalid)?, per_key))
 }
 
 /// One key's single proof: `(key, Some(value), existence proof)` or
@@ -589,10 +592,10 @@ impl<'a> Plan<'a> {
 
 /// An entry to reveal, with its single witness.
 #[derive(Debug, Clone)]
-pub struct Witnessed {
-    pub key: Vec<u8>,
-    pub value: Vec<u8>,
-    pub witness: EntryWitness,
+struct Witnessed {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    witness: EntryWitness,
 }
 
 impl Witnessed {
@@ -634,13 +637,13 @@ fn reveal(entries: &[Witnessed]) -> RevealedChunk {
     let mut known: Vec<((usize, usize), Hash)> = Vec::new();
     for e in entries {
         let mut hashes = e.witness.inchunk.iter();
-        sparse_outside(m, &[e.witness.position], &mut |a, n| {
+        sparse_outside(m, &[e.witness.position], &mut |_, a, n| {
             known.push(((a, n), *hashes.next().expect("one hash per subtree")))
         });
     }
     let positions: Vec<usize> = entries.iter().map(|e| e.witness.position).collect();
     let mut inchunk = Vec::new();
-    sparse_outside(m, &positions, &mut |a, n| {
+    sparse_outside(m, &positions, &mut |_, a, n| {
         inchunk.push(known.iter().find(|(at, _)| *at == (a, n)).expect("a sibling of a revealed leaf").1)
     });
     let entries = entries.iter().map(|e| (e.witness.position, e.key.clone(), e.value.clone())).collect();
@@ -707,11 +710,7 @@ impl Snapshot {
         Ok(match descend(top, key) {
             (index, Ok(position)) => vec![(index, position)],
             _ => {
-                let right = self.lower_bound(key);
-                let left = match right {
-                    Some(at) => self.before(at),
-                    None => self.last(),
-                };
+                let (left, right) = self.neighbours(key);
                 left.into_iter().chain(right).collect()
             }
         })
@@ -755,7 +754,7 @@ fn prune(node: &Node, at: &[(u64, usize)], base: u64) -> MultiNode {
 /// largest k that fits (one key always counts as fitting). `prove` builds
 /// the multiproof of a prefix; `lower_bounds[k − 1]`, where given, is at
 /// most the size of prefix k's, so a prefix that cannot fit is never built.
-pub fn fitting<E>(
+fn fitting<E>(
     keys: usize,
     max_bytes: usize,
     lower_bounds: &[usize],

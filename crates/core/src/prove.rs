@@ -12,6 +12,9 @@ use crate::proof::{
 };
 use crate::tree::{descend, tree_error, Snapshot};
 
+/// An entry's global position: its chunk's index and its position there.
+pub(crate) type GlobalPosition = (u64, usize);
+
 impl Snapshot {
     fn top(&self) -> Result<&Node, TreeError> {
         self.top.as_ref().ok_or(TreeError::ChunkOutOfRange)
@@ -63,7 +66,7 @@ impl Snapshot {
 
     /// The global position of the first entry with key ≥ `key`, or `None` if
     /// every key is smaller.
-    pub(crate) fn lower_bound(&self, key: &[u8]) -> Option<(u64, usize)> {
+    fn lower_bound(&self, key: &[u8]) -> Option<(u64, usize)> {
         let top = self.top.as_ref()?;
         let (index, pos) = descend(top, key);
         let pos = pos.unwrap_or_else(|p| p);
@@ -77,7 +80,7 @@ impl Snapshot {
     }
 
     /// The entry before the given global position (`None` at the tree's start).
-    pub(crate) fn before(&self, (index, pos): (u64, usize)) -> Option<(u64, usize)> {
+    fn before(&self, (index, pos): (u64, usize)) -> Option<(u64, usize)> {
         if pos > 0 {
             Some((index, pos - 1))
         } else if index > 0 {
@@ -88,25 +91,29 @@ impl Snapshot {
     }
 
     /// The last entry of the tree.
-    pub(crate) fn last(&self) -> Option<(u64, usize)> {
+    fn last(&self) -> Option<(u64, usize)> {
         let top = self.top.as_ref()?;
         Some((top.chunks() - 1, top.chunk_at(top.chunks() - 1).len() - 1))
     }
 
     /// Proof that `key` is in this version (`KEY_NOT_FOUND` otherwise).
     pub fn prove_existence(&self, key: &[u8]) -> Result<ExistenceProof, TreeError> {
-        self.get_proven(key)?.map(|(_, proof)| proof).ok_or(TreeError::KeyNotFound)
+        check_key(key).map_err(tree_error)?;
+        let top = self.top.as_ref().ok_or(TreeError::KeyNotFound)?;
+        let (index, pos) = descend(top, key);
+        let position = pos.map_err(|_| TreeError::KeyNotFound)?;
+        Ok(ExistenceProof { capacity: self.capacity, witness: self.witness(index, position).1 })
     }
 
-    /// `key`'s value and existence proof from one lookup, or `None` if the
-    /// key is absent (a serving peer's answer to a `PROOF` of a present key).
-    pub fn get_proven(&self, key: &[u8]) -> Result<Option<(&[u8], ExistenceProof)>, TreeError> {
-        check_key(key).map_err(tree_error)?;
-        let Some(top) = self.top.as_ref() else { return Ok(None) };
-        let (index, pos) = descend(top, key);
-        let Ok(position) = pos else { return Ok(None) };
-        let (chunk, witness) = self.witness(index, position);
-        Ok(Some((chunk.value(position), ExistenceProof { capacity: self.capacity, witness })))
+    /// The global positions of the neighbours of an absent `key`: the
+    /// largest entry below it and the smallest above it, each if any.
+    pub(crate) fn neighbours(&self, key: &[u8]) -> (Option<GlobalPosition>, Option<GlobalPosition>) {
+        let right = self.lower_bound(key);
+        let left = match right {
+            Some(at) => self.before(at),
+            None => self.last(),
+        };
+        (left, right)
     }
 
     /// Proof that `key` is not in this version (`KEY_EXISTS` otherwise).
@@ -115,11 +122,7 @@ impl Snapshot {
         if self.get(key).is_some() {
             return Err(TreeError::KeyExists);
         }
-        let right = self.lower_bound(key);
-        let left = match right {
-            Some(at) => self.before(at),
-            None => self.last(),
-        };
+        let (left, right) = self.neighbours(key);
         Ok(AbsenceProof {
             capacity: self.capacity,
             left: left.map(|(i, p)| self.neighbour(i, p)),

@@ -358,11 +358,8 @@ pub fn multiproof_from_proofs(
     let proofs = proofs.iter().map(|p| bytes(p, "proof")).collect::<Result<Vec<_>, _>>()?;
     let answers: Vec<core::SingleAnswer> =
         keys.iter().zip(&values).zip(&proofs).map(|((k, v), p)| (k.as_slice(), v.as_deref(), p.as_slice())).collect();
-    // The single proofs are in memory already: no bound spares building.
     multiproof_payload(answers.len(), uint(max_bytes, "maxBytes")?, |max| {
-        core::fitting(answers.len(), max, &[], |k| {
-            Ok(core::Multiproof::from_proofs(&answers[..k]).map_err(throw)?.encode())
-        })
+        core::Multiproof::from_proofs_within(&answers, max).map_err(throw)
     })
 }
 
