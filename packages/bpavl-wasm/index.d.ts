@@ -14,6 +14,7 @@ export {
   verifyChunkProof,
   verifyChunk,
   Loader,
+  StoredHead,
   StoreSync,
   Pages,
   PagedRange,

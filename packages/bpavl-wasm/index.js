@@ -18,6 +18,7 @@ export {
   verifyChunkProof,
   verifyChunk,
   Loader,
+  StoredHead,
   StoreSync,
   Pages,
   PagedRange,

@@ -18,7 +18,9 @@ pub(crate) struct Chunk {
     /// `prefixes[i]` is `prefix(key i)`: most comparisons stop here.
     prefixes: Vec<u64>,
     keys: Vec<u8>,
-    values: Vec<Box<[u8]>>,
+    /// `None` for an entry of a chunk loaded from a store that this head has
+    /// not written: its record holds the value, and a commit needs its hash only.
+    values: Vec<Option<Box<[u8]>>>,
     /// Entry hashes; `None` until the next commit hashes the entry.
     entry_hashes: Vec<Option<Hash>>,
     /// The in-chunk tree (`hash::inchunk_tree`) as of the last commit.
@@ -31,12 +33,27 @@ pub(crate) struct Chunk {
     /// For a tree kept in a store (`spec/store-format.md`): the version
     /// whose commit wrote each entry's record, `None` until one does.
     births: Vec<Option<u64>>,
+    /// Whether each slot's key is known to be its entry's: written here, or
+    /// read with its entry. A paged head loads slot keys from a chunk record,
+    /// where no hash covers them, and confirms the ones its writes rely on.
+    trusted: Vec<bool>,
     /// This chunk's record in the store, and the full record it is a delta of.
     pub(crate) stored: Option<StoredChunk>,
     /// Whether the store holds this chunk as it is now.
     pub(crate) persisted: bool,
     /// Stored records this chunk stopped using since it was last persisted.
     pub(crate) dropped: Vec<(Table, Ref)>,
+    /// In a paged head, when the chunk was loaded or made: the oldest go first.
+    pub(crate) loaded_at: u64,
+}
+
+/// An entry moving between neighbour chunks with its hash and its record.
+pub(crate) struct MovedEntry {
+    key: Box<[u8]>,
+    value: Option<Box<[u8]>>,
+    hash: Option<Hash>,
+    birth: Option<u64>,
+    trusted: bool,
 }
 
 /// Where a chunk lives in a store: its record, and the full record (base)
@@ -65,8 +82,9 @@ impl Chunk {
         &self.keys[self.key_start(i)..self.key_ends[i] as usize]
     }
 
+    /// The value of entry `i`. Panics on an entry whose value stayed in the store.
     pub fn value(&self, i: usize) -> &[u8] {
-        &self.values[i]
+        self.values[i].as_deref().expect("a value read from a paged head")
     }
 
     pub fn first_key(&self) -> &[u8] {
@@ -94,11 +112,13 @@ impl Chunk {
     }
 
     pub fn set_value(&mut self, i: usize, value: &[u8]) {
-        if *self.values[i] != *value {
+        if self.values[i].as_deref() != Some(value) {
             self.drop_entry(i);
-            self.values[i] = value.into();
+            self.values[i] = Some(value.into());
             self.entry_hashes[i] = None;
             self.births[i] = None;
+            // The key matched the one written: it is this entry's from now on.
+            self.trusted[i] = true;
             self.changed();
         }
     }
@@ -111,9 +131,37 @@ impl Chunk {
         }
         self.key_ends.insert(i, (start + key.len()) as u32);
         self.prefixes.insert(i, prefix(key));
-        self.values.insert(i, value.into());
+        self.values.insert(i, Some(value.into()));
         self.entry_hashes.insert(i, None);
         self.births.insert(i, None);
+        self.trusted.insert(i, true);
+        self.reshaped = true;
+        self.changed();
+    }
+
+    /// Takes entry `i` out to move it to a neighbour chunk: its record (if
+    /// stored) goes with it, so nothing is written again for it.
+    pub fn take_entry(&mut self, i: usize) -> MovedEntry {
+        let birth = self.births.remove(i);
+        let trusted = self.trusted.remove(i);
+        let hash = self.entry_hashes.remove(i);
+        let (key, value) = self.cut(i);
+        MovedEntry { key, value, hash, birth, trusted }
+    }
+
+    /// Puts a moved entry at position `i`.
+    pub fn put_entry(&mut self, i: usize, e: MovedEntry) {
+        let start = self.key_start(i);
+        self.keys.splice(start..start, e.key.iter().copied());
+        for end in &mut self.key_ends[i..] {
+            *end += e.key.len() as u32;
+        }
+        self.key_ends.insert(i, (start + e.key.len()) as u32);
+        self.prefixes.insert(i, prefix(&e.key));
+        self.values.insert(i, e.value);
+        self.entry_hashes.insert(i, e.hash);
+        self.births.insert(i, e.birth);
+        self.trusted.insert(i, e.trusted);
         self.reshaped = true;
         self.changed();
     }
@@ -124,17 +172,39 @@ impl Chunk {
         self.persisted = false;
     }
 
+    /// Whether slot `i`'s key is known to be its entry's.
+    pub fn is_trusted(&self, i: usize) -> bool {
+        self.trusted[i]
+    }
+
+    /// Marks slot `i`'s key as its entry's (its record was read).
+    pub fn trust(&mut self, i: usize) {
+        self.trusted[i] = true;
+    }
+
+    /// Entry `i`'s record in the store, if it has one.
+    pub fn stored_entry(&self, i: usize) -> Option<Ref> {
+        Some(Ref { birth: self.births[i]?, hash: self.entry_hashes[i]? })
+    }
+
     /// Notes that entry `i`'s stored record (if any) is no longer used here.
     fn drop_entry(&mut self, i: usize) {
-        if let (Some(birth), Some(hash)) = (self.births[i], self.entry_hashes[i]) {
-            self.dropped.push((Table::Entries, Ref { birth, hash }));
+        if let Some(r) = self.stored_entry(i) {
+            self.dropped.push((Table::Entries, r));
         }
     }
 
-    /// Removes entry `i` and returns it.
-    pub fn remove_at(&mut self, i: usize) -> (Box<[u8]>, Box<[u8]>) {
+    /// Removes entry `i`; its record is no longer used.
+    pub fn remove_at(&mut self, i: usize) {
         self.drop_entry(i);
         self.births.remove(i);
+        self.trusted.remove(i);
+        self.entry_hashes.remove(i);
+        self.cut(i);
+    }
+
+    /// Removes entry `i`'s key and value (the caller removed its hash and birth).
+    fn cut(&mut self, i: usize) -> (Box<[u8]>, Option<Box<[u8]>>) {
         let (start, end) = (self.key_start(i), self.key_ends[i] as usize);
         let key: Box<[u8]> = self.keys.drain(start..end).collect();
         self.key_ends.remove(i);
@@ -142,7 +212,6 @@ impl Chunk {
         for e in &mut self.key_ends[i..] {
             *e -= key.len() as u32;
         }
-        self.entry_hashes.remove(i);
         self.reshaped = true;
         self.changed();
         (key, self.values.remove(i))
@@ -162,6 +231,7 @@ impl Chunk {
             values: self.values.split_off(at),
             entry_hashes: self.entry_hashes.split_off(at),
             births: self.births.split_off(at),
+            trusted: self.trusted.split_off(at),
             ..Chunk::default()
         }
     }
@@ -177,6 +247,7 @@ impl Chunk {
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
         self.births.extend(other.births);
+        self.trusted.extend(other.trusted);
         self.reshaped = true;
         self.changed();
     }
@@ -204,11 +275,12 @@ impl Chunk {
             c.keys.extend_from_slice(k);
             c.key_ends.push(c.keys.len() as u32);
             c.prefixes.push(prefix(k));
-            c.values.push((*v).into());
+            c.values.push(Some((*v).into()));
         }
         // Leaves sit in pre-order too; gather them rather than hashing again.
         c.entry_hashes = leaves_in_order(&c.tree, m).into_iter().map(Some).collect();
         c.births = vec![None; m];
+        c.trusted = vec![true; m];
         c
     }
 
@@ -234,9 +306,12 @@ impl Chunk {
     }
 
     /// A chunk loaded from a store: its verified slots, in-chunk tree and
-    /// hash, and the values of its verified entry records.
-    pub fn from_stored(slots: &[Slot], values: Vec<Box<[u8]>>, tree: Vec<Hash>, stored: StoredChunk) -> Chunk {
-        let mut c = Chunk { hash: Some(stored.record.hash), tree, values, persisted: true, ..Chunk::default() };
+    /// hash, and the values of its verified entry records (`None`: left in
+    /// the store, for a paged head; that slot's key is not confirmed yet).
+    pub fn from_stored(slots: &[Slot], values: Vec<Option<Box<[u8]>>>, tree: Vec<Hash>, stored: StoredChunk) -> Chunk {
+        let trusted = values.iter().map(Option::is_some).collect();
+        let mut c =
+            Chunk { hash: Some(stored.record.hash), tree, values, trusted, persisted: true, ..Chunk::default() };
         for s in slots {
             c.keys.extend_from_slice(&s.key);
             c.key_ends.push(c.keys.len() as u32);
@@ -299,6 +374,17 @@ impl Chunk {
         let h = chunk_hash(self.len(), &self.tree[0]);
         self.hash = Some(h);
         h
+    }
+
+    /// Bytes this chunk holds, counted from its contents (a paged head's
+    /// budget): keys, values held, per entry its hash, record and
+    /// bookkeeping, the in-chunk tree, and the base's slots for deltas.
+    pub fn resident_bytes(&self) -> usize {
+        const PER_ENTRY: usize = 4 + 8 + 16 + 33 + 16;
+        const PER_SLOT: usize = 24 + 40;
+        let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
+        let base = self.stored.as_ref().map_or(0, |s| s.base_slots.iter().map(|b| b.key.len() + PER_SLOT).sum());
+        256 + self.keys.len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
 
     pub fn entries(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {

@@ -16,6 +16,7 @@ pub mod codec;
 mod envelope;
 mod error;
 pub mod hash;
+mod head;
 pub mod limits;
 mod load;
 mod multiproof;

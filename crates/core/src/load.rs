@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
 use crate::hash::Hash;
-use crate::node::{Inner, KeyCopy, Node};
+use crate::node::{Inner, KeyCopy, Node, Stub};
 use crate::record::{
     apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
@@ -44,6 +44,8 @@ struct LoadedChunk {
 /// ```
 pub struct Loader {
     version: u64,
+    /// Load the inner nodes only; chunks stay in the store as stubs (`head.rs`).
+    paged: bool,
     record: VersionRecord,
     /// Records asked for and not supplied yet.
     pending: HashSet<(Table, Ref)>,
@@ -67,9 +69,22 @@ pub struct Loader {
 impl Loader {
     /// Starts loading `version` from its version record, in a store of `capacity`.
     pub fn new(version: u64, version_record: &[u8], capacity: usize) -> Result<Loader, StoreError> {
+        Self::start(version, version_record, capacity, false)
+    }
+
+    /// Starts loading `version` as a paged head: its inner nodes only, each
+    /// checked against its hash; its chunks load when a write needs them
+    /// ([`Tree::needed_for`]). Memory grows with the chunk count (≈ 150
+    /// bytes a chunk), not with the entries.
+    pub fn head(version: u64, version_record: &[u8], capacity: usize) -> Result<Loader, StoreError> {
+        Self::start(version, version_record, capacity, true)
+    }
+
+    fn start(version: u64, version_record: &[u8], capacity: usize, paged: bool) -> Result<Loader, StoreError> {
         let record = VersionRecord::decode(version_record, capacity)?;
         let mut loader = Loader {
             version,
+            paged,
             pending: HashSet::new(),
             next: Vec::new(),
             nodes: HashMap::new(),
@@ -90,6 +105,7 @@ impl Loader {
 
     fn want_child(&mut self, child: Child) -> Result<(), StoreError> {
         match child {
+            Child::Chunk(_) if self.paged => {}
             Child::Chunk(r) => {
                 self.version_chunks.insert(r);
                 // Read already as another chunk's base: it is here.
@@ -184,6 +200,10 @@ impl Loader {
         }
         let top = match self.record.top {
             None => None,
+            // The version record's counts are the top's (its root hashes them).
+            Some(Child::Chunk(r)) if self.paged => {
+                Some(Node::Stub(Stub { record: r, entries: Some(self.record.entry_count) }))
+            }
             Some(top) => Some(self.build(top)?),
         };
         Ok(Tree::from_committed(top, self.record.capacity, self.version, self.record.root))
@@ -191,21 +211,27 @@ impl Loader {
 
     fn build(&mut self, child: Child) -> Result<Node, StoreError> {
         match child {
+            Child::Chunk(r) if self.paged => Ok(Node::Stub(Stub { record: r, entries: None })),
             Child::Chunk(r) => {
                 let c = self.chunks.remove(&r).ok_or(StoreError::Corrupt)?;
                 let values = c
                     .slots
                     .iter()
-                    .map(|s| self.values.remove(&s.entry).ok_or(StoreError::Corrupt))
+                    .map(|s| self.values.remove(&s.entry).map(Some).ok_or(StoreError::Corrupt))
                     .collect::<Result<Vec<_>, _>>()?;
                 let stored = StoredChunk { record: r, base: c.base, base_slots: c.base_slots };
                 Ok(Node::leaf(Chunk::from_stored(&c.slots, values, c.tree, stored)))
             }
             Child::Node(r) => {
                 let n = self.nodes.remove(&r).ok_or(StoreError::Corrupt)?;
-                let (left, right) = (self.build(n.left)?, self.build(n.right)?);
-                // The key copy is not hashed: it must be the right subtree's smallest key.
-                if leftmost_key(&right) != n.key_copy.as_slice() {
+                let (mut left, mut right) = (self.build(n.left)?, self.build(n.right)?);
+                if self.paged {
+                    // A stub beside a node: its count is the parent's less the node's.
+                    // (The key copy is checked when the chunk after it loads.)
+                    resolve_stub(&mut left, &right, n.entry_count)?;
+                    resolve_stub(&mut right, &left, n.entry_count)?;
+                } else if leftmost_key(&right) != n.key_copy.as_slice() {
+                    // The key copy is not hashed: it must be the right subtree's smallest key.
                     return Err(StoreError::Corrupt);
                 }
                 let inner = Inner {
@@ -223,6 +249,15 @@ impl Loader {
             }
         }
     }
+}
+
+/// Sets the count of a stub whose sibling's count is known: the parent's
+/// (`entries`) less the sibling's. Counts that do not fit are `STORE_CORRUPT`.
+pub(crate) fn resolve_stub(node: &mut Node, sibling: &Node, entries: u64) -> Result<(), StoreError> {
+    if let (Node::Stub(s @ Stub { entries: None, .. }), Some(other)) = (node, sibling.known_entries()) {
+        s.entries = Some(entries.checked_sub(other).filter(|&e| e > 0).ok_or(StoreError::Corrupt)?);
+    }
+    Ok(())
 }
 
 fn leftmost_key(node: &Node) -> &[u8] {

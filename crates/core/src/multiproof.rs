@@ -730,6 +730,7 @@ fn prune(node: &Node, at: &[(u64, usize)], base: u64) -> MultiNode {
                 inchunk: c.sparse_multiproof(&positions),
             })
         }
+        Node::Stub(_) => unreachable!("proofs come from loaded snapshots"),
         Node::Inner(n) => {
             let split = base + n.left.chunks();
             let (left, right) = at.split_at(at.partition_point(|&(i, _)| i < split));

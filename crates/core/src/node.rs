@@ -11,7 +11,20 @@ use crate::record::{Ref, Table};
 #[derive(Clone, Debug)]
 pub(crate) enum Node {
     Leaf(Arc<Chunk>),
+    /// A stored chunk not loaded (a paged head, `head.rs`): a write loads
+    /// it before it touches it.
+    Stub(Stub),
     Inner(Arc<Inner>),
+}
+
+/// A chunk of a paged head that stays in the store: its record, and its
+/// entry count once known. A node record holds its own counts, not its
+/// children's, so of two sibling stubs neither count is known until one
+/// of them loads (the other's is then the parent's less the loaded one's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stub {
+    pub record: Ref,
+    pub entries: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -39,14 +52,14 @@ impl Node {
 
     pub fn height(&self) -> u8 {
         match self {
-            Node::Leaf(_) => 0,
+            Node::Leaf(_) | Node::Stub(_) => 0,
             Node::Inner(n) => n.height,
         }
     }
 
     pub fn chunks(&self) -> u64 {
         match self {
-            Node::Leaf(_) => 1,
+            Node::Leaf(_) | Node::Stub(_) => 1,
             Node::Inner(n) => n.chunks,
         }
     }
@@ -54,14 +67,29 @@ impl Node {
     pub fn entries(&self) -> u64 {
         match self {
             Node::Leaf(c) => c.len() as u64,
+            Node::Stub(s) => s.entries.expect("a stub's count is known before a write needs it"),
             Node::Inner(n) => n.entries,
         }
+    }
+
+    /// The entry count, if known (a stub's may not be).
+    pub fn known_entries(&self) -> Option<u64> {
+        match self {
+            Node::Stub(s) => s.entries,
+            _ => Some(self.entries()),
+        }
+    }
+
+    /// Whether this is a chunk, loaded or not.
+    pub fn is_chunk(&self) -> bool {
+        !matches!(self, Node::Inner(_))
     }
 
     /// The committed hash. Panics on a node with uncommitted changes.
     pub fn hash(&self) -> Hash {
         match self {
             Node::Leaf(c) => c.hash(),
+            Node::Stub(s) => s.record.hash,
             Node::Inner(n) => n.hash.expect("node hashed at commit"),
         }
     }
@@ -75,6 +103,7 @@ impl Node {
                     out.push(Arc::make_mut(c));
                 }
             }
+            Node::Stub(_) => {}
             Node::Inner(n) => {
                 if n.hash.is_none() {
                     let n = Arc::make_mut(n);
@@ -92,6 +121,7 @@ impl Node {
                 Some(h) => h,
                 None => Arc::make_mut(c).rehash(),
             },
+            Node::Stub(s) => s.record.hash,
             Node::Inner(n) => match n.hash {
                 Some(h) => h,
                 None => {
@@ -107,8 +137,8 @@ impl Node {
 
     fn balance(&self) -> i32 {
         match self {
-            Node::Leaf(_) => 0,
             Node::Inner(n) => n.left.height() as i32 - n.right.height() as i32,
+            _ => 0,
         }
     }
 
@@ -116,7 +146,7 @@ impl Node {
     pub fn inner_mut(&mut self) -> &mut Inner {
         match self {
             Node::Inner(n) => Arc::make_mut(n),
-            Node::Leaf(_) => unreachable!("inner node expected"),
+            _ => unreachable!("inner node expected"),
         }
     }
 
@@ -151,6 +181,7 @@ impl Node {
         loop {
             match node {
                 Node::Leaf(c) => return c,
+                Node::Stub(_) => unreachable!("a chunk is loaded before it is read"),
                 Node::Inner(n) => {
                     let lc = n.left.chunks();
                     node = if index < lc {
@@ -169,6 +200,7 @@ impl Node {
     pub fn with_chunk<R>(&mut self, index: u64, f: impl FnOnce(&mut Chunk) -> R) -> R {
         match self {
             Node::Leaf(c) => f(Arc::make_mut(c)),
+            Node::Stub(_) => unreachable!("a chunk is loaded before it is written"),
             Node::Inner(_) => {
                 let n = self.inner_mut();
                 let lc = n.left.chunks();
@@ -206,7 +238,7 @@ impl Node {
         let n = self.inner_mut();
         let lc = n.left.chunks();
         let orphan = if index < lc {
-            if let Node::Leaf(_) = n.left {
+            if n.left.is_chunk() {
                 // The leaf is the leftmost of this subtree: its separator lies
                 // above, and this node's key (the right subtree's smallest) takes
                 // its place there.
@@ -217,7 +249,7 @@ impl Node {
             }
             n.left.remove_leaf(index, dropped)
         } else {
-            if let Node::Leaf(_) = n.right {
+            if n.right.is_chunk() {
                 n.drop_records(false, dropped);
                 let left = n.left.clone();
                 *self = left;

@@ -52,6 +52,7 @@ fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
             }
             Child::Chunk(c.stored.as_ref().expect("persisted").record)
         }
+        Node::Stub(s) => Child::Chunk(s.record),
         Node::Inner(n) => {
             if n.persisted {
                 return Child::Node(n.stored.expect("persisted"));

@@ -33,6 +33,7 @@ impl Snapshot {
                     steps.reverse();
                     return Ok((c, ChunkPath { steps }, key_height));
                 }
+                Node::Stub(_) => unreachable!("proofs come from loaded snapshots"),
                 Node::Inner(n) => {
                     let lc = n.left.chunks();
                     let (sibling, sibling_is_left) = if rel < lc { (&n.right, false) } else { (&n.left, true) };

@@ -7,6 +7,7 @@ use crate::chunk::{prefix, Chunk};
 use crate::codec::{check_key, check_value};
 use crate::error::{ProofError, TreeError};
 use crate::hash::{empty_root, root_hash, Hash};
+use crate::head::Paging;
 use crate::limits::{min_fill, DEFAULT_CAPACITY, MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
 use crate::node::{Inner, KeyCopy, Node};
 use crate::record::{Ref, Table};
@@ -46,6 +47,8 @@ pub struct Tree {
     committed: Snapshot,
     /// Stored records that left the tree since it was last persisted.
     pub(crate) dropped: Vec<(Table, Ref)>,
+    /// For a paged head: the chunk records being loaded.
+    pub(crate) paging: Paging,
 }
 
 impl Default for Tree {
@@ -71,13 +74,13 @@ impl Tree {
             return Err(TreeError::CapacityInvalid);
         }
         let committed = Snapshot { top: None, capacity, version: 0, root: empty_root(capacity) };
-        Ok(Tree { top: None, capacity, committed, dropped: Vec::new() })
+        Ok(Tree { top: None, capacity, committed, dropped: Vec::new(), paging: Paging::default() })
     }
 
     /// A tree rebuilt from verified parts; `top` is fully hashed.
     pub(crate) fn from_committed(top: Option<Node>, capacity: usize, version: u64, root: Hash) -> Tree {
         let committed = Snapshot { top: top.clone(), capacity, version, root };
-        Tree { top, capacity, committed, dropped: Vec::new() }
+        Tree { top, capacity, committed, dropped: Vec::new(), paging: Paging::default() }
     }
 
     pub fn capacity(&self) -> usize {
@@ -203,6 +206,26 @@ impl Tree {
         self.top.as_ref()
     }
 
+    pub(crate) fn top_mut(&mut self) -> Option<&mut Node> {
+        self.top.as_mut()
+    }
+
+    /// Takes the committed snapshot's top, so that changing the working
+    /// tree without changing its contents (loading or evicting a paged
+    /// head's chunks) copies no shared node; give it back with
+    /// [`Tree::restore_committed`].
+    pub(crate) fn release_committed(&mut self) -> Option<Node> {
+        self.committed.top.take()
+    }
+
+    /// Points the committed snapshot at the working top again, which
+    /// holds the same contents as `released`.
+    pub(crate) fn restore_committed(&mut self, released: Option<Node>) {
+        if released.is_some() {
+            self.committed.top = self.top.clone();
+        }
+    }
+
     /// The working top, for writing store records. The previous snapshot
     /// lets go of the nodes first, so that marking them stored copies
     /// nothing it shared (the next snapshot replaces it at once).
@@ -289,6 +312,7 @@ fn insert(node: &mut Node, key: &[u8], value: &[u8], capacity: usize) -> bool {
                 }
             }
         }
+        Node::Stub(_) => unreachable!("a chunk is loaded before a write reaches it"),
         Node::Inner(_) => {
             let n = node.inner_mut();
             let added = if n.key.is_above(key, prefix(key)) {
@@ -307,6 +331,7 @@ fn get<'a>(mut node: &'a Node, key: &[u8]) -> Option<&'a [u8]> {
     loop {
         match node {
             Node::Leaf(c) => return c.search(key).ok().map(|i| c.value(i)),
+            Node::Stub(_) => unreachable!("a paged head is not read"),
             Node::Inner(n) => node = if n.key.is_above(key, p) { &n.left } else { &n.right },
         }
     }
@@ -319,6 +344,7 @@ pub(crate) fn descend(top: &Node, key: &[u8]) -> (u64, Result<usize, usize>) {
     loop {
         match node {
             Node::Leaf(c) => return (index, c.search(key)),
+            Node::Stub(_) => unreachable!("a chunk is loaded before a write reaches it"),
             Node::Inner(n) => {
                 if n.key.is_above(key, p) {
                     node = &n.left;
@@ -354,18 +380,12 @@ fn refill(top: &mut Node, index: u64, capacity: usize, dropped: &mut Vec<(Table,
     let neighbour = if right_exists { index + 1 } else { index - 1 };
     if top.chunk_at(neighbour).len() > min_fill(capacity) {
         if right_exists {
-            let (k, v) = top.with_chunk(neighbour, |c| c.remove_at(0));
-            top.with_chunk(index, |c| {
-                let at = c.len();
-                c.insert_at(at, &k, &v)
-            });
+            let moved = top.with_chunk(neighbour, |c| c.take_entry(0));
+            top.with_chunk(index, |c| c.put_entry(c.len(), moved));
             fix_separator(top, neighbour);
         } else {
-            let (k, v) = top.with_chunk(neighbour, |c| {
-                let last = c.len() - 1;
-                c.remove_at(last)
-            });
-            top.with_chunk(index, |c| c.insert_at(0, &k, &v));
+            let moved = top.with_chunk(neighbour, |c| c.take_entry(c.len() - 1));
+            top.with_chunk(index, |c| c.put_entry(0, moved));
         }
         fix_separator(top, index);
     } else {
@@ -398,6 +418,7 @@ impl<'a> Entries<'a> {
                     it.chunk = Some((c, c.lower_bound(start)));
                     node = None;
                 }
+                Node::Stub(_) => unreachable!("a paged head is not read"),
                 Node::Inner(i) => {
                     if i.key.is_above(start, prefix(start)) {
                         it.stack.push(&i.right);
@@ -435,6 +456,7 @@ impl<'a> Iterator for Entries<'a> {
                         self.chunk = Some((c, 0));
                         break;
                     }
+                    Node::Stub(_) => unreachable!("a paged head is not read"),
                     Node::Inner(n) => {
                         self.stack.push(&n.right);
                         node = &n.left;

@@ -58,6 +58,17 @@ fn table(name: &str) -> Result<Table, JsValue> {
     }
 }
 
+/// Records to fetch as table ids and their keys laid end to end.
+fn flat_refs(wanted: &[(Table, Ref)]) -> (Vec<u8>, Vec<u8>) {
+    (wanted.iter().map(|(t, _)| *t as u8).collect(), wanted.iter().flat_map(|(_, r)| r.key()).collect())
+}
+
+/// Records to fetch, as `[table, key][]`.
+fn table_key_list(wanted: &[(Table, Ref)]) -> JsValue {
+    let (tables, flat) = flat_refs(wanted);
+    table_keys(&tables, &flat)
+}
+
 fn record_ref(key: &Bytes) -> Result<Ref, JsValue> {
     let key = bytes(key, "key")?;
     Ref::from_key(&key).ok_or_else(|| range_error(&format!("a record key is {RECORD_KEY_LEN} bytes")))
@@ -207,10 +218,7 @@ impl Loader {
     /// The records to fetch next as `[table, key]`, or `[]` once all are in.
     #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
     pub fn wanted(&mut self) -> Result<JsValue, JsValue> {
-        let wanted = self.loader()?.wanted();
-        let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
-        let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
-        Ok(table_keys(&tables, &flat))
+        Ok(table_key_list(&self.loader()?.wanted()))
     }
 
     /// Hands over a wanted record (`undefined`: the store lacks it). Throws
@@ -220,11 +228,25 @@ impl Loader {
         self.loader()?.supply(t, &r, value.as_deref()).map_err(throw)
     }
 
+    /// Starts loading `version` as a writable paged head ([`StoredHead`]):
+    /// its inner nodes only. Finish it with `finishHead()`.
+    pub fn head(version: &Number, version_record: &Bytes, capacity: &Number) -> Result<Loader, JsValue> {
+        let (version, record) = (uint(version, "version")?, bytes(version_record, "versionRecord")?);
+        let loader = core::Loader::head(version, &record, count(capacity, "capacity")?).map_err(throw)?;
+        Ok(Loader(Some(loader)))
+    }
+
     /// The loaded tree at the loaded version. The loader is spent afterwards.
     /// Throws StoreError `STORE_CORRUPT` if records are still missing.
     pub fn finish(&mut self) -> Result<Tree, JsValue> {
         let loader = self.0.take().ok_or_else(|| range_error("the loader has finished"))?;
         loader.finish().map(Tree).map_err(throw)
+    }
+
+    /// The paged head a loader started with `Loader.head` loaded.
+    #[wasm_bindgen(js_name = finishHead)]
+    pub fn finish_head(&mut self) -> Result<StoredHead, JsValue> {
+        self.finish().map(|t| StoredHead(t.0))
     }
 
     fn loader(&mut self) -> Result<&mut core::Loader, JsValue> {
@@ -307,8 +329,7 @@ extern "C" {
 
 /// `{ need }` for records a question needs.
 fn need_result(wanted: &[(Table, Ref)]) -> JsValue {
-    let tables: Vec<u8> = wanted.iter().map(|(t, _)| *t as u8).collect();
-    let flat: Vec<u8> = wanted.iter().flat_map(|(_, r)| r.key()).collect();
+    let (tables, flat) = flat_refs(wanted);
     lookup_result(0, &tables, &flat, &[])
 }
 
@@ -523,4 +544,91 @@ pub fn decode_version_record(record: &Bytes, capacity: &Number) -> Result<JsValu
 pub fn entry_value(entry_key: &Bytes, record: &Bytes, slot_key: &Bytes) -> Result<Vec<u8>, JsValue> {
     let (r, record, slot_key) = (record_ref(entry_key)?, bytes(record, "record")?, bytes(slot_key, "slotKey")?);
     core::record::decode_entry(&record, &r.hash, &slot_key).map(<[u8]>::to_vec).map_err(throw)
+}
+
+/// The writable head of a store, paged (`docs/store.md`, "The writable
+/// head, paged"): inner nodes resident, chunks loaded as writes need them
+/// and evicted after a commit. A write either applies, or changes nothing
+/// and names the records to fetch and `supply` before it is called again.
+#[wasm_bindgen]
+pub struct StoredHead(core::Tree);
+
+#[wasm_bindgen]
+impl StoredHead {
+    /// The head of an empty store of chunk `capacity` (2 … 4096).
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: &Number) -> Result<StoredHead, JsValue> {
+        core::Tree::new(count(capacity, "capacity")?).map(StoredHead).map_err(throw)
+    }
+
+    /// Hands over a record a write named (`undefined`: the store lacks it).
+    /// Throws StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.supply_record(t, &r, value.as_deref()).map_err(throw)
+    }
+
+    /// Inserts or replaces `key` → `value` and returns true if the key was
+    /// new; or, changing nothing, returns the chunk records to fetch first
+    /// as `[table, key]`: `supply` each, then call again. Throws TreeError
+    /// `KEY_EMPTY`, `KEY_TOO_LONG`, `VALUE_TOO_LONG` or `TREE_FULL`, or
+    /// StoreError `STORE_CORRUPT` when loaded keys contradict each other,
+    /// and leaves the head unchanged.
+    #[wasm_bindgen(unchecked_return_type = "boolean | [table: RecordTable, key: Uint8Array][]")]
+    pub fn insert(&mut self, key: &Bytes, value: &Bytes) -> Result<JsValue, JsValue> {
+        let (key, value) = (bytes(key, "key")?, bytes(value, "value")?);
+        if let Some(needed) = self.needed(&key, false)? {
+            return Ok(needed);
+        }
+        self.0.insert(&key, &value).map(JsValue::from).map_err(throw)
+    }
+
+    /// Removes `key` and returns whether it was present; or, changing
+    /// nothing, the records to fetch first (as `insert`).
+    #[wasm_bindgen(unchecked_return_type = "boolean | [table: RecordTable, key: Uint8Array][]")]
+    pub fn remove(&mut self, key: &Bytes) -> Result<JsValue, JsValue> {
+        let key = bytes(key, "key")?;
+        if let Some(needed) = self.needed(&key, true)? {
+            return Ok(needed);
+        }
+        Ok(self.0.remove(&key).into())
+    }
+
+    /// The records a write of `key` needs first, if any.
+    fn needed(&mut self, key: &[u8], removing: bool) -> Result<Option<JsValue>, JsValue> {
+        let wanted = self.0.needed_for(key, removing).map_err(throw)?;
+        Ok((!wanted.is_empty()).then(|| table_key_list(&wanted)))
+    }
+
+    /// The entry records to fetch and `supply` before `commitToStore`, as
+    /// `[table, key]`: each confirms a slot key a write relied on.
+    #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn unconfirmed(&self) -> JsValue {
+        table_key_list(&self.0.unconfirmed())
+    }
+
+    /// Commits the pending writes and returns what the store must write
+    /// (as `Tree.commitToStore`). Throws a RangeError while `unconfirmed()`
+    /// names records.
+    #[wasm_bindgen(js_name = commitToStore, unchecked_return_type = "WriteSet")]
+    pub fn commit_to_store(&mut self) -> Result<JsValue, JsValue> {
+        if !self.0.unconfirmed().is_empty() {
+            return Err(range_error("supply the records unconfirmed() names before the commit"));
+        }
+        let (commit, w) = self.0.commit_to_store();
+        Ok(js_write_set(&commit.root, &w))
+    }
+
+    /// After a commit: unloads the oldest loaded chunks until the loaded
+    /// ones take at most `budget` bytes.
+    pub fn evict(&mut self, budget: &Number) -> Result<(), JsValue> {
+        self.0.evict(count(budget, "budget")?);
+        Ok(())
+    }
+
+    /// Bytes of the loaded chunks, counted from their contents.
+    #[wasm_bindgen(getter, js_name = residentBytes)]
+    pub fn resident_bytes(&self) -> f64 {
+        self.0.resident_bytes() as f64
+    }
 }

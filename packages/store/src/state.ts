@@ -8,9 +8,10 @@
  * Opening reads only the version records. Reads and proofs at any version,
  * the head included, go through `Pages`: inner nodes loaded on demand,
  * chunks cached under `cacheBytes`, every answer checked against the entry
- * records that prove it. The writable head is loaded whole at the first
- * write after an open, a commit failure or a rollback; paging it too is the
- * next step (docs/store.md, "Status").
+ * records that prove it. The writable head is paged too: its inner nodes
+ * load at the first write after an open, a commit failure or a rollback;
+ * each write loads the chunks it changes, and each commit unloads the
+ * oldest down to `cacheBytes` (docs/store.md, "The writable head, paged").
  * @module
  */
 
@@ -25,6 +26,7 @@ import {
   type RangeResult,
   type RecordTable,
   type Snapshot,
+  StoredHead,
   Tree,
   verifyAbsence,
   verifyChunkProof,
@@ -69,6 +71,11 @@ export interface StoreStats {
   readonly cacheMisses: number;
   /** Bytes of chunks cached now, counted from their contents (never above the budget). */
   readonly cachedChunkBytes: number;
+  /**
+   * Bytes of the chunks the writable head holds, counted the same way: what
+   * the pending batch changed, and after a commit at most `cacheBytes`.
+   */
+  readonly headChunkBytes: number;
 }
 
 /** An unfinished sync that the store holds: its root and the chunks it has stored. */
@@ -146,8 +153,10 @@ export class State {
   #versions: Map<number, VersionRecord>;
   /** The head version (0: nothing committed). */
   #head: number;
-  /** The head plus the pending batch, loaded at the first write; a failed load is not kept. */
-  #tree: Promise<Tree> | undefined;
+  /** The head plus the pending batch, paged, loaded at the first write; a failed load is not kept. */
+  #tree: Promise<StoredHead> | undefined;
+  /** The write running now: writes and commits run one at a time, since each loads chunks first. */
+  #writing: Promise<unknown> = Promise.resolve();
   #loaded = new Map<number, Snapshot>();
   #pages: Pages;
   /** The root of the unfinished sync the store holds: no writes until it finishes or is discarded. */
@@ -303,7 +312,7 @@ export class State {
 
 
   /** The head with the pending batch, loaded if it is not (STORE_READ_ONLY on a reader). */
-  async #writable(): Promise<Tree> {
+  async #writable(): Promise<StoredHead> {
     this.#open();
     this.#writer();
     if (this.#tree === undefined) {
@@ -316,9 +325,39 @@ export class State {
     return this.#tree;
   }
 
-  async #loadHead(): Promise<Tree> {
-    if (this.#head === 0) return new Tree(this.capacity);
-    return loadTree(this.#backend, this.#head, await this.#versionRecord(this.#head), this.capacity);
+  async #loadHead(): Promise<StoredHead> {
+    if (this.#head === 0) return new StoredHead(this.capacity);
+    const loader = Loader.head(this.#head, await this.#versionRecord(this.#head), this.capacity);
+    try {
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const wanted = loader.wanted();
+        if (wanted.length === 0) return loader.finishHead();
+        await fetchRecords(this.#backend, wanted, (t, k, v) => loader.supply(t, k, v));
+      }
+    } finally {
+      loader.free();
+    }
+    throw new StoreError('STORE_CORRUPT', `version ${this.#head} is deeper than any tree`);
+  }
+
+  /** Runs `write` on the head after the writes before it, fetching the records it names until it applies. */
+  #write(write: (head: StoredHead) => boolean | [RecordTable, Uint8Array][]): Promise<boolean> {
+    return this.#serially(async () => {
+      const head = await this.#writable();
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const done = write(head);
+        if (typeof done === 'boolean') return done;
+        await fetchRecords(this.#backend, done, (t, k, v) => head.supply(t, k, v));
+      }
+      throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
+    });
+  }
+
+  /** Runs `f` once the writes, commits and rollbacks called before it end. */
+  #serially<T>(f: () => Promise<T>): Promise<T> {
+    const done = this.#writing.then(f);
+    this.#writing = done.catch(() => {});
+    return done;
   }
 
   /** Frees the loaded head and its pending batch; the next write loads the head again. */
@@ -545,12 +584,12 @@ export class State {
 
   /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */
   async put(key: Uint8Array, value: Uint8Array): Promise<void> {
-    (await this.#writable()).insert(key, value);
+    await this.#write((head) => head.insert(key, value));
   }
 
   /** Deletes `key` in the pending batch; resolves to whether it was present. */
   async delete(key: Uint8Array): Promise<boolean> {
-    return (await this.#writable()).remove(key);
+    return this.#write((head) => head.remove(key));
   }
 
   /**
@@ -558,9 +597,20 @@ export class State {
    * the backend: the version record in it makes the version visible. If the
    * write fails, the pending batch is dropped and the head stays as stored.
    */
-  async commit(): Promise<VersionInfo> {
-    const tree = await this.#writable();
-    const w = tree.commitToStore();
+  commit(): Promise<VersionInfo> {
+    return this.#serially(() => this.#commit());
+  }
+
+  async #commit(): Promise<VersionInfo> {
+    const head = await this.#writable();
+    try {
+      // The slot keys the batch's writes relied on, read together (STORE_CORRUPT drops the batch).
+      await fetchRecords(this.#backend, head.unconfirmed(), (t, k, v) => head.supply(t, k, v));
+    } catch (e) {
+      this.#dropTree();
+      throw e;
+    }
+    const w = head.commitToStore();
     const batch: WriteBatch = {
       puts: [
         ...w.puts,
@@ -577,6 +627,7 @@ export class State {
     const record = decodeVersionRecord(w.versionRecord, this.capacity);
     this.#versions.set(w.version, record);
     this.#head = w.version;
+    head.evict(this.#cacheBytes);
     return info(w.version, record);
   }
 
@@ -616,7 +667,11 @@ export class State {
   }
 
   /** Makes the retained `version` the head, discarding every later version and the pending batch. */
-  async rollback(version: number): Promise<void> {
+  rollback(version: number): Promise<void> {
+    return this.#serially(() => this.#rollback(version));
+  }
+
+  async #rollback(version: number): Promise<void> {
     this.#writer();
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     const later = [...this.#versions.keys()].filter((v) => v > version);
@@ -645,6 +700,7 @@ export class State {
       cacheHits: pages.hits,
       cacheMisses: pages.misses,
       cachedChunkBytes: pages.residentBytes,
+      headChunkBytes: (await this.#tree?.catch(() => undefined))?.residentBytes ?? 0,
     };
   }
 
@@ -652,6 +708,8 @@ export class State {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Writes already running end first (later ones are STORE_CLOSED).
+    await this.#writing;
     this.#dropTree();
     for (const s of this.#loaded.values()) s.free();
     this.#loaded.clear();

@@ -12,7 +12,7 @@ import type { State } from '../src/index.ts';
 
 /** Where a model run keeps its state; each `open` is a new backend on the same records. */
 export interface ModelPlace {
-  open(options?: { readonly capacity?: number }): Promise<State>;
+  open(options?: { readonly capacity?: number; readonly cacheBytes?: number }): Promise<State>;
 }
 
 export type Model = Map<string, Uint8Array>;
@@ -113,10 +113,15 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
   }
 }
 
-/** `steps` random operations at chunk capacity `capacity` over keys `key(0 … domain−1)`. */
-export async function runModel(place: ModelPlace, capacity: number, seed: number, steps: number, domain: number): Promise<void> {
+/**
+ * `steps` random operations at chunk capacity `capacity` over keys
+ * `key(0 … domain−1)`, with the store's chunk caches (paged reads and the
+ * paged head) at `cacheBytes`, the default if omitted.
+ */
+export async function runModel(place: ModelPlace, capacity: number, seed: number, steps: number, domain: number, cacheBytes?: number): Promise<void> {
   const pick = rng(seed);
-  let state = await place.open({ capacity });
+  const cache = cacheBytes === undefined ? {} : { cacheBytes };
+  let state = await place.open({ capacity, ...cache });
   let model: Model = new Map();
   const models = new Map<number, Model>();
   try {
@@ -144,7 +149,7 @@ export async function runModel(place: ModelPlace, capacity: number, seed: number
         model = new Map(models.get(to));
       } else {
         await state.close();
-        state = await place.open();
+        state = await place.open(cache);
         const head = [...models.keys()].at(-1);
         model = new Map(head === undefined ? [] : models.get(head));
       }

@@ -11,9 +11,9 @@ import { hex, key, rng, runModel, value, type Model } from './model.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 
 /** A model run on `place`, which is removed afterwards. */
-async function run(place: Place, capacity: number, seed: number, steps: number, domain: number): Promise<void> {
+async function run(place: Place, capacity: number, seed: number, steps: number, domain: number, cacheBytes?: number): Promise<void> {
   try {
-    await runModel(place, capacity, seed, steps, domain);
+    await runModel(place, capacity, seed, steps, domain, cacheBytes);
   } finally {
     place.remove();
   }
@@ -32,6 +32,15 @@ describe('the store against a model of every retained version', { timeout: 60_00
   ])('memory, C = %i, seed %i', async (capacity, seed) => run(inMemory(), capacity, seed, 400, 60));
 
   it('memory, C = 256', async () => run(inMemory(), 256, 7, 1500, 1200));
+
+  // No chunk stays loaded after a commit: every write loads what it changes.
+  it.each([
+    [2, 10],
+    [3, 11],
+    [4, 12],
+    [256, 13],
+  ])('memory, C = %i, seed %i, a cache of nothing', async (capacity, seed) =>
+    run(inMemory(), capacity, seed, capacity === 256 ? 1000 : 400, capacity === 256 ? 1200 : 60, 0));
 
   it.each([
     [3, 8],
@@ -185,6 +194,66 @@ describe('corruption is STORE_CORRUPT on the read that touches it', () => {
     const [[first]] = records(place.database, 'chunks');
     place.database.table('chunks').eraseElementByKey(first!);
     await expect(readAll(place)).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+  });
+});
+
+describe('the paged head', () => {
+  it('holds at most cacheBytes of chunks after each commit, and loads what each write changes', async () => {
+    const cacheBytes = 30_000;
+    const place = inMemory();
+    let state = await place.open({ capacity: 8, cacheBytes });
+    const model: Model = new Map();
+    const pick = rng(21);
+    let loadedBeyond = 0;
+    for (let v = 0; v < 12; v++) {
+      if (v % 4 === 3) {
+        await state.close();
+        state = await place.open({ cacheBytes });
+      }
+      for (let i = 0; i < 150; i++) {
+        const k = pick(900);
+        if (pick(4) === 0) {
+          expect(await state.delete(key(k))).toBe(model.delete(hex(key(k))));
+        } else {
+          await state.put(key(k), value(k, v));
+          model.set(hex(key(k)), value(k, v));
+        }
+      }
+      if ((await state.stats()).headChunkBytes > cacheBytes) loadedBeyond++;
+      await state.commit();
+      expect((await state.stats()).headChunkBytes).toBeLessThanOrEqual(cacheBytes);
+    }
+    // A batch of 150 writes in about 100 chunks holds more than the budget until it commits.
+    expect(loadedBeyond).toBeGreaterThan(0);
+    const entries: [string, string][] = [];
+    for await (const [k, v] of state.range(undefined)) entries.push([hex(k), hex(v)]);
+    expect(entries).toEqual([...model].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hex(v)]));
+    await state.close();
+    place.remove();
+  });
+
+  it('applies writes called at once in the order they were called', async () => {
+    // The same writes and commits, called at once and one after another: the
+    // tree's shape depends on the order, so equal roots mean the same order.
+    const run = async (state: State, atOnce: boolean): Promise<Uint8Array> => {
+      const calls: (() => Promise<unknown>)[] = [];
+      for (let k = 0; k < 300; k++) calls.push(() => state.put(key(k), value(k, 1)));
+      calls.push(() => state.commit());
+      for (let k = 0; k < 300; k++) {
+        calls.push(k % 3 === 0 ? () => state.delete(key(k)) : () => state.put(key(k), value(k, 2)));
+        if (k % 50 === 49) calls.push(() => state.commit());
+      }
+      calls.push(() => state.put(key(0), value(0, 3)));
+      if (atOnce) await Promise.all(calls.map((call) => call()));
+      else for (const call of calls) await call();
+      const { root } = await state.commit();
+      await state.close();
+      return root;
+    };
+    const [a, b] = [inMemory(), inMemory()];
+    expect(await run(await a.open({ capacity: 4, cacheBytes: 0 }), true)).toEqual(await run(await b.open({ capacity: 4 }), false));
+    a.remove();
+    b.remove();
   });
 });
 

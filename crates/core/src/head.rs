@@ -1,0 +1,366 @@
+//! A paged head (`docs/store.md`, "The writable head, paged"): the head of
+//! a state store, taking writes with its inner nodes resident and its
+//! chunks in the store until a write needs them. Without I/O, like the
+//! loader: [`Tree::needed_for`] names the chunk records a write needs, the
+//! caller fetches them and hands them to [`Tree::supply_record`], which
+//! checks each against its ref and loads it; before the commit,
+//! [`Tree::unconfirmed`] names the entry records that confirm the slot keys
+//! the writes relied on; after it, [`Tree::evict`] turns loaded chunks
+//! back into stubs down to a budget.
+//!
+//! A loaded chunk holds keys, entry hashes and records, not values: a
+//! commit writes new entries by hash and never reads an old one back.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::chunk::{prefix, Chunk, StoredChunk};
+use crate::error::StoreError;
+use crate::limits::min_fill;
+use crate::node::{KeyCopy, Node, Stub};
+use crate::record::{apply_edits, decode_entry, verify_slots, ChunkRecord, Edit, Ref, Slot, Table};
+use crate::tree::Tree;
+
+/// The records a paged head asked for and has not loaded yet, and the
+/// entry records it has confirmed.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Paging {
+    /// The stub each asked record loads into, by chunk index (no write
+    /// runs between [`Tree::needed_for`] and the supplies it asks for).
+    awaited: HashMap<Ref, u64>,
+    /// Deltas supplied before their base: the base and the edits.
+    deltas: HashMap<Ref, (Ref, Vec<Edit>)>,
+    /// Entry records to read before the commit, with the key their slot
+    /// lists: they confirm where the batch's writes landed.
+    unconfirmed: HashMap<Ref, Vec<u8>>,
+    /// Counts loads, so that the oldest loaded chunks are evicted first.
+    clock: u64,
+}
+
+/// Walks from `node` to chunk `index`: the chunk, with the key copies that
+/// bound it (where the path last turned right, and last turned left).
+fn find(top: &Node, mut index: u64) -> (&Node, Option<&KeyCopy>, Option<&KeyCopy>) {
+    let (mut node, mut lower, mut upper) = (top, None, None);
+    while let Node::Inner(n) = node {
+        let lc = n.left.chunks();
+        if index < lc {
+            upper = Some(&n.key);
+            node = &n.left;
+        } else {
+            index -= lc;
+            lower = Some(&n.key);
+            node = &n.right;
+        }
+    }
+    (node, lower, upper)
+}
+
+/// The chunk index the search for `key` reaches, and that chunk.
+fn search<'a>(top: &'a Node, key: &[u8]) -> (u64, &'a Node) {
+    let (mut node, mut index, p) = (top, 0u64, prefix(key));
+    while let Node::Inner(n) = node {
+        if n.key.is_above(key, p) {
+            node = &n.left;
+        } else {
+            index += n.left.chunks();
+            node = &n.right;
+        }
+    }
+    (index, node)
+}
+
+/// Stubs of unknown count at most `depth` levels below `node` (whose first
+/// chunk is `base`): the rebalancing after a merge may rotate them.
+fn unknown_stubs(node: &Node, base: u64, depth: u8, out: &mut Vec<(u64, Ref)>) {
+    match node {
+        Node::Stub(s) if s.entries.is_none() => out.push((base, s.record)),
+        Node::Inner(n) if depth > 0 => {
+            unknown_stubs(&n.left, base, depth - 1, out);
+            unknown_stubs(&n.right, base + n.left.chunks(), depth - 1, out);
+        }
+        _ => {}
+    }
+}
+
+/// Loads `chunk` (verified, with `m` entries) into the stub at `index`
+/// below `node`. On the way down, a stub beside the path gets its count:
+/// the parent's less the path child's.
+fn attach(node: &mut Node, index: u64, m: u64, chunk: Chunk) -> Result<(), StoreError> {
+    match node {
+        Node::Stub(s) => {
+            if s.record != *chunk.stored.as_ref().map(|s| &s.record).expect("stored")
+                || s.entries.is_some_and(|e| e != m)
+            {
+                return Err(StoreError::Corrupt);
+            }
+            *node = Node::leaf(chunk);
+            Ok(())
+        }
+        Node::Leaf(_) => unreachable!("a loaded chunk is not asked for again"),
+        Node::Inner(_) => {
+            let n = node.inner_mut();
+            let lc = n.left.chunks();
+            let (on, off, rel) =
+                if index < lc { (&mut n.left, &mut n.right, index) } else { (&mut n.right, &mut n.left, index - lc) };
+            let on_count = if on.is_chunk() { m } else { on.entries() };
+            match off {
+                Node::Stub(s @ Stub { entries: None, .. }) => {
+                    s.entries = Some(n.entries.checked_sub(on_count).filter(|&e| e > 0).ok_or(StoreError::Corrupt)?)
+                }
+                _ if off.entries() + on_count != n.entries => return Err(StoreError::Corrupt),
+                _ => {}
+            }
+            attach(on, rel, m, chunk)
+        }
+    }
+}
+
+impl Tree {
+    /// The chunk records to fetch before `key` can be written (`removing`:
+    /// deleted; else inserted or updated), or none once the write can be
+    /// applied. Every record returned must be supplied
+    /// ([`Tree::supply_record`]) before the next call or write; it may take
+    /// a few rounds (a chunk, then a delta's base, or a neighbour). Once it
+    /// returns none, the entry records that confirm the slot keys the write
+    /// lands on or between join [`Tree::unconfirmed`].
+    pub fn needed_for(&mut self, key: &[u8], removing: bool) -> Result<Vec<(Table, Ref)>, StoreError> {
+        // What an earlier call asked for was supplied, or given up on.
+        self.paging.awaited.clear();
+        let Some(top) = self.top() else { return Ok(Vec::new()) };
+        let (mut stubs, mut entries) = (Vec::new(), Vec::new());
+        let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Ref, Vec<u8>)>| {
+            if let Some(r) = c.stored_entry(i).filter(|_| !c.is_trusted(i)) {
+                entries.push((r, c.key(i).to_vec()));
+            }
+        };
+        match search(top, key) {
+            (index, Node::Stub(s)) => stubs.push((index, s.record)),
+            (index, Node::Leaf(c)) => {
+                // Slot keys and key copies are not hashed: confirm the keys the
+                // write lands on or between, past the chunk's end the next one's first.
+                let found = match c.search(key) {
+                    Ok(i) => {
+                        confirm(c, i, &mut entries);
+                        true
+                    }
+                    Err(i) => {
+                        (i.saturating_sub(1)..(i + 1).min(c.len())).for_each(|j| confirm(c, j, &mut entries));
+                        if i == c.len() && index + 1 < top.chunks() {
+                            match find(top, index + 1).0 {
+                                Node::Stub(s) => stubs.push((index + 1, s.record)),
+                                Node::Leaf(next) if next.first_key() <= key => return Err(StoreError::Corrupt),
+                                Node::Leaf(next) => confirm(next, 0, &mut entries),
+                                Node::Inner(_) => unreachable!("a walk by index ends at a chunk"),
+                            }
+                        }
+                        false
+                    }
+                };
+                if removing && found && top.chunks() > 1 && c.len() - 1 < min_fill(self.capacity()) {
+                    // The deletion refills the chunk from a neighbour.
+                    let neighbour = if index + 1 < top.chunks() { index + 1 } else { index - 1 };
+                    match find(top, neighbour).0 {
+                        Node::Stub(s) => stubs.push((neighbour, s.record)),
+                        // A merge removes the right chunk of the pair and rebalances its path.
+                        Node::Leaf(nc) if nc.len() <= min_fill(self.capacity()) => {
+                            merge_stubs(top, index.max(neighbour), &mut stubs)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => unreachable!("a search ends at a chunk"),
+        }
+        let paging = &mut self.paging;
+        let mut wanted = Vec::new();
+        for (index, r) in stubs {
+            paging.awaited.insert(r, index);
+            let record = (Table::Chunks, paging.deltas.get(&r).map_or(r, |(base, _)| *base));
+            if !wanted.contains(&record) {
+                wanted.push(record);
+            }
+        }
+        paging.unconfirmed.extend(entries);
+        Ok(wanted)
+    }
+
+    /// The entry records to read and supply before the commit: each
+    /// confirms a slot key that a write of the batch relied on (slot keys
+    /// are not hashed). Read together, not one round per write; a record
+    /// that does not hold its slot's key fails the commit (`STORE_CORRUPT`).
+    pub fn unconfirmed(&self) -> Vec<(Table, Ref)> {
+        self.paging.unconfirmed.keys().map(|r| (Table::Entries, *r)).collect()
+    }
+
+    /// Hands over a record [`Tree::needed_for`] or [`Tree::unconfirmed`] asked for (`None`: the
+    /// store lacks it). A chunk loads once its record (and, for a delta,
+    /// its base) checks against its ref, its first key equals the key copy
+    /// before it, and its last key sorts below the one after it. An entry
+    /// record must hash to its ref and hold the key its slot lists.
+    pub fn supply_record(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let bytes = bytes.ok_or(StoreError::Corrupt)?;
+        match table {
+            Table::Chunks => self.supply_chunk(r, bytes),
+            Table::Entries => {
+                let key = self.paging.unconfirmed.remove(r).ok_or(StoreError::Corrupt)?;
+                decode_entry(bytes, &r.hash, &key)?;
+                self.trust(&key, r);
+                Ok(())
+            }
+            Table::Nodes => Err(StoreError::Corrupt),
+        }
+    }
+
+    /// Marks the slot of `key` trusted if it still names entry record `r`,
+    /// whose key was just read. The chunk was not changed (nor copied from
+    /// the committed snapshot) for nothing: a write relied on the slot.
+    fn trust(&mut self, key: &[u8], r: &Ref) {
+        let Some(top) = self.top_mut() else { return };
+        let mut node = top;
+        loop {
+            match node {
+                Node::Inner(_) => {
+                    let n = node.inner_mut();
+                    node = if n.key.is_above(key, prefix(key)) { &mut n.left } else { &mut n.right };
+                }
+                Node::Leaf(c) => {
+                    if let Some(i) = c.search(key).ok().filter(|&i| c.stored_entry(i) == Some(*r)) {
+                        Arc::make_mut(c).trust(i);
+                    }
+                    return;
+                }
+                Node::Stub(_) => return,
+            }
+        }
+    }
+
+    fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<(), StoreError> {
+        match ChunkRecord::decode(bytes, self.capacity())? {
+            ChunkRecord::Delta { base, edits } => {
+                self.paging.deltas.insert(*r, (base, edits));
+            }
+            ChunkRecord::Full(slots) => {
+                let slots: Arc<[Slot]> = slots.into();
+                let waiting: Vec<Ref> =
+                    self.paging.deltas.iter().filter(|(_, (b, _))| b == r).map(|(d, _)| *d).collect();
+                for delta in waiting {
+                    let (_, edits) = self.paging.deltas.remove(&delta).expect("listed");
+                    let applied = apply_edits(&slots, &edits, self.capacity())?;
+                    self.load(delta, applied, *r, slots.clone())?;
+                }
+                if self.paging.awaited.contains_key(r) {
+                    self.load(*r, slots.to_vec(), *r, slots)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn load(&mut self, r: Ref, slots: Vec<Slot>, base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
+        let Some(index) = self.paging.awaited.remove(&r) else { return Ok(()) };
+        let tree = verify_slots(&slots, &r.hash)?;
+        let top = self.top().expect("a stub is in the tree");
+        let (_, lower, upper) = find(top, index);
+        let (first, last) = (&slots[0].key, &slots[slots.len() - 1].key);
+        if lower.is_some_and(|l| l.as_bytes() != first.as_slice())
+            || upper.is_some_and(|u| !u.is_above(last, prefix(last)))
+        {
+            return Err(StoreError::Corrupt);
+        }
+        let m = slots.len() as u64;
+        let values = vec![None; slots.len()];
+        let mut chunk = Chunk::from_stored(&slots, values, tree, StoredChunk { record: r, base, base_slots });
+        self.paging.clock += 1;
+        chunk.loaded_at = self.paging.clock;
+        attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)
+    }
+
+    /// Bytes of the loaded chunks (counted from their contents, as the
+    /// cache of `Pages` counts them).
+    pub fn resident_bytes(&self) -> usize {
+        let mut loaded = Vec::new();
+        if let Some(top) = self.top() {
+            loaded_chunks(top, 0, &mut loaded);
+        }
+        loaded.iter().map(|l| l.2).sum()
+    }
+
+    /// After a commit: turns the oldest loaded chunks back into stubs until
+    /// the loaded ones take at most `budget` bytes. Chunks with unstored
+    /// changes stay.
+    pub fn evict(&mut self, budget: usize) {
+        let Some(top) = self.top() else { return };
+        let mut loaded = Vec::new();
+        loaded_chunks(top, 0, &mut loaded);
+        let mut total: usize = loaded.iter().map(|l| l.2).sum();
+        if total <= budget {
+            return;
+        }
+        loaded.sort_unstable();
+        let committed = self.release_committed();
+        for (_, index, bytes) in loaded {
+            if total <= budget {
+                break;
+            }
+            if stub_out(self.top_mut().expect("loaded chunks"), index) {
+                total -= bytes;
+            }
+        }
+        self.restore_committed(committed);
+    }
+}
+
+/// Adds the unknown stubs that the merge removing chunk `index` may rotate:
+/// up to two levels below each sibling along its path.
+fn merge_stubs(top: &Node, mut index: u64, out: &mut Vec<(u64, Ref)>) {
+    let (mut node, mut base) = (top, 0u64);
+    while let Node::Inner(n) = node {
+        let lc = n.left.chunks();
+        if index < lc {
+            unknown_stubs(&n.right, base + lc, 2, out);
+            node = &n.left;
+        } else {
+            unknown_stubs(&n.left, base, 2, out);
+            index -= lc;
+            base += lc;
+            node = &n.right;
+        }
+    }
+}
+
+/// Every loaded chunk below `node` (whose first chunk is `base`): when it
+/// loaded, its index and its resident bytes.
+fn loaded_chunks(node: &Node, base: u64, out: &mut Vec<(u64, u64, usize)>) {
+    match node {
+        Node::Leaf(c) => out.push((c.loaded_at, base, c.resident_bytes())),
+        Node::Stub(_) => {}
+        Node::Inner(n) => {
+            loaded_chunks(&n.left, base, out);
+            loaded_chunks(&n.right, base + n.left.chunks(), out);
+        }
+    }
+}
+
+/// Turns the loaded chunk `index` into a stub if the store holds it as it is.
+fn stub_out(node: &mut Node, index: u64) -> bool {
+    match node {
+        Node::Leaf(c) => {
+            let stub = match (&c.stored, c.persisted) {
+                (Some(s), true) => Stub { record: s.record, entries: Some(c.len() as u64) },
+                _ => return false,
+            };
+            *node = Node::Stub(stub);
+            true
+        }
+        Node::Stub(_) => false,
+        Node::Inner(_) => {
+            let n = node.inner_mut();
+            let lc = n.left.chunks();
+            if index < lc {
+                stub_out(&mut n.left, index)
+            } else {
+                stub_out(&mut n.right, index - lc)
+            }
+        }
+    }
+}
