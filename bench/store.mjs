@@ -163,7 +163,7 @@ async function child(phase) {
         writes.set(i, [key, updated(old)]);
       }
       const t = performance.now();
-      for (const [key, value] of writes.values()) await state.put(key, value);
+      await state.putMany(writes.values());
       const head = await state.commit();
       commitSeconds.push(seconds(t));
       const sample = [...writes.values()].slice(0, 200);

@@ -11,7 +11,7 @@
 //! A loaded chunk holds keys, entry hashes and records, not values: a
 //! commit writes new entries by hash and never reads an old one back.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::chunk::{prefix, Chunk, StoredChunk};
@@ -171,17 +171,43 @@ impl Tree {
             }
             _ => unreachable!("a search ends at a chunk"),
         }
-        let paging = &mut self.paging;
-        let mut wanted = Vec::new();
-        for (index, r) in stubs {
-            paging.awaited.insert(r, index);
-            let record = (Table::Chunks, paging.deltas.get(&r).map_or(r, |(base, _)| *base));
-            if !wanted.contains(&record) {
-                wanted.push(record);
+        self.paging.unconfirmed.extend(entries);
+        Ok(self.await_stubs(stubs))
+    }
+
+    /// The chunk records to fetch so that writes of `keys` find their
+    /// chunks loaded, in one round for all (and one more for deltas'
+    /// bases), where [`Tree::needed_for`] takes a round per write. Only a
+    /// prefetch: each write still asks `needed_for` (a delete may need a
+    /// neighbour, and earlier writes of the batch move chunks). The same
+    /// contract: supply every record returned before the next call or write.
+    pub fn needed_for_all<'a>(&mut self, keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<(Table, Ref)> {
+        self.paging.awaited.clear();
+        let Some(top) = self.top() else { return Vec::new() };
+        let mut stubs = Vec::new();
+        for key in keys {
+            if let (index, Node::Stub(s)) = search(top, key) {
+                stubs.push((index, s.record));
             }
         }
-        paging.unconfirmed.extend(entries);
-        Ok(wanted)
+        self.await_stubs(stubs)
+    }
+
+    /// Notes which stub each record loads into, and returns the records to
+    /// fetch for them: each stub's record, or the base of a delta supplied.
+    fn await_stubs(&mut self, stubs: Vec<(u64, Ref)>) -> Vec<(Table, Ref)> {
+        let paging = &mut self.paging;
+        let (mut wanted, mut asked) = (Vec::new(), HashSet::new());
+        for (index, r) in stubs {
+            if paging.awaited.insert(r, index).is_some() {
+                continue;
+            }
+            let record = paging.deltas.get(&r).map_or(r, |(base, _)| *base);
+            if asked.insert(record) {
+                wanted.push((Table::Chunks, record));
+            }
+        }
+        wanted
     }
 
     /// The entry records to read and supply before the commit: each

@@ -594,6 +594,15 @@ impl StoredHead {
         Ok(self.0.remove(&key).into())
     }
 
+    /// The chunk records to fetch and `supply` so that writes of `keys`
+    /// find their chunks loaded: one round for many writes, where each
+    /// write alone takes one. Call again until it names none.
+    #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn prefetch(&mut self, keys: Vec<Bytes>) -> Result<JsValue, JsValue> {
+        let keys = keys.iter().map(|k| bytes(k, "key")).collect::<Result<Vec<_>, _>>()?;
+        Ok(table_key_list(&self.0.needed_for_all(keys.iter().map(Vec::as_slice))))
+    }
+
     /// The records a write of `key` needs first, if any.
     fn needed(&mut self, key: &[u8], removing: bool) -> Result<Option<JsValue>, JsValue> {
         let wanted = self.0.needed_for(key, removing).map_err(throw)?;

@@ -177,6 +177,9 @@ function rootOf(state: State, version: number): Uint8Array {
 }
 
 /** Reads the JSON lines of `file` into `state`, committing every `batch` entries. */
+/** Entries `generate` hands to `putMany` at a time. */
+const GENERATE_SLICE = 16_384;
+
 async function importLines(state: State, file: string, batch: number, utf8: boolean | undefined, progress: (lines: number) => void): Promise<{ entries: number; lines: number }> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   let n = 0;
@@ -283,12 +286,15 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         false,
         async (state) => {
           const t0 = performance.now();
-          for (let i = 0; i < entryCount; i++) {
-            const [key, value] = workloadEntry(seed, i);
-            await state.put(key, value);
-            if ((i + 1) % batch === 0 && i + 1 < entryCount) {
+          // Slices that end at each commit, their chunks read together (putMany).
+          for (let i = 0; i < entryCount; ) {
+            const end = Math.min(entryCount, i + GENERATE_SLICE, (Math.floor(i / batch) + 1) * batch);
+            const slice: [Uint8Array, Uint8Array][] = [];
+            for (; i < end; i++) slice.push(workloadEntry(seed, i));
+            await state.putMany(slice);
+            if (i % batch === 0 && i < entryCount) {
               await state.commit();
-              if (tty) process.stderr.write(`\rgenerated ${i + 1} of ${entryCount} entries`);
+              if (tty) process.stderr.write(`\rgenerated ${i} of ${entryCount} entries`);
             }
           }
           const head = await state.commit();

@@ -257,6 +257,47 @@ describe('the paged head', () => {
   });
 });
 
+describe('putMany and deleteMany', () => {
+  it('apply their writes in order, as puts and deletes one at a time do, with every chunk fetched ahead', async () => {
+    const pick = rng(31);
+    const batches = Array.from({ length: 8 }, (_, v) => Array.from({ length: 120 }, () => [pick(400), pick(3) === 0] as const).map(([k, del]) => ({ k, del, v })));
+    const run = async (state: State, many: boolean): Promise<Uint8Array> => {
+      for (const batch of batches) {
+        // Runs of puts and of deletes, each run in one call when `many`.
+        for (let at = 0; at < batch.length; ) {
+          let end = at;
+          while (end < batch.length && batch[end]!.del === batch[at]!.del) end++;
+          const run = batch.slice(at, end);
+          if (!many) for (const { k, del, v } of run) await (del ? state.delete(key(k)) : state.put(key(k), value(k, v)));
+          else if (run[0]!.del) await state.deleteMany(run.map(({ k }) => key(k)));
+          else await state.putMany(run.map(({ k, v }) => [key(k), value(k, v)] as const));
+          at = end;
+        }
+        await state.commit();
+      }
+      const { root } = await state.commit();
+      await state.close();
+      return root;
+    };
+    const [a, b] = [inMemory(), inMemory()];
+    expect(await run(await a.open({ capacity: 4, cacheBytes: 0 }), true)).toEqual(await run(await b.open({ capacity: 4 }), false));
+    a.remove();
+    b.remove();
+  });
+
+  it('stop at a refused entry: those before it are written, none after it', async () => {
+    const place = inMemory();
+    const state = await place.open({ capacity: 4 });
+    const tooLong = new Uint8Array(1025);
+    await expect(state.putMany([[key(1), value(1, 1)], [tooLong, value(2, 1)], [key(3), value(3, 1)]])).rejects.toMatchObject({ code: 'KEY_TOO_LONG' });
+    await state.commit();
+    expect(await state.get(key(1))).toEqual(value(1, 1));
+    expect(await state.get(key(3))).toBeUndefined();
+    await state.close();
+    place.remove();
+  });
+});
+
 describe('paged reads of old versions', () => {
   it('keep the cached chunk bytes within cacheBytes, counted from their contents', async () => {
     const cacheBytes = 20_000;
