@@ -197,6 +197,26 @@ describe('corruption is STORE_CORRUPT on the read that touches it', () => {
   });
 });
 
+/**
+ * `writes` (then a commit) on a store of C = 4 with a cache of nothing
+ * (`true`: every write fetches its chunks) and on one that keeps them: the
+ * tree's shape depends on the order of writes, so equal roots mean the
+ * same writes in the same order.
+ */
+async function expectSameRoots(writes: (state: State, paged: boolean) => Promise<void>): Promise<void> {
+  const root = async (place: Place, paged: boolean): Promise<Uint8Array> => {
+    const state = await place.open({ capacity: 4, ...(paged && { cacheBytes: 0 }) });
+    try {
+      await writes(state, paged);
+      return (await state.commit()).root;
+    } finally {
+      await state.close();
+      place.remove();
+    }
+  };
+  expect(await root(inMemory(), true)).toEqual(await root(inMemory(), false));
+}
+
 describe('the paged head', () => {
   it('holds at most cacheBytes of chunks after each commit, and loads what each write changes', async () => {
     const cacheBytes = 30_000;
@@ -233,9 +253,8 @@ describe('the paged head', () => {
   });
 
   it('applies writes called at once in the order they were called', async () => {
-    // The same writes and commits, called at once and one after another: the
-    // tree's shape depends on the order, so equal roots mean the same order.
-    const run = async (state: State, atOnce: boolean): Promise<Uint8Array> => {
+    // The same writes and commits, called at once and one after another.
+    const run = async (state: State, atOnce: boolean): Promise<void> => {
       const calls: (() => Promise<unknown>)[] = [];
       for (let k = 0; k < 300; k++) calls.push(() => state.put(key(k), value(k, 1)));
       calls.push(() => state.commit());
@@ -246,14 +265,8 @@ describe('the paged head', () => {
       calls.push(() => state.put(key(0), value(0, 3)));
       if (atOnce) await Promise.all(calls.map((call) => call()));
       else for (const call of calls) await call();
-      const { root } = await state.commit();
-      await state.close();
-      return root;
     };
-    const [a, b] = [inMemory(), inMemory()];
-    expect(await run(await a.open({ capacity: 4, cacheBytes: 0 }), true)).toEqual(await run(await b.open({ capacity: 4 }), false));
-    a.remove();
-    b.remove();
+    await expectSameRoots(run);
   });
 });
 
@@ -261,7 +274,7 @@ describe('putMany and deleteMany', () => {
   it('apply their writes in order, as puts and deletes one at a time do, with every chunk fetched ahead', async () => {
     const pick = rng(31);
     const batches = Array.from({ length: 8 }, (_, v) => Array.from({ length: 120 }, () => [pick(400), pick(3) === 0] as const).map(([k, del]) => ({ k, del, v })));
-    const run = async (state: State, many: boolean): Promise<Uint8Array> => {
+    const run = async (state: State, many: boolean): Promise<void> => {
       for (const batch of batches) {
         // Runs of puts and of deletes, each run in one call when `many`.
         for (let at = 0; at < batch.length; ) {
@@ -275,14 +288,8 @@ describe('putMany and deleteMany', () => {
         }
         await state.commit();
       }
-      const { root } = await state.commit();
-      await state.close();
-      return root;
     };
-    const [a, b] = [inMemory(), inMemory()];
-    expect(await run(await a.open({ capacity: 4, cacheBytes: 0 }), true)).toEqual(await run(await b.open({ capacity: 4 }), false));
-    a.remove();
-    b.remove();
+    await expectSameRoots(run);
   });
 
   it('stop at a refused entry: those before it are written, none after it', async () => {
