@@ -22,7 +22,7 @@ use crate::record::{apply_edits, decode_entry, verify_slots, ChunkRecord, Edit, 
 use crate::tree::Tree;
 
 /// The records a paged head asked for and has not loaded yet, and the
-/// entry records it has confirmed.
+/// entry records to read before its commit.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Paging {
     /// The stub each asked record loads into, by chunk index (no write
@@ -120,9 +120,9 @@ impl Tree {
     /// deleted; else inserted or updated), or none once the write can be
     /// applied. Every record returned must be supplied
     /// ([`Tree::supply_record`]) before the next call or write; it may take
-    /// a few rounds (a chunk, then a delta's base, or a neighbour). Once it
-    /// returns none, the entry records that confirm the slot keys the write
-    /// lands on or between join [`Tree::unconfirmed`].
+    /// a few rounds (a chunk, then a delta's base, or a neighbour). The
+    /// entry records that confirm the slot keys the write lands on or
+    /// between join [`Tree::unconfirmed`].
     pub fn needed_for(&mut self, key: &[u8], removing: bool) -> Result<Vec<(Table, Ref)>, StoreError> {
         // What an earlier call asked for was supplied, or given up on.
         self.paging.awaited.clear();
