@@ -19,7 +19,7 @@ use crate::error::StoreError;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
 use crate::record::{apply_edits, decode_entry, verify_slots, ChunkRecord, Edit, Ref, Slot, Table};
-use crate::tree::Tree;
+use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
 /// entry records to read before its commit.
@@ -55,20 +55,6 @@ fn find(top: &Node, mut index: u64) -> (&Node, Option<&KeyCopy>, Option<&KeyCopy
     (node, lower, upper)
 }
 
-/// The chunk index the search for `key` reaches, and that chunk.
-fn search<'a>(top: &'a Node, key: &[u8]) -> (u64, &'a Node) {
-    let (mut node, mut index, p) = (top, 0u64, prefix(key));
-    while let Node::Inner(n) = node {
-        if n.key.is_above(key, p) {
-            node = &n.left;
-        } else {
-            index += n.left.chunks();
-            node = &n.right;
-        }
-    }
-    (index, node)
-}
-
 /// Stubs of unknown count at most `depth` levels below `node` (whose first
 /// chunk is `base`): the rebalancing after a merge may rotate them.
 fn unknown_stubs(node: &Node, base: u64, depth: u8, out: &mut Vec<(u64, Ref)>) {
@@ -88,9 +74,8 @@ fn unknown_stubs(node: &Node, base: u64, depth: u8, out: &mut Vec<(u64, Ref)>) {
 fn attach(node: &mut Node, index: u64, m: u64, chunk: Chunk) -> Result<(), StoreError> {
     match node {
         Node::Stub(s) => {
-            if s.record != *chunk.stored.as_ref().map(|s| &s.record).expect("stored")
-                || s.entries.is_some_and(|e| e != m)
-            {
+            let loaded = chunk.stored.as_ref().map(|c| c.record);
+            if loaded != Some(s.record) || s.entries.is_some_and(|e| e != m) {
                 return Err(StoreError::Corrupt);
             }
             *node = Node::leaf(chunk);
@@ -104,9 +89,7 @@ fn attach(node: &mut Node, index: u64, m: u64, chunk: Chunk) -> Result<(), Store
                 if index < lc { (&mut n.left, &mut n.right, index) } else { (&mut n.right, &mut n.left, index - lc) };
             let on_count = if on.is_chunk() { m } else { on.entries() };
             match off {
-                Node::Stub(s @ Stub { entries: None, .. }) => {
-                    s.entries = Some(n.entries.checked_sub(on_count).filter(|&e| e > 0).ok_or(StoreError::Corrupt)?)
-                }
+                Node::Stub(s @ Stub { entries: None, .. }) => s.resolve(n.entries, on_count)?,
                 _ if off.entries() + on_count != n.entries => return Err(StoreError::Corrupt),
                 _ => {}
             }
@@ -301,8 +284,8 @@ impl Tree {
         attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)
     }
 
-    /// Bytes of the loaded chunks (counted from their contents, as the
-    /// cache of `Pages` counts them).
+    /// Bytes of the loaded chunks, counted from their contents
+    /// ([`Chunk::resident_bytes`]), never through RSS.
     pub fn resident_bytes(&self) -> usize {
         let mut loaded = Vec::new();
         if let Some(top) = self.top() {

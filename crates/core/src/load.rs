@@ -80,6 +80,11 @@ impl Loader {
         Self::start(version, version_record, capacity, true)
     }
 
+    /// Whether this loader loads a paged head ([`Loader::head`]).
+    pub fn is_head(&self) -> bool {
+        self.paged
+    }
+
     fn start(version: u64, version_record: &[u8], capacity: usize, paged: bool) -> Result<Loader, StoreError> {
         let record = VersionRecord::decode(version_record, capacity)?;
         let mut loader = Loader {
@@ -251,13 +256,12 @@ impl Loader {
     }
 }
 
-/// Sets the count of a stub whose sibling's count is known: the parent's
-/// (`entries`) less the sibling's. Counts that do not fit are `STORE_CORRUPT`.
-pub(crate) fn resolve_stub(node: &mut Node, sibling: &Node, entries: u64) -> Result<(), StoreError> {
-    if let (Node::Stub(s @ Stub { entries: None, .. }), Some(other)) = (node, sibling.known_entries()) {
-        s.entries = Some(entries.checked_sub(other).filter(|&e| e > 0).ok_or(StoreError::Corrupt)?);
+/// Sets the count of a stub whose sibling's count is known.
+fn resolve_stub(node: &mut Node, sibling: &Node, entries: u64) -> Result<(), StoreError> {
+    match (node, sibling.known_entries()) {
+        (Node::Stub(s), Some(other)) => s.resolve(entries, other),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn leftmost_key(node: &Node) -> &[u8] {

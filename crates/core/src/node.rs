@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::chunk::{prefix, Chunk};
+use crate::error::StoreError;
 use crate::hash::{inner_hash, Hash};
 use crate::record::{Ref, Table};
 
@@ -25,6 +26,17 @@ pub(crate) enum Node {
 pub(crate) struct Stub {
     pub record: Ref,
     pub entries: Option<u64>,
+}
+
+impl Stub {
+    /// Sets an unknown count from its parent's count (`parent`) and its
+    /// sibling's (`sibling`). Counts that do not fit are `STORE_CORRUPT`.
+    pub fn resolve(&mut self, parent: u64, sibling: u64) -> Result<(), StoreError> {
+        if self.entries.is_none() {
+            self.entries = Some(parent.checked_sub(sibling).filter(|&e| e > 0).ok_or(StoreError::Corrupt)?);
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -230,7 +230,7 @@ impl Tree {
     /// lets go of the nodes first, so that marking them stored copies
     /// nothing it shared (the next snapshot replaces it at once).
     pub(crate) fn top_for_store(&mut self) -> Option<&mut Node> {
-        self.committed.top = None;
+        self.release_committed();
         self.top.as_mut()
     }
 }
@@ -340,21 +340,24 @@ fn get<'a>(mut node: &'a Node, key: &[u8]) -> Option<&'a [u8]> {
 /// The chunk whose key range holds `key`, and `key`'s position there: `Ok`
 /// if present, `Err` with the insertion point if not.
 pub(crate) fn descend(top: &Node, key: &[u8]) -> (u64, Result<usize, usize>) {
+    match search(top, key) {
+        (index, Node::Leaf(c)) => (index, c.search(key)),
+        _ => unreachable!("a chunk is loaded before a write reaches it"),
+    }
+}
+
+/// The chunk the search for `key` reaches (loaded or not), and its index.
+pub(crate) fn search<'a>(top: &'a Node, key: &[u8]) -> (u64, &'a Node) {
     let (mut node, mut index, p) = (top, 0u64, prefix(key));
-    loop {
-        match node {
-            Node::Leaf(c) => return (index, c.search(key)),
-            Node::Stub(_) => unreachable!("a chunk is loaded before a write reaches it"),
-            Node::Inner(n) => {
-                if n.key.is_above(key, p) {
-                    node = &n.left;
-                } else {
-                    index += n.left.chunks();
-                    node = &n.right;
-                }
-            }
+    while let Node::Inner(n) = node {
+        if n.key.is_above(key, p) {
+            node = &n.left;
+        } else {
+            index += n.left.chunks();
+            node = &n.right;
         }
     }
+    (index, node)
 }
 
 fn locate(top: &Node, key: &[u8]) -> Option<(u64, usize)> {

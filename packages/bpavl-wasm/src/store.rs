@@ -239,14 +239,29 @@ impl Loader {
     /// The loaded tree at the loaded version. The loader is spent afterwards.
     /// Throws StoreError `STORE_CORRUPT` if records are still missing.
     pub fn finish(&mut self) -> Result<Tree, JsValue> {
-        let loader = self.0.take().ok_or_else(|| range_error("the loader has finished"))?;
-        loader.finish().map(Tree).map_err(throw)
+        self.take(false)?.finish().map(Tree).map_err(throw)
     }
 
     /// The paged head a loader started with `Loader.head` loaded.
     #[wasm_bindgen(js_name = finishHead)]
     pub fn finish_head(&mut self) -> Result<StoredHead, JsValue> {
-        self.finish().map(|t| StoredHead(t.0))
+        self.take(true)?.finish().map(StoredHead).map_err(throw)
+    }
+
+    /// The loader, spent, if it loads a head (`head`) or a whole version (not).
+    fn take(&mut self, head: bool) -> Result<core::Loader, JsValue> {
+        match self.0.take() {
+            Some(loader) if loader.is_head() == head => Ok(loader),
+            Some(loader) => {
+                self.0 = Some(loader);
+                Err(range_error(if head {
+                    "a whole version finishes with finish()"
+                } else {
+                    "a head finishes with finishHead()"
+                }))
+            }
+            None => Err(range_error("the loader has finished")),
+        }
     }
 
     fn loader(&mut self) -> Result<&mut core::Loader, JsValue> {

@@ -70,6 +70,16 @@ describe('commitToStore and Loader', () => {
     expect(thrown(() => loader.supply('nodes', new Uint8Array(39), undefined))).toBeInstanceOf(RangeError);
     expect(thrown(() => new Loader(1, 'x' as any, 4))).toBeInstanceOf(TypeError);
   });
+
+  it('a head loader finishes only as a head, a whole-version loader only as a tree', () => {
+    const { w } = committed();
+    const head = Loader.head(w.version, w.versionRecord, 4);
+    expect(thrown(() => head.finish())).toBeInstanceOf(RangeError);
+    const whole = new Loader(w.version, w.versionRecord, 4);
+    expect(thrown(() => whole.finishHead())).toBeInstanceOf(RangeError);
+    head.free();
+    whole.free();
+  });
 });
 
 describe('the store record', () => {

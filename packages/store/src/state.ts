@@ -72,8 +72,9 @@ export interface StoreStats {
   /** Bytes of chunks cached now, counted from their contents (never above the budget). */
   readonly cachedChunkBytes: number;
   /**
-   * Bytes of the chunks the writable head holds, counted the same way: what
-   * the pending batch changed, and after a commit at most `cacheBytes`.
+   * Bytes of the chunks the writable head holds, counted from their
+   * contents too: what the pending batch changed, and after a commit at
+   * most `cacheBytes`.
    */
   readonly headChunkBytes: number;
 }
