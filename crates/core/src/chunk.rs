@@ -344,6 +344,11 @@ impl Chunk {
         sparse_multiproof(&self.tree, self.len(), positions)
     }
 
+    /// The committed entry hashes, in key order.
+    pub fn leaves(&self) -> Vec<Hash> {
+        self.entry_hashes.iter().map(|h| h.expect("chunk hashed at commit")).collect()
+    }
+
     /// The committed in-chunk root.
     pub fn root(&self) -> Hash {
         self.tree[0]

@@ -40,6 +40,11 @@ impl<'a> Reader<'a> {
         Ok(r)
     }
 
+    /// A reader over `buf`, which has no format byte (a wire message's body).
+    pub fn plain(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
     /// Fails with `TRAILING_BYTES` unless every byte was read.
     pub fn finish(&self) -> Result<(), ProofError> {
         if self.pos == self.buf.len() {

@@ -79,6 +79,15 @@ pub enum ProofError {
     /// an entry no asked key needs.
     #[error("multiproof reveals more than the query needs")]
     MultiproofInvalid,
+    /// A catch-up node does not hash to what its parent (or the root) names.
+    #[error("node does not match its parent")]
+    NodeMismatch,
+    /// A chunk's entry-hash list does not give the chunk hash its parent names.
+    #[error("entry-hash list does not match its chunk")]
+    LeavesMismatch,
+    /// An entry does not hash to the entry hash at its position.
+    #[error("entry does not match its entry hash")]
+    EntryMismatch,
 }
 
 impl ProofError {
@@ -110,6 +119,9 @@ impl ProofError {
             RangeInvalid => "RANGE_INVALID",
             QueryInvalid => "QUERY_INVALID",
             MultiproofInvalid => "MULTIPROOF_INVALID",
+            NodeMismatch => "NODE_MISMATCH",
+            LeavesMismatch => "LEAVES_MISMATCH",
+            EntryMismatch => "ENTRY_MISMATCH",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! implements those specs and has no wasm, file or network dependencies.
 #![forbid(unsafe_code)]
 
+mod catchup;
 mod chunk;
 pub mod codec;
 mod envelope;
@@ -30,12 +31,14 @@ mod rebuild;
 pub mod record;
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 mod sha256x4;
+mod subtree;
 mod sync_store;
 mod tree;
 mod verify_batch;
 
 mod invariants;
 
+pub use catchup::{CatchUp, Fetch};
 pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
 pub use error::{ProofError, RebuildError, StoreError, TreeError};
 pub use hash::Hash;
@@ -52,6 +55,9 @@ pub use proof::{
     Segment, FORMAT_ABSENCE, FORMAT_CHUNK_PROOF, FORMAT_EXISTENCE, FORMAT_RANGE,
 };
 pub use rebuild::Rebuilder;
+pub use subtree::{
+    bitmap_positions, positions_bitmap, TreePath, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE, MAX_SUBTREE_LEVELS,
+};
 pub use sync_store::{ChunkWrite, StoreSync, FORMAT_SYNC_PROGRESS};
 pub use tree::{Commit, Entries, Snapshot, Tree};
 pub use verify_batch::{verify_existence_batch, ExistenceItem};

@@ -190,3 +190,18 @@ export function versionFields(top, root, chunkCount, entryCount) {
 export function provenResult(entryKey, proof) {
   return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };
 }
+
+/** A catch-up's record puts (`CatchUp.takePuts`), as `chunkWrite`'s. */
+export function recordPuts(putTables, putFlat, putEnds) {
+  return records(putTables, putFlat, putEnds);
+}
+
+/** What a catch-up asks of peers next (`CatchUp.fetches`). */
+export function catchUpFetch(kind, path, bitmap) {
+  return kind === 'entries' ? { kind, path: path.slice(), bitmap: bitmap.slice() } : { kind, path: path.slice() };
+}
+
+/** What a finished catch-up returns: its write set and the tags of peers whose key copies lied. */
+export function caughtUp(writeSet, liars) {
+  return { writeSet, liars: Array.from(liars) };
+}

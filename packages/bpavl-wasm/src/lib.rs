@@ -11,6 +11,7 @@
 
 #[cfg(target_arch = "wasm32")]
 use bpavl_wasm_alloc as _; // sets the global allocator on wasm32
+mod catchup;
 mod convert;
 mod store;
 

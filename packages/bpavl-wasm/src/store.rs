@@ -64,12 +64,12 @@ fn flat_refs(wanted: &[(Table, Ref)]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// Records to fetch, as `[table, key][]`.
-fn table_key_list(wanted: &[(Table, Ref)]) -> JsValue {
+pub(crate) fn table_key_list(wanted: &[(Table, Ref)]) -> JsValue {
     let (tables, flat) = flat_refs(wanted);
     table_keys(&tables, &flat)
 }
 
-fn record_ref(key: &Bytes) -> Result<Ref, JsValue> {
+pub(crate) fn record_ref(key: &Bytes) -> Result<Ref, JsValue> {
     let key = bytes(key, "key")?;
     Ref::from_key(&key).ok_or_else(|| range_error(&format!("a record key is {RECORD_KEY_LEN} bytes")))
 }
@@ -87,7 +87,7 @@ impl Tree {
 }
 
 /// Record puts laid end to end for the JS side: table ids, `key ‖ record`, and each one's end.
-fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Vec<u32>) {
+pub(crate) fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Vec<u32>) {
     let (mut tables, mut flat, mut ends) = (Vec::with_capacity(puts.len()), Vec::new(), Vec::with_capacity(puts.len()));
     for (t, r, value) in puts {
         tables.push(*t as u8);
@@ -98,7 +98,7 @@ fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Vec<u32>) {
     (tables, flat, ends)
 }
 
-fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
+pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
     let (tables, flat, ends) = flat_puts(&w.puts);
     let stale: Vec<u8> = w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect();
     write_set(w.version as f64, root, &tables, &flat, &ends, &stale, &w.version_record)
@@ -566,7 +566,7 @@ pub fn entry_value(entry_key: &Bytes, record: &Bytes, slot_key: &Bytes) -> Resul
 /// and evicted after a commit. A write either applies, or changes nothing
 /// and names the records to fetch and `supply` before it is called again.
 #[wasm_bindgen]
-pub struct StoredHead(core::Tree);
+pub struct StoredHead(pub(crate) core::Tree);
 
 #[wasm_bindgen]
 impl StoredHead {

@@ -1,0 +1,806 @@
+//! Catch-up (`docs/catchup.md`): moves a state store from its head to a
+//! newer trusted root, fetching only what changed. The client walks the new
+//! root's inner tree from the top and skips every subtree whose hash the
+//! head already holds; of each changed chunk it fetches the entry-hash list,
+//! takes the entries the head already stores (by entry hash, from the old
+//! chunks around it) and fetches only the rest. Every piece is checked by
+//! hashing up to the root; a piece that fails is its peer's fault. The new
+//! version shares every unchanged record with the old one.
+//!
+//! No I/O, like the loader: [`CatchUp::fetches`] names what to ask peers,
+//! [`CatchUp::needed`] the old chunk records to read from the store, and
+//! [`CatchUp::take_puts`] the records to write as they are made; the last
+//! write is [`CatchUp::finish`]'s.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use crate::codec::Reader;
+use crate::envelope::VerifiedChunk;
+use crate::error::{ProofError, StoreError};
+use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_tree, root_hash, Hash};
+use crate::node::Node;
+use crate::persist::WriteSet;
+use crate::record::{
+    apply_edits, encode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
+};
+use crate::subtree::{bitmap_positions, positions_bitmap, TreePath, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE};
+use crate::tree::Tree;
+
+/// Chunks whose entry-hash lists are held at once (fetched, not yet complete).
+const IN_PROGRESS: usize = 256;
+/// Old chunks searched for the entries of one new chunk: a chunk's keys
+/// span at most three old chunks of at least ⌈C/2⌉ entries; more only
+/// where many were deleted, and then the rest is fetched.
+const MAX_CANDIDATES: usize = 8;
+/// Old chunks' slots kept after use: neighbours share them.
+const SLOT_CACHE: usize = 64;
+/// Old chunks read at once for their stale entries.
+const STALE_BATCH: usize = 128;
+
+/// A request to make of a peer (`spec/wire.md`, "Catch-up").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// `NODES`: the inner nodes under this path.
+    Nodes(TreePath),
+    /// `LEAVES`: the entry-hash list of the chunk at this path.
+    Leaves(TreePath),
+    /// `ENTRIES`: the entries at the bitmap's positions of the chunk at this path.
+    Entries(TreePath, Vec<u8>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OldChild {
+    Chunk(usize),
+    Node(usize),
+}
+
+#[derive(Debug)]
+struct OldChunk {
+    record: Ref,
+    /// The key copy before it: its first key (none for the first chunk).
+    lower: Option<Box<[u8]>>,
+}
+
+#[derive(Debug)]
+struct OldNode {
+    record: Ref,
+    /// Its leftmost chunk.
+    first: usize,
+    left: OldChild,
+    right: OldChild,
+}
+
+/// The head being caught up from: its inner tree, records and key copies.
+#[derive(Debug, Default)]
+struct Old {
+    chunks: Vec<OldChunk>,
+    nodes: Vec<OldNode>,
+    top: Option<OldChild>,
+    chunk_by_hash: HashMap<Hash, usize>,
+    node_by_hash: HashMap<Hash, usize>,
+    /// Shared with the new version: matched by hash (their subtrees too).
+    shared: HashSet<OldChild>,
+    first_key: Option<Box<[u8]>>,
+}
+
+impl Old {
+    /// `None` if a node or chunk was never stored (uncommitted writes).
+    fn collect(&mut self, node: &Node, lower: Option<&[u8]>) -> Option<OldChild> {
+        match node {
+            Node::Leaf(c) => {
+                let record = c.stored.as_ref().filter(|_| c.persisted)?.record;
+                Some(self.push_chunk(record, lower))
+            }
+            Node::Stub(s) => Some(self.push_chunk(s.record, lower)),
+            Node::Inner(n) => {
+                let record = n.stored.filter(|_| n.persisted)?;
+                let first = self.chunks.len();
+                let left = self.collect(&n.left, lower)?;
+                let right = self.collect(&n.right, Some(n.key.as_bytes()))?;
+                self.node_by_hash.insert(record.hash, self.nodes.len());
+                self.nodes.push(OldNode { record, first, left, right });
+                Some(OldChild::Node(self.nodes.len() - 1))
+            }
+        }
+    }
+
+    fn push_chunk(&mut self, record: Ref, lower: Option<&[u8]>) -> OldChild {
+        self.chunk_by_hash.insert(record.hash, self.chunks.len());
+        self.chunks.push(OldChunk { record, lower: lower.map(Into::into) });
+        OldChild::Chunk(self.chunks.len() - 1)
+    }
+
+    fn first_chunk(&self, c: OldChild) -> usize {
+        match c {
+            OldChild::Chunk(j) => j,
+            OldChild::Node(n) => self.nodes[n].first,
+        }
+    }
+
+    fn record(&self, c: OldChild) -> Child {
+        match c {
+            OldChild::Chunk(j) => Child::Chunk(self.chunks[j].record),
+            OldChild::Node(n) => Child::Node(self.nodes[n].record),
+        }
+    }
+
+    /// The old chunks whose keys may fall in `[lower, upper)`.
+    fn around(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Vec<usize> {
+        let start = match lower {
+            None => 0,
+            Some(l) => self.chunks.partition_point(|c| c.lower.as_deref().is_none_or(|k| k <= l)).saturating_sub(1),
+        };
+        (start..self.chunks.len())
+            .take_while(|&j| j == start || upper.is_none_or(|u| self.chunks[j].lower.as_deref().is_some_and(|k| k < u)))
+            .take(MAX_CANDIDATES)
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NewChild {
+    Old(OldChild),
+    /// A changed chunk (index into `chunks`).
+    Chunk(usize),
+    /// A node fetched (index into `nodes`).
+    Node(usize),
+    /// A node still to fetch (its path is in `frontier`).
+    Pending,
+}
+
+#[derive(Debug)]
+struct NewNode {
+    wire: WireNode,
+    left: NewChild,
+    right: NewChild,
+    /// Who said its key copy (the caller's tag), to blame if it was wrong.
+    source: u32,
+}
+
+#[derive(Debug)]
+struct Frontier {
+    hash: Hash,
+    /// The node it hangs from, and on which side (`None`: the top).
+    parent: Option<(usize, bool)>,
+    lower: Option<Box<[u8]>>,
+    upper: Option<Box<[u8]>>,
+}
+
+#[derive(Debug)]
+enum ChunkState {
+    WantLeaves,
+    /// Waiting for old chunks' slots to take entries from.
+    Matching {
+        leaves: Vec<Hash>,
+        candidates: Vec<usize>,
+    },
+    /// Some entries to fetch.
+    WantEntries {
+        leaves: Vec<Hash>,
+        slots: Vec<Option<Slot>>,
+    },
+    Done {
+        first_key: Box<[u8]>,
+    },
+}
+
+#[derive(Debug)]
+struct NewChunk {
+    path: TreePath,
+    hash: Hash,
+    lower: Option<Box<[u8]>>,
+    upper: Option<Box<[u8]>>,
+    state: ChunkState,
+}
+
+/// An old chunk's slots as read, and the base its record is a delta of.
+#[derive(Debug, Clone)]
+struct OldSlots {
+    slots: Arc<[Slot]>,
+    base: Option<Ref>,
+}
+
+/// A catch-up of a store's head to the tree under `root`, as version `version`.
+#[derive(Debug)]
+pub struct CatchUp {
+    capacity: usize,
+    root: Hash,
+    version: u64,
+    old: Old,
+    top: Option<NewChild>,
+    top_known: bool,
+    /// The new tree's chunk and entry counts, once its top is known.
+    counts: (u64, u64),
+    nodes: Vec<NewNode>,
+    frontier: HashMap<TreePath, Frontier>,
+    chunks: Vec<NewChunk>,
+    chunk_by_path: HashMap<TreePath, usize>,
+    want_leaves: BTreeSet<usize>,
+    want_entries: BTreeSet<usize>,
+    /// Chunks waiting for each old chunk's slots.
+    waiting: HashMap<usize, Vec<usize>>,
+    matching: usize,
+    undone: usize,
+    /// Old chunk records asked for (and deltas' bases), by ref.
+    loading: HashMap<Ref, usize>,
+    requested: HashSet<usize>,
+    deltas: HashMap<Ref, (Ref, Vec<Edit>)>,
+    slots: HashMap<usize, OldSlots>,
+    recent: VecDeque<usize>,
+    /// Per old chunk, which slots the new version took.
+    reused: HashMap<usize, Vec<bool>>,
+    /// Old chunks the new version does not use, still to mark stale.
+    replaced: Option<BTreeSet<usize>>,
+    capacity_mismatch: bool,
+    failed: Option<StoreError>,
+    puts: Vec<(Table, Ref, Vec<u8>)>,
+    stale: Vec<(Table, Ref)>,
+}
+
+impl CatchUp {
+    /// A catch-up from `head` (committed, every record stored: a tree
+    /// loaded from the store, paged or whole) to `root`. `None` if the
+    /// head has writes not committed to the store.
+    pub fn new(head: &Tree, root: Hash) -> Option<CatchUp> {
+        let mut old = Old::default();
+        if let Some(top) = head.top() {
+            old.top = Some(old.collect(top, None)?);
+        }
+        let capacity = head.capacity();
+        let empty = root == empty_root(capacity);
+        let mut frontier = HashMap::new();
+        if !empty {
+            frontier.insert(TreePath::top(), Frontier { hash: root, parent: None, lower: None, upper: None });
+        }
+        Some(CatchUp {
+            capacity,
+            root,
+            version: head.head().version() + 1,
+            old,
+            top: None,
+            top_known: empty,
+            counts: (0, 0),
+            nodes: Vec::new(),
+            frontier,
+            chunks: Vec::new(),
+            chunk_by_path: HashMap::new(),
+            want_leaves: BTreeSet::new(),
+            want_entries: BTreeSet::new(),
+            waiting: HashMap::new(),
+            matching: 0,
+            undone: 0,
+            loading: HashMap::new(),
+            requested: HashSet::new(),
+            deltas: HashMap::new(),
+            slots: HashMap::new(),
+            recent: VecDeque::new(),
+            reused: HashMap::new(),
+            replaced: None,
+            capacity_mismatch: false,
+            failed: None,
+            puts: Vec::new(),
+            stale: Vec::new(),
+        })
+    }
+
+    pub fn root(&self) -> Hash {
+        self.root
+    }
+
+    /// The version the catch-up commits.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Whether the root's tree has another capacity than the store (a
+    /// catch-up cannot hold it).
+    pub fn capacity_mismatch(&self) -> bool {
+        self.capacity_mismatch
+    }
+
+    /// Whether every piece of the new tree is fetched.
+    pub fn is_fetched(&self) -> bool {
+        self.top_known && self.frontier.is_empty() && self.undone == 0
+    }
+
+    /// Chunks of the new tree that differ from every chunk of the head,
+    /// found so far.
+    pub fn changed_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// What to ask peers now. A request already in flight may be listed
+    /// again; the caller keeps track of those.
+    pub fn fetches(&self) -> Vec<Fetch> {
+        let mut out: Vec<Fetch> = self.frontier.keys().map(|p| Fetch::Nodes(p.clone())).collect();
+        for &c in &self.want_entries {
+            let ChunkState::WantEntries { slots, .. } = &self.chunks[c].state else { unreachable!("listed") };
+            let missing: Vec<usize> = (0..slots.len()).filter(|&p| slots[p].is_none()).collect();
+            out.push(Fetch::Entries(self.chunks[c].path.clone(), positions_bitmap(&missing, slots.len())));
+        }
+        let room = IN_PROGRESS.saturating_sub(self.matching + self.want_entries.len());
+        out.extend(self.want_leaves.iter().take(room.max(1)).map(|&c| Fetch::Leaves(self.chunks[c].path.clone())));
+        out
+    }
+
+    /// The subtree a peer (tagged `source`) sent for `NODES` at `path` with
+    /// `levels`. Nodes must hash to what their parents (or the root) name;
+    /// an answer for a path no longer wanted is checked the same way when
+    /// it can be, and otherwise ignored.
+    pub fn add_subtree(&mut self, path: &TreePath, levels: u8, bytes: &[u8], source: u32) -> Result<(), ProofError> {
+        let Some(f) = self.frontier.get(path) else { return Ok(()) };
+        let expected = f.hash;
+        let mut r = Reader::new(bytes, FORMAT_SUBTREE)?;
+        let capacity = r.capacity()?;
+        // (path, expected hash, depth below `path`)
+        let mut todo = vec![(path.clone(), expected, 0u8)];
+        let mut parsed: Vec<(TreePath, WireNode)> = Vec::new();
+        loop {
+            let Some((at, want, depth)) = todo.pop() else { return Err(ProofError::TrailingBytes) };
+            let node = WireNode::read(&mut r)?;
+            let hash = node.hash();
+            let ok = if at.depth() == 0 {
+                root_hash(capacity, node.chunks, node.entries, &hash) == want
+            } else {
+                hash == want && capacity == self.capacity
+            };
+            if !ok {
+                return Err(ProofError::NodeMismatch);
+            }
+            if depth + 1 < levels {
+                if !node.right_is_chunk {
+                    todo.push((at.child(true), node.right, depth + 1));
+                }
+                if !node.left_is_chunk {
+                    todo.push((at.child(false), node.left, depth + 1));
+                }
+            }
+            parsed.push((at, node));
+            if r.remaining() == 0 {
+                break;
+            }
+        }
+        if path.depth() == 0 && capacity != self.capacity {
+            self.capacity_mismatch = true;
+            return Ok(());
+        }
+        if path.depth() == 0 {
+            self.counts = (parsed[0].1.chunks, parsed[0].1.entries);
+        }
+        for (at, node) in parsed {
+            // Nodes below a subtree the head already holds are not needed.
+            let Some(f) = self.frontier.remove(&at) else { continue };
+            match self.old.node_by_hash.get(&node.hash()) {
+                Some(&n) => {
+                    self.old.shared.insert(OldChild::Node(n));
+                    self.place(f.parent, NewChild::Old(OldChild::Node(n)));
+                }
+                None => self.attach(at, f, node, source),
+            }
+        }
+        Ok(())
+    }
+
+    /// Hangs a verified node where the frontier expects it, and lists its children.
+    fn attach(&mut self, at: TreePath, f: Frontier, node: WireNode, source: u32) {
+        let id = self.nodes.len();
+        self.place(f.parent, NewChild::Node(id));
+        let key: Box<[u8]> = node.key_copy.clone().into();
+        let sides = [
+            (false, node.left_is_chunk, node.left, f.lower.clone(), Some(key.clone())),
+            (true, node.right_is_chunk, node.right, Some(key), f.upper.clone()),
+        ];
+        self.nodes.push(NewNode { wire: node, left: NewChild::Pending, right: NewChild::Pending, source });
+        for (right, is_chunk, hash, lower, upper) in sides {
+            let child = self.child(at.child(right), is_chunk, hash, lower, upper, Some((id, right)));
+            self.place(Some((id, right)), child);
+        }
+    }
+
+    /// What a child named by `hash` becomes: shared with the head, a changed
+    /// chunk, or a node to fetch.
+    fn child(
+        &mut self,
+        path: TreePath,
+        is_chunk: bool,
+        hash: Hash,
+        lower: Option<Box<[u8]>>,
+        upper: Option<Box<[u8]>>,
+        parent: Option<(usize, bool)>,
+    ) -> NewChild {
+        let old = if is_chunk {
+            self.old.chunk_by_hash.get(&hash).map(|&j| OldChild::Chunk(j))
+        } else {
+            self.old.node_by_hash.get(&hash).map(|&n| OldChild::Node(n))
+        };
+        if let Some(old) = old {
+            self.old.shared.insert(old);
+            return NewChild::Old(old);
+        }
+        if !is_chunk {
+            self.frontier.insert(path, Frontier { hash, parent, lower, upper });
+            return NewChild::Pending;
+        }
+        let c = self.chunks.len();
+        self.chunk_by_path.insert(path.clone(), c);
+        self.chunks.push(NewChunk { path, hash, lower, upper, state: ChunkState::WantLeaves });
+        self.want_leaves.insert(c);
+        self.undone += 1;
+        NewChild::Chunk(c)
+    }
+
+    fn place(&mut self, parent: Option<(usize, bool)>, child: NewChild) {
+        match parent {
+            None => {
+                self.top = Some(child);
+                self.top_known = true;
+            }
+            Some((id, false)) => self.nodes[id].left = child,
+            Some((id, true)) => self.nodes[id].right = child,
+        }
+    }
+
+    /// The first chunk, verified against the root, when a peer says the
+    /// top is no inner node. `true` if the tree is that one chunk (then it
+    /// is complete); `false` if the tree has more chunks (the peer that
+    /// said so lied).
+    pub fn add_top_chunk(&mut self, chunk: VerifiedChunk) -> bool {
+        if chunk.root != self.root || chunk.chunk_count != 1 || self.top_known {
+            return self.top_known && chunk.chunk_count == 1;
+        }
+        if chunk.capacity != self.capacity {
+            self.capacity_mismatch = true;
+            return true;
+        }
+        self.frontier.remove(&TreePath::top());
+        self.counts = (1, chunk.chunk.len() as u64);
+        let hash = chunk.chunk.hash();
+        let top = self.child(TreePath::top(), true, hash, None, None, None);
+        self.place(None, top);
+        if let NewChild::Chunk(c) = top {
+            self.want_leaves.remove(&c);
+            let mut slots = Vec::with_capacity(chunk.chunk.len());
+            for (k, v) in chunk.chunk.entries() {
+                let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
+                self.puts.push((Table::Entries, entry, encode_entry(k, v)));
+                slots.push(Slot { key: k.to_vec(), entry });
+            }
+            self.complete(c, slots);
+        }
+        true
+    }
+
+    /// The entry-hash list a peer sent for `LEAVES` at `path`: it must give
+    /// the chunk hash its parent names.
+    pub fn add_leaves(&mut self, path: &TreePath, bytes: &[u8]) -> Result<(), ProofError> {
+        let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
+        let mut r = Reader::new(bytes, FORMAT_LEAVES)?;
+        let m = r.chunk_size(self.capacity)?;
+        let leaves = r.hashes(m)?;
+        r.finish()?;
+        if chunk_hash(m, &inchunk_tree(&leaves)[0]) != self.chunks[c].hash {
+            return Err(ProofError::LeavesMismatch);
+        }
+        if !self.want_leaves.remove(&c) {
+            return Ok(());
+        }
+        let chunk = &self.chunks[c];
+        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
+        for &j in &candidates {
+            self.waiting.entry(j).or_default().push(c);
+        }
+        self.chunks[c].state = ChunkState::Matching { leaves, candidates };
+        self.matching += 1;
+        self.try_match(c);
+        Ok(())
+    }
+
+    /// The entries a peer sent for `ENTRIES` at `path` with `bitmap`: `k`
+    /// of them (1 … asked, else `COUNT_INVALID`), each hashing to the
+    /// entry hash at its position (else `ENTRY_MISMATCH`).
+    pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
+        let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
+        let ChunkState::WantEntries { leaves, slots } = &mut self.chunks[c].state else { return Ok(()) };
+        let positions = bitmap_positions(bitmap, leaves.len())?;
+        let mut r = Reader::plain(bytes);
+        let k = r.varint()? as usize;
+        if k == 0 || k > positions.len() {
+            return Err(ProofError::CountInvalid);
+        }
+        let mut got = Vec::with_capacity(k);
+        for &p in &positions[..k] {
+            let (key, value) = (r.key()?, r.value()?);
+            let hash = entry_hash(key, value);
+            if hash != leaves[p] {
+                return Err(ProofError::EntryMismatch);
+            }
+            got.push((p, key, value, hash));
+        }
+        r.finish()?;
+        for (p, key, value, hash) in got {
+            if slots[p].is_none() {
+                let entry = Ref { birth: self.version, hash };
+                self.puts.push((Table::Entries, entry, encode_entry(key, value)));
+                slots[p] = Some(Slot { key: key.to_vec(), entry });
+            }
+        }
+        if slots.iter().all(Option::is_some) {
+            let slots = slots.iter_mut().map(|s| s.take().expect("all filled")).collect();
+            self.want_entries.remove(&c);
+            self.complete(c, slots);
+        }
+        Ok(())
+    }
+
+    /// Matches chunk `c`'s entry hashes against its old neighbours once
+    /// their slots are all read.
+    fn try_match(&mut self, c: usize) {
+        let ChunkState::Matching { candidates, .. } = &self.chunks[c].state else { return };
+        if !candidates.iter().all(|j| self.slots.contains_key(j)) {
+            return;
+        }
+        let ChunkState::Matching { leaves, candidates } =
+            std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
+        else {
+            unreachable!("checked")
+        };
+        self.matching -= 1;
+        let mut known: HashMap<Hash, (usize, usize)> = HashMap::new();
+        for &j in &candidates {
+            for (p, s) in self.slots[&j].slots.iter().enumerate() {
+                known.insert(s.entry.hash, (j, p));
+            }
+        }
+        let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.len());
+        for h in &leaves {
+            let Some(&(j, p)) = known.get(h) else {
+                slots.push(None);
+                continue;
+            };
+            let old = &self.slots[&j].slots;
+            self.reused.entry(j).or_insert_with(|| vec![false; old.len()])[p] = true;
+            slots.push(Some(old[p].clone()));
+        }
+        for j in candidates {
+            if let Some(w) = self.waiting.get_mut(&j) {
+                w.retain(|&x| x != c);
+                if w.is_empty() {
+                    self.waiting.remove(&j);
+                    self.release(j);
+                }
+            }
+        }
+        if slots.iter().all(Option::is_some) {
+            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
+        } else {
+            self.chunks[c].state = ChunkState::WantEntries { leaves, slots };
+            self.want_entries.insert(c);
+        }
+    }
+
+    /// Old chunk `j`'s slots are no longer waited for: kept among the recent.
+    fn release(&mut self, j: usize) {
+        self.recent.push_back(j);
+        while self.recent.len() > SLOT_CACHE {
+            let old = self.recent.pop_front().expect("non-empty");
+            if !self.waiting.contains_key(&old) && !self.recent.contains(&old) {
+                self.slots.remove(&old);
+            }
+        }
+    }
+
+    /// Writes chunk `c` from its slots.
+    fn complete(&mut self, c: usize, slots: Vec<Slot>) {
+        if slots.windows(2).any(|w| w[0].key >= w[1].key) {
+            // Fetched keys hash to the root; only slot keys read from the store can be out of order.
+            self.failed = Some(StoreError::Corrupt);
+        }
+        let hash = self.chunks[c].hash;
+        let first_key = slots[0].key.clone().into();
+        self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, ChunkRecord::Full(slots).encode()));
+        self.chunks[c].state = ChunkState::Done { first_key };
+        self.undone -= 1;
+    }
+
+    /// Records made so far (entries and chunk records, born at this
+    /// version), to write before [`CatchUp::finish`]'s write set.
+    pub fn take_puts(&mut self) -> Vec<(Table, Ref, Vec<u8>)> {
+        std::mem::take(&mut self.puts)
+    }
+
+    /// Old chunk records to read from the store now: those whose entries
+    /// changed chunks may reuse, then (once everything is fetched) those
+    /// the new version no longer uses, whose entries may go stale.
+    pub fn needed(&mut self) -> Result<Vec<(Table, Ref)>, StoreError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut want: Vec<usize> = self.waiting.keys().copied().filter(|j| !self.slots.contains_key(j)).collect();
+        if self.is_fetched() {
+            let replaced = self.replaced.get_or_insert_with(|| replaced_chunks(&self.old));
+            want.extend(replaced.iter().take(STALE_BATCH));
+            if self.old.first_key.is_none() && !self.old.chunks.is_empty() {
+                want.push(0);
+            }
+        }
+        let mut out = Vec::new();
+        for j in want {
+            if self.requested.insert(j) {
+                let r = self.old.chunks[j].record;
+                self.loading.insert(r, j);
+                out.push((Table::Chunks, r));
+            }
+        }
+        for (base, _) in self.deltas.values() {
+            if !self.loading.contains_key(base) {
+                out.push((Table::Chunks, *base));
+            }
+        }
+        out.sort_by_key(|(_, r)| r.key());
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Hands over an old chunk record [`CatchUp::needed`] asked for
+    /// (`None`: the store lacks it). It must hash to its ref.
+    pub fn supply_record(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let bytes = bytes.ok_or(StoreError::Corrupt)?;
+        match ChunkRecord::decode(bytes, self.capacity)? {
+            ChunkRecord::Delta { base, edits } => {
+                if self.loading.contains_key(r) {
+                    self.deltas.insert(*r, (base, edits));
+                }
+            }
+            ChunkRecord::Full(base_slots) => {
+                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, (b, _))| b == r).map(|(d, _)| *d).collect();
+                for delta in waiting {
+                    let (_, edits) = self.deltas.remove(&delta).expect("listed");
+                    let slots = apply_edits(&base_slots, &edits, self.capacity)?;
+                    self.loaded(&delta, slots, Some(*r))?;
+                }
+                if self.loading.contains_key(r) {
+                    self.loaded(r, base_slots, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, base: Option<Ref>) -> Result<(), StoreError> {
+        let Some(j) = self.loading.remove(r) else { return Ok(()) };
+        self.requested.remove(&j);
+        verify_slots(&slots, &r.hash)?;
+        if j == 0 {
+            self.old.first_key = Some(slots[0].key.clone().into());
+        }
+        let slots = OldSlots { slots: slots.into(), base };
+        if self.replaced.as_mut().is_some_and(|set| set.remove(&j)) {
+            self.mark_stale(j, &slots);
+        }
+        if let Some(chunks) = self.waiting.get(&j).cloned() {
+            self.slots.insert(j, slots);
+            for c in chunks {
+                self.try_match(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// Old chunk `j` leaves: its record, its base, and the entries no new chunk took.
+    fn mark_stale(&mut self, j: usize, old: &OldSlots) {
+        let record = self.old.chunks[j].record;
+        self.stale.push((Table::Chunks, record));
+        if let Some(base) = old.base.filter(|b| *b != record) {
+            self.stale.push((Table::Chunks, base));
+        }
+        let reused = self.reused.remove(&j);
+        for (p, s) in old.slots.iter().enumerate() {
+            if !reused.as_ref().is_some_and(|r| r[p]) {
+                self.stale.push((Table::Entries, s.entry));
+            }
+        }
+    }
+
+    /// The last write: the new inner nodes, the stale marks and the version
+    /// record. Every key copy is the smallest key of its right subtree, as
+    /// read; the tags of the peers whose key copies said otherwise come
+    /// back with it (they lied, though nothing they said was used).
+    pub fn finish(mut self) -> Result<(WriteSet, Vec<u32>), StoreError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let stale_left = self.replaced.as_ref().is_none_or(|r| !r.is_empty());
+        if !self.is_fetched() || stale_left || (self.old.first_key.is_none() && !self.old.chunks.is_empty()) {
+            return Err(StoreError::Corrupt);
+        }
+        let mut out = WriteSet { version: self.version, ..WriteSet::default() };
+        let mut liars = Vec::new();
+        let top = self.top.map(|t| self.write(t, &mut out, &mut liars));
+        stale_nodes(&self.old, self.old.top, &mut out.stale);
+        out.stale.append(&mut self.stale);
+        let (chunk_count, entry_count) = self.counts;
+        let record = VersionRecord { capacity: self.capacity, chunk_count, entry_count, top, root: self.root };
+        out.version_record = record.encode();
+        Ok((out, liars))
+    }
+
+    /// Writes node records below `child` (new nodes only) and returns its ref.
+    fn write(&self, child: NewChild, out: &mut WriteSet, liars: &mut Vec<u32>) -> Child {
+        match child {
+            NewChild::Old(o) => self.old.record(o),
+            NewChild::Chunk(c) => Child::Chunk(Ref { birth: self.version, hash: self.chunks[c].hash }),
+            NewChild::Pending => unreachable!("everything is fetched"),
+            NewChild::Node(id) => {
+                let n = &self.nodes[id];
+                let left = self.write(n.left, out, liars);
+                let right = self.write(n.right, out, liars);
+                let key_copy = self.min_key(n.right).to_vec();
+                if key_copy != n.wire.key_copy {
+                    liars.push(n.source);
+                }
+                let at = Ref { birth: self.version, hash: n.wire.hash() };
+                let record = NodeRecord {
+                    height: n.wire.height,
+                    chunk_count: n.wire.chunks,
+                    entry_count: n.wire.entries,
+                    left,
+                    right,
+                    key_copy,
+                };
+                out.puts.push((Table::Nodes, at, record.encode()));
+                Child::Node(at)
+            }
+        }
+    }
+
+    /// The smallest key under `child`.
+    fn min_key(&self, mut child: NewChild) -> &[u8] {
+        loop {
+            match child {
+                NewChild::Node(id) => child = self.nodes[id].left,
+                NewChild::Chunk(c) => match &self.chunks[c].state {
+                    ChunkState::Done { first_key } => return first_key,
+                    _ => unreachable!("every chunk is done"),
+                },
+                NewChild::Old(o) => {
+                    let j = self.old.first_chunk(o);
+                    let key = if j == 0 { &self.old.first_key } else { &self.old.chunks[j].lower };
+                    return key.as_deref().expect("read before finishing");
+                }
+                NewChild::Pending => unreachable!("everything is fetched"),
+            }
+        }
+    }
+}
+
+/// Old chunks that no shared subtree holds.
+fn replaced_chunks(old: &Old) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    let mut todo: Vec<OldChild> = old.top.into_iter().collect();
+    while let Some(c) = todo.pop() {
+        if old.shared.contains(&c) {
+            continue;
+        }
+        match c {
+            OldChild::Chunk(j) => {
+                out.insert(j);
+            }
+            OldChild::Node(n) => todo.extend([old.nodes[n].left, old.nodes[n].right]),
+        }
+    }
+    out
+}
+
+/// Old inner nodes that no shared subtree holds.
+fn stale_nodes(old: &Old, top: Option<OldChild>, out: &mut Vec<(Table, Ref)>) {
+    let mut todo: Vec<OldChild> = top.into_iter().collect();
+    while let Some(c) = todo.pop() {
+        if let OldChild::Node(n) = c {
+            if !old.shared.contains(&c) {
+                out.push((Table::Nodes, old.nodes[n].record));
+                todo.extend([old.nodes[n].left, old.nodes[n].right]);
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The pieces a catch-up fetches (`spec/wire.md`, "Catch-up";
+//! `spec/proof-format.md`, "Subtree" and "Leaves"): the inner nodes under a
+//! position of a committed tree, the entry-hash list of a chunk, and chosen
+//! entries of a chunk. Each is checked by hashing up to what the client
+//! already trusts (`catchup.rs`), so a peer serves them as plain data.
+
+use crate::codec::{put_bytes, put_varint, Reader};
+use crate::error::{ProofError, TreeError};
+use crate::hash::Hash;
+use crate::limits::MAX_HEIGHT;
+use crate::node::Node;
+use crate::tree::Snapshot;
+
+/// Format byte of a subtree (inner nodes in pre-order).
+pub const FORMAT_SUBTREE: u8 = 0x0e;
+/// Format byte of a chunk's entry-hash list.
+pub const FORMAT_LEAVES: u8 = 0x0f;
+/// Most levels one `NODES` request asks for.
+pub const MAX_SUBTREE_LEVELS: u8 = MAX_HEIGHT;
+
+/// A position in the inner tree: the turns from its top, `true` to the right.
+///
+/// Encoded as `depth u8 ‖ ⌈depth/8⌉ bytes`, turn `i` in bit `7 − i mod 8`
+/// of byte `i / 8`, unused bits zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TreePath(Vec<bool>);
+
+impl TreePath {
+    /// The top of the tree.
+    pub fn top() -> TreePath {
+        TreePath(Vec::new())
+    }
+
+    pub fn turns(&self) -> &[bool] {
+        &self.0
+    }
+
+    pub fn depth(&self) -> usize {
+        self.0.len()
+    }
+
+    /// One step further down.
+    pub fn child(&self, right: bool) -> TreePath {
+        let mut turns = self.0.clone();
+        turns.push(right);
+        TreePath(turns)
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.0.len() as u8);
+        let mut bytes = vec![0u8; self.0.len().div_ceil(8)];
+        for (i, &right) in self.0.iter().enumerate() {
+            if right {
+                bytes[i / 8] |= 0x80 >> (i % 8);
+            }
+        }
+        out.extend_from_slice(&bytes);
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Reads a path: `PATH_TOO_LONG` past depth 48, `FLAGS_INVALID` for a
+    /// set unused bit.
+    pub fn read(r: &mut Reader) -> Result<TreePath, ProofError> {
+        let depth = r.u8()? as usize;
+        if depth > MAX_HEIGHT as usize {
+            return Err(ProofError::PathTooLong);
+        }
+        let bytes = r.take(depth.div_ceil(8))?;
+        if depth % 8 != 0 && bytes[depth / 8] & (0xff >> (depth % 8)) != 0 {
+            return Err(ProofError::FlagsInvalid);
+        }
+        Ok(TreePath((0..depth).map(|i| bytes[i / 8] & (0x80 >> (i % 8)) != 0).collect()))
+    }
+
+    /// A whole encoded path.
+    pub fn decode(bytes: &[u8]) -> Result<TreePath, ProofError> {
+        let mut r = Reader::plain(bytes);
+        let path = TreePath::read(&mut r)?;
+        r.finish()?;
+        Ok(path)
+    }
+}
+
+/// An inner node as a subtree lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireNode {
+    pub height: u8,
+    pub chunks: u64,
+    pub entries: u64,
+    /// Whether each child (left, right) is a chunk.
+    pub left_is_chunk: bool,
+    pub right_is_chunk: bool,
+    pub left: Hash,
+    pub right: Hash,
+    /// The smallest key of the right subtree, as the peer says: a search
+    /// hint, checked once that subtree's keys are known.
+    pub key_copy: Vec<u8>,
+}
+
+impl WireNode {
+    pub fn hash(&self) -> Hash {
+        crate::hash::inner_hash(self.height, self.chunks, self.entries, &self.left, &self.right)
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.height);
+        put_varint(out, self.chunks);
+        put_varint(out, self.entries);
+        out.push(u8::from(self.left_is_chunk) | (u8::from(self.right_is_chunk) << 1));
+        out.extend_from_slice(&self.left);
+        out.extend_from_slice(&self.right);
+        put_bytes(out, &self.key_copy);
+    }
+
+    pub fn read(r: &mut Reader) -> Result<WireNode, ProofError> {
+        let height = r.u8()?;
+        if height == 0 || height > MAX_HEIGHT {
+            return Err(ProofError::HeightInvalid);
+        }
+        let chunks = r.varint()?;
+        let entries = r.varint()?;
+        let kinds = r.u8()?;
+        if kinds & !3 != 0 {
+            return Err(ProofError::FlagsInvalid);
+        }
+        let (left, right) = (r.hash()?, r.hash()?);
+        let key_copy = r.key()?.to_vec();
+        Ok(WireNode {
+            height,
+            chunks,
+            entries,
+            left_is_chunk: kinds & 1 != 0,
+            right_is_chunk: kinds & 2 != 0,
+            left,
+            right,
+            key_copy,
+        })
+    }
+
+    fn of(node: &Node) -> Option<WireNode> {
+        let Node::Inner(n) = node else { return None };
+        Some(WireNode {
+            height: n.height,
+            chunks: n.chunks,
+            entries: n.entries,
+            left_is_chunk: n.left.is_chunk(),
+            right_is_chunk: n.right.is_chunk(),
+            left: n.left.hash(),
+            right: n.right.hash(),
+            key_copy: n.key.as_bytes().to_vec(),
+        })
+    }
+}
+
+/// The positions a bitmap asks for (`ENTRIES`): `⌈m/8⌉` bytes, bit `p % 8`
+/// (least significant first) of byte `p / 8` for position `p`; at least one
+/// bit, none at `m` or above. `POSITION_INVALID` otherwise.
+pub fn bitmap_positions(bitmap: &[u8], m: usize) -> Result<Vec<usize>, ProofError> {
+    if bitmap.len() != m.div_ceil(8) {
+        return Err(ProofError::PositionInvalid);
+    }
+    let positions: Vec<usize> = (0..bitmap.len() * 8).filter(|&p| bitmap[p / 8] & (1 << (p % 8)) != 0).collect();
+    if positions.is_empty() || positions.last().is_some_and(|&p| p >= m) {
+        return Err(ProofError::PositionInvalid);
+    }
+    Ok(positions)
+}
+
+/// The bitmap of `positions` (each below `m`).
+pub fn positions_bitmap(positions: &[usize], m: usize) -> Vec<u8> {
+    let mut bitmap = vec![0u8; m.div_ceil(8)];
+    for &p in positions {
+        bitmap[p / 8] |= 1 << (p % 8);
+    }
+    bitmap
+}
+
+impl Snapshot {
+    fn at(&self, path: &TreePath) -> Option<&Node> {
+        let mut node = self.top.as_ref()?;
+        for &right in path.turns() {
+            let Node::Inner(n) = node else { return None };
+            node = if right { &n.right } else { &n.left };
+        }
+        Some(node)
+    }
+
+    fn chunk_at_path(&self, path: &TreePath) -> Result<&crate::chunk::Chunk, TreeError> {
+        match self.at(path) {
+            Some(Node::Leaf(c)) => Ok(c),
+            _ => Err(TreeError::ChunkOutOfRange),
+        }
+    }
+
+    /// The subtree (`0x0E`) under `path`: its inner nodes in pre-order, down
+    /// to `levels` levels (1 … 48), cut after the most nodes that fit
+    /// `max_bytes` (at least one). `CHUNK_OUT_OF_RANGE` unless `path` names
+    /// an inner node; `QUERY_INVALID` for `levels` outside 1 … 48.
+    pub fn export_subtree(&self, path: &TreePath, levels: u8, max_bytes: usize) -> Result<Vec<u8>, TreeError> {
+        if levels == 0 || levels > MAX_SUBTREE_LEVELS {
+            return Err(TreeError::QueryInvalid);
+        }
+        let top = self.at(path).filter(|n| !n.is_chunk()).ok_or(TreeError::ChunkOutOfRange)?;
+        let mut out = vec![FORMAT_SUBTREE];
+        put_varint(&mut out, self.capacity as u64);
+        let mut todo = vec![(top, 0u8)];
+        let mut emitted = 0;
+        while let Some((node, depth)) = todo.pop() {
+            let Some(wire) = WireNode::of(node) else { continue };
+            let before = out.len();
+            wire.encode(&mut out);
+            if out.len() > max_bytes && emitted > 0 {
+                out.truncate(before);
+                break;
+            }
+            emitted += 1;
+            if depth + 1 < levels {
+                let Node::Inner(n) = node else { unreachable!("a wire node is inner") };
+                todo.push((&n.right, depth + 1));
+                todo.push((&n.left, depth + 1));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The entry-hash list (`0x0F`) of the chunk at `path`
+    /// (`CHUNK_OUT_OF_RANGE` if `path` names no chunk).
+    pub fn export_leaves(&self, path: &TreePath) -> Result<Vec<u8>, TreeError> {
+        let chunk = self.chunk_at_path(path)?;
+        let mut out = vec![FORMAT_LEAVES];
+        put_varint(&mut out, chunk.len() as u64);
+        for h in chunk.leaves() {
+            out.extend_from_slice(&h);
+        }
+        Ok(out)
+    }
+
+    /// The `ENTRIES` answer for the chunk at `path`: `k varint ‖ k × (key
+    /// bytes ‖ value bytes)` for the first k positions the bitmap asks for,
+    /// k the most that fit `max_bytes` (at least one). `CHUNK_OUT_OF_RANGE`
+    /// if `path` names no chunk, `QUERY_INVALID` for a bitmap that is not
+    /// one of this chunk's.
+    pub fn export_entries(&self, path: &TreePath, bitmap: &[u8], max_bytes: usize) -> Result<Vec<u8>, TreeError> {
+        let chunk = self.chunk_at_path(path)?;
+        let positions = bitmap_positions(bitmap, chunk.len()).map_err(|_| TreeError::QueryInvalid)?;
+        let mut body = Vec::new();
+        let mut k = 0;
+        for p in positions {
+            let before = body.len();
+            put_bytes(&mut body, chunk.key(p));
+            put_bytes(&mut body, chunk.value(p));
+            if k > 0 && body.len() + 8 > max_bytes {
+                body.truncate(before);
+                break;
+            }
+            k += 1;
+        }
+        let mut out = Vec::with_capacity(body.len() + 3);
+        put_varint(&mut out, k as u64);
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+}

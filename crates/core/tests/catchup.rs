@@ -1,0 +1,356 @@
+//! Catch-up against a model (`docs/catchup.md`): a store holds a random
+//! state; the chain moves on by random inserts, updates and removes; a
+//! catch-up to the new root, with the new tree's snapshot as the peer,
+//! must commit a version that loads to exactly the new state and root (the
+//! tree a full sync builds), write only the chunks, nodes and entries the
+//! head did not hold, and leave the store holding exactly what its versions
+//! reach, before and after the old version is pruned. Lying answers fail
+//! with their codes and change nothing.
+
+use std::collections::BTreeSet;
+
+use bpavl_core::record::{Ref, Table};
+use bpavl_core::{
+    verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
+    FORMAT_LEAVES, FORMAT_SUBTREE,
+};
+use bpavl_testkit::rng::SplitMix64;
+
+mod model_keys;
+mod store_kit;
+use model_keys::{key, value};
+use store_kit::{assert_no_garbage, entries, Store};
+
+const MAX_BYTES: usize = 8 << 20;
+
+/// A peer that answers from `target`, with a lie applied to its answers.
+struct Peer<'a> {
+    target: &'a Snapshot,
+    levels: u8,
+    lie: Lie,
+    /// The tag its subtrees are added with.
+    tag: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Lie {
+    None,
+    /// Flips a byte of a subtree, an entry-hash list, or an entry.
+    FlipSubtree,
+    FlipLeaves,
+    FlipEntries,
+    /// Answers with k = 0 entries.
+    NoEntries,
+    /// Changes every key copy (not hashed: only checked at the end).
+    KeyCopies,
+}
+
+impl Peer<'_> {
+    fn answer(&self, cu: &mut CatchUp, f: &Fetch) -> Result<(), ProofError> {
+        match f {
+            Fetch::Nodes(p) => match self.target.export_subtree(p, self.levels, MAX_BYTES) {
+                Ok(mut b) => {
+                    if self.lie == Lie::FlipSubtree {
+                        let i = b.len() / 2;
+                        b[i] ^= 1;
+                    }
+                    if self.lie == Lie::KeyCopies {
+                        b = bend_key_copies(&b);
+                    }
+                    cu.add_subtree(p, self.levels, &b, self.tag)
+                }
+                Err(TreeError::ChunkOutOfRange) => {
+                    let root = self.target.root();
+                    let chunk = verify_chunk(&root, 0, &self.target.export_chunk_bytes(0).unwrap()).unwrap();
+                    assert!(cu.add_top_chunk(chunk));
+                    Ok(())
+                }
+                Err(e) => panic!("{e:?}"),
+            },
+            Fetch::Leaves(p) => {
+                let mut b = self.target.export_leaves(p).unwrap();
+                if self.lie == Lie::FlipLeaves {
+                    *b.last_mut().unwrap() ^= 1;
+                }
+                cu.add_leaves(p, &b)
+            }
+            Fetch::Entries(p, bitmap) => {
+                let mut b = self.target.export_entries(p, bitmap, MAX_BYTES).unwrap();
+                if self.lie == Lie::FlipEntries {
+                    *b.last_mut().unwrap() ^= 1;
+                }
+                if self.lie == Lie::NoEntries {
+                    b = vec![0];
+                }
+                cu.add_entries(p, bitmap, &b)
+            }
+        }
+    }
+}
+
+/// A subtree whose every key copy has its last byte changed (re-encoded
+/// node by node: keys keep their lengths).
+fn bend_key_copies(b: &[u8]) -> Vec<u8> {
+    let mut out = b.to_vec();
+    // Header: format byte and a capacity varint.
+    let mut i = 1;
+    while out[i] & 0x80 != 0 {
+        i += 1;
+    }
+    i += 1;
+    let varint = |out: &[u8], i: &mut usize| {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = out[*i];
+            *i += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                return v;
+            }
+        }
+    };
+    while i < out.len() {
+        i += 1; // height
+        varint(&out, &mut i);
+        varint(&out, &mut i);
+        i += 1 + 64; // kinds, two hashes
+        let len = varint(&out, &mut i) as usize;
+        out[i + len - 1] ^= 0x55;
+        i += len;
+    }
+    out
+}
+
+/// Reads what the catch-up needs from the store until it needs nothing.
+fn feed(cu: &mut CatchUp, store: &Store) -> Result<(), StoreError> {
+    for _ in 0..10_000 {
+        let needed = cu.needed()?;
+        if needed.is_empty() {
+            return Ok(());
+        }
+        for (t, r) in needed {
+            cu.supply_record(&r, store.get(t, &r))?;
+        }
+    }
+    panic!("reads are bounded");
+}
+
+fn put_all(store: &mut Store, puts: Vec<(Table, Ref, Vec<u8>)>) {
+    for (t, r, bytes) in puts {
+        store.table(t).insert(r.key().to_vec(), bytes);
+    }
+}
+
+/// Catches the store's head up to `peer.target`, answering every fetch.
+fn catch_up(store: &mut Store, head: &Tree, peer: &Peer) -> (WriteSet, Vec<u32>) {
+    let mut cu = CatchUp::new(head, peer.target.root()).unwrap();
+    for _ in 0..100_000 {
+        feed(&mut cu, store).unwrap();
+        put_all(store, cu.take_puts());
+        if cu.is_fetched() && cu.needed().unwrap().is_empty() {
+            break;
+        }
+        for f in cu.fetches() {
+            peer.answer(&mut cu, &f).unwrap();
+        }
+    }
+    let (ws, liars) = cu.finish().unwrap();
+    (ws, liars)
+}
+
+/// A base state of `n` random writes, stored over a few commits; then the
+/// chain's next state, `changes` random writes later.
+fn states(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize) -> (Store, Tree, Tree) {
+    let mut store = Store::default();
+    let mut tree = Tree::new(capacity).unwrap();
+    let domain = (n as u64 * 2).max(4);
+    for i in 0..n {
+        let k = rng.below(domain) as u16;
+        if rng.below(5) == 0 {
+            tree.remove(&key(k));
+        } else {
+            tree.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
+        }
+        if i % (n / 3 + 1) == 0 || i + 1 == n {
+            let (_, ws) = tree.commit_to_store();
+            store.write(&ws);
+        }
+    }
+    let mut target = tree.clone();
+    for _ in 0..changes {
+        let k = rng.below(domain) as u16;
+        match rng.below(3) {
+            0 => {
+                target.remove(&key(k));
+            }
+            _ => {
+                target.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
+            }
+        }
+    }
+    target.commit();
+    (store, tree, target)
+}
+
+fn hashes_of(store: &Store, t: Table, birth: u64) -> usize {
+    store.records.get(&(t as u8)).map_or(0, |r| r.keys().filter(|k| k[..8] == birth.to_be_bytes()).count())
+}
+
+#[test]
+fn a_catch_up_commits_exactly_the_new_tree_and_shares_the_rest() {
+    let mut rng = SplitMix64::new(11);
+    for round in 0..240u64 {
+        let capacity = [2, 3, 4, 16][round as usize % 4];
+        let n = 1 + rng.below(400) as usize;
+        let changes = [0, 1, 3, n / 20 + 1, n / 3 + 1, 2 * n][(round / 4) as usize % 6];
+        let (mut store, _, target) = states(&mut rng, capacity, n, changes);
+        let v = *store.version_numbers().last().unwrap();
+        let paged = round % 2 == 0;
+        let head = store.load_as(v, capacity, paged).unwrap();
+        let levels = [1, 2, 5, 48][(round / 2) as usize % 4];
+        let peer = Peer { target: target.head(), levels, lie: Lie::None, tag: 1 };
+        let (ws, liars) = catch_up(&mut store, &head, &peer);
+        assert!(liars.is_empty());
+        assert_eq!(ws.version, v + 1);
+        store.write(&ws);
+
+        let caught = store.load(v + 1, capacity).unwrap();
+        assert_eq!(caught.head().root(), target.head().root(), "round {round}");
+        assert_eq!(entries(&caught), entries(&target), "round {round}");
+        assert_no_garbage(&store, capacity);
+
+        // Only what the head lacked was written.
+        let old = store.load(v, capacity).unwrap();
+        let (old_sets, new_sets) = (record_hashes(&old), record_hashes(&target));
+        assert_eq!(
+            hashes_of(&store, Table::Chunks, v + 1),
+            new_sets[0].difference(&old_sets[0]).count(),
+            "round {round}"
+        );
+        assert_eq!(
+            hashes_of(&store, Table::Nodes, v + 1),
+            new_sets[1].difference(&old_sets[1]).count(),
+            "round {round}"
+        );
+        let (fetched, new) = (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
+        // A one-chunk tree comes whole, as a chunk envelope: its entries are all written again.
+        assert!(
+            fetched <= new || target.chunk_count() == 1,
+            "round {round} C {capacity} n {n} changes {changes}: {fetched} > {new}"
+        );
+
+        store.prune(v + 1);
+        assert_no_garbage(&store, capacity);
+        assert_eq!(entries(&store.load(v + 1, capacity).unwrap()), entries(&target));
+    }
+}
+
+type Hashes = BTreeSet<[u8; 32]>;
+
+/// The chunk, node and entry hashes of a committed tree, read through
+/// the catch-up answers.
+fn record_hashes(tree: &Tree) -> [Hashes; 3] {
+    use bpavl_core::codec::Reader;
+    use bpavl_core::hash::{chunk_hash, inchunk_tree};
+    let snap = tree.head();
+    let (mut chunks, mut nodes, mut entries) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut todo = vec![TreePath::top()];
+    while let Some(p) = todo.pop() {
+        if let Ok(b) = snap.export_subtree(&p, 1, MAX_BYTES) {
+            let mut r = Reader::new(&b, FORMAT_SUBTREE).unwrap();
+            r.capacity().unwrap();
+            nodes.insert(WireNode::read(&mut r).unwrap().hash());
+            todo.extend([p.child(false), p.child(true)]);
+        } else if let Ok(b) = snap.export_leaves(&p) {
+            let mut r = Reader::new(&b, FORMAT_LEAVES).unwrap();
+            let m = r.chunk_size(snap.capacity()).unwrap();
+            let leaves = r.hashes(m).unwrap();
+            chunks.insert(chunk_hash(m, &inchunk_tree(&leaves)[0]));
+            entries.extend(leaves);
+        }
+    }
+    [chunks, nodes, entries]
+}
+
+#[test]
+fn every_lie_is_caught_and_changes_nothing() {
+    let mut rng = SplitMix64::new(5);
+    for (round, lie) in
+        [Lie::FlipSubtree, Lie::FlipLeaves, Lie::FlipEntries, Lie::NoEntries].into_iter().cycle().take(40).enumerate()
+    {
+        let capacity = [2, 4][round % 2];
+        let (mut store, _, target) = states(&mut rng, capacity, 200, 30);
+        let v = *store.version_numbers().last().unwrap();
+        let head = store.load_as(v, capacity, true).unwrap();
+        let mut cu = CatchUp::new(&head, target.head().root()).unwrap();
+        let liar = Peer { target: target.head(), levels: 3, lie, tag: 7 };
+        let honest = Peer { target: target.head(), levels: 3, lie: Lie::None, tag: 1 };
+        let mut caught = Vec::new();
+        for _ in 0..100_000 {
+            feed(&mut cu, &store).unwrap();
+            put_all(&mut store, cu.take_puts());
+            if cu.is_fetched() && cu.needed().unwrap().is_empty() {
+                break;
+            }
+            for f in cu.fetches() {
+                // The liar answers first; what it got wrong is asked again of the honest peer.
+                if let Err(e) = liar.answer(&mut cu, &f) {
+                    caught.push(e);
+                    honest.answer(&mut cu, &f).unwrap();
+                }
+            }
+        }
+        let expected = match lie {
+            Lie::FlipSubtree => &[ProofError::NodeMismatch, ProofError::FlagsInvalid, ProofError::HeightInvalid][..],
+            Lie::FlipLeaves => &[ProofError::LeavesMismatch][..],
+            Lie::FlipEntries => &[ProofError::EntryMismatch, ProofError::Truncated, ProofError::ValueTooLong][..],
+            _ => &[ProofError::CountInvalid][..],
+        };
+        assert!(caught.iter().all(|e| expected.contains(e)), "{lie:?}: {caught:?}");
+        let (ws, liars) = cu.finish().unwrap();
+        // A flipped key copy hashes as before: it is blamed at the end instead.
+        assert!(liars.iter().all(|&s| s == 7) && (lie == Lie::FlipSubtree || liars.is_empty()));
+        assert!(!caught.is_empty() || !liars.is_empty(), "{lie:?}");
+        store.write(&ws);
+        let caught_up = store.load(v + 1, capacity).unwrap();
+        assert_eq!(caught_up.head().root(), target.head().root());
+        assert_eq!(entries(&caught_up), entries(&target));
+        assert_no_garbage(&store, capacity);
+    }
+}
+
+#[test]
+fn a_node_of_another_root_is_refused() {
+    let mut rng = SplitMix64::new(9);
+    let (store, tree, target) = states(&mut rng, 3, 300, 40);
+    let (_, _, other) = states(&mut rng, 3, 300, 40);
+    let v = *store.version_numbers().last().unwrap();
+    let head = store.load_as(v, 3, true).unwrap();
+    let mut cu = CatchUp::new(&head, target.head().root()).unwrap();
+    let top = TreePath::top();
+    for from in [other.head(), tree.head()] {
+        let b = from.export_subtree(&top, 4, MAX_BYTES).unwrap();
+        assert_eq!(cu.add_subtree(&top, 4, &b, 1), Err(ProofError::NodeMismatch));
+    }
+    assert_eq!(cu.fetches(), vec![Fetch::Nodes(top)]);
+}
+
+#[test]
+fn wrong_key_copies_are_blamed_and_never_used() {
+    let mut rng = SplitMix64::new(3);
+    for capacity in [2, 3, 4] {
+        let (mut store, _, target) = states(&mut rng, capacity, 300, 60);
+        let v = *store.version_numbers().last().unwrap();
+        let head = store.load_as(v, capacity, false).unwrap();
+        let peer = Peer { target: target.head(), levels: 2, lie: Lie::KeyCopies, tag: 7 };
+        let (ws, liars) = catch_up(&mut store, &head, &peer);
+        assert!(!liars.is_empty() && liars.iter().all(|&s| s == 7));
+        store.write(&ws);
+        let caught = store.load(v + 1, capacity).unwrap();
+        assert_eq!(caught.head().root(), target.head().root());
+        assert_eq!(entries(&caught), entries(&target));
+        assert_no_garbage(&store, capacity);
+    }
+}

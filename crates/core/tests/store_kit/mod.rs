@@ -1,0 +1,156 @@
+//! An in-memory store that works as `@bpavl/store` does (tables of sorted
+//! byte keys), for the tests that apply write sets and load versions back.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bpavl_core::record::{stale_key, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use bpavl_core::{Loader, StoreError, Tree, WriteSet};
+
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const RECORD_TABLES: [Table; 3] = [Table::Nodes, Table::Chunks, Table::Entries];
+
+/// The tables of one store, as a backend holds them.
+#[derive(Default, Clone)]
+pub struct Store {
+    pub versions: Records,
+    pub records: BTreeMap<u8, Records>,
+    pub stale: Records,
+}
+
+pub fn be(v: u64) -> Vec<u8> {
+    v.to_be_bytes().to_vec()
+}
+
+impl Store {
+    pub fn table(&mut self, t: Table) -> &mut Records {
+        self.records.entry(t as u8).or_default()
+    }
+
+    pub fn get(&self, t: Table, r: &Ref) -> Option<&[u8]> {
+        self.records.get(&(t as u8))?.get(r.key().as_slice()).map(Vec::as_slice)
+    }
+
+    /// One commit: new records, stale marks, and the version record.
+    pub fn write(&mut self, w: &WriteSet) {
+        for (t, r, bytes) in &w.puts {
+            self.table(*t).insert(r.key().to_vec(), bytes.clone());
+        }
+        for (t, r) in &w.stale {
+            self.stale.insert(stale_key(w.version, *t, r).to_vec(), Vec::new());
+        }
+        self.versions.insert(be(w.version), w.version_record.clone());
+    }
+
+    pub fn version_numbers(&self) -> Vec<u64> {
+        self.versions.keys().map(|k| u64::from_be_bytes(k[..8].try_into().unwrap())).collect()
+    }
+
+    /// Keeps versions `≥ keep_from`: deletes what is stale at or before it.
+    pub fn prune(&mut self, keep_from: u64) {
+        let due: Vec<Vec<u8>> = self.stale.range(..be(keep_from + 1)).map(|(k, _)| k.clone()).collect();
+        for k in due {
+            let table = [Table::Nodes, Table::Chunks, Table::Entries][k[8] as usize - 1];
+            self.table(table).remove(&k[9..]);
+            self.stale.remove(&k);
+        }
+        self.versions.retain(|k, _| k.as_slice() >= be(keep_from).as_slice());
+    }
+
+    /// Makes `to` the head: later versions, their records and their stale marks go.
+    pub fn rollback(&mut self, to: u64) {
+        let after = be(to + 1);
+        self.versions.retain(|k, _| k < &after);
+        self.stale.retain(|k, _| k[..8] < after[..]);
+        for t in RECORD_TABLES {
+            self.table(t).retain(|k, _| k[..8] < after[..]);
+        }
+    }
+
+    pub fn load(&self, version: u64, capacity: usize) -> Result<Tree, StoreError> {
+        self.load_as(version, capacity, false)
+    }
+
+    /// The version whole, or (`paged`) its inner nodes only.
+    pub fn load_as(&self, version: u64, capacity: usize, paged: bool) -> Result<Tree, StoreError> {
+        let record = self.versions.get(&be(version)).ok_or(StoreError::VersionUnknown)?;
+        let mut loader =
+            if paged { Loader::head(version, record, capacity)? } else { Loader::new(version, record, capacity)? };
+        for _ in 0..200 {
+            let wanted = loader.wanted();
+            if wanted.is_empty() {
+                return loader.finish();
+            }
+            for (t, r) in wanted {
+                loader.supply(t, &r, self.get(t, &r))?;
+            }
+        }
+        panic!("a load takes one round per level plus three");
+    }
+
+    /// Every record that a retained version reaches (a delta's base included).
+    pub fn reachable(&self, capacity: usize) -> BTreeSet<(u8, Vec<u8>)> {
+        let mut out = BTreeSet::new();
+        // Chunks already expanded: a base is also in `out` without its slots expanded.
+        let mut chunks_seen = BTreeSet::new();
+        let mut todo: Vec<Child> = Vec::new();
+        for bytes in self.versions.values() {
+            todo.extend(VersionRecord::decode(bytes, capacity).unwrap().top);
+        }
+        while let Some(child) = todo.pop() {
+            match child {
+                Child::Node(r) => {
+                    if out.insert((Table::Nodes as u8, r.key().to_vec())) {
+                        let n = NodeRecord::decode(self.get(Table::Nodes, &r).unwrap(), &r.hash).unwrap();
+                        todo.extend([n.left, n.right]);
+                    }
+                }
+                Child::Chunk(r) => {
+                    if !chunks_seen.insert(r.key()) {
+                        continue;
+                    }
+                    out.insert((Table::Chunks as u8, r.key().to_vec()));
+                    let slots = match ChunkRecord::decode(self.get(Table::Chunks, &r).unwrap(), capacity).unwrap() {
+                        ChunkRecord::Full(slots) => slots,
+                        ChunkRecord::Delta { base, edits } => {
+                            out.insert((Table::Chunks as u8, base.key().to_vec()));
+                            let ChunkRecord::Full(b) =
+                                ChunkRecord::decode(self.get(Table::Chunks, &base).unwrap(), capacity).unwrap()
+                            else {
+                                panic!("a delta's base is full")
+                            };
+                            bpavl_core::record::apply_edits(&b, &edits, capacity).unwrap()
+                        }
+                    };
+                    out.extend(slots.iter().map(|s| (Table::Entries as u8, s.entry.key().to_vec())));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn present(&self) -> BTreeSet<(u8, Vec<u8>)> {
+        self.records.iter().flat_map(|(t, recs)| recs.keys().map(move |k| (*t, k.clone()))).collect()
+    }
+}
+
+/// A tree's entries.
+pub fn entries(tree: &Tree) -> Model {
+    tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+}
+
+/// The store holds exactly the records its retained versions reach.
+pub fn assert_no_garbage(store: &Store, capacity: usize) {
+    let (present, reachable) = (store.present(), store.reachable(capacity));
+    let short = |set: BTreeSet<&(u8, Vec<u8>)>| -> Vec<(u8, u64)> {
+        set.into_iter().map(|(t, k)| (*t, u64::from_be_bytes(k[..8].try_into().unwrap()))).collect()
+    };
+    assert!(
+        present == reachable,
+        "garbage (table, birth): {:?}; lost: {:?}",
+        short(present.difference(&reachable).collect()),
+        short(reachable.difference(&present).collect())
+    );
+}

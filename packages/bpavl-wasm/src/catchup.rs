@@ -1,0 +1,195 @@
+//! Catch-up (`docs/catchup.md`, `spec/wire.md` "Catch-up"): what a serving
+//! snapshot answers to `NODES`, `LEAVES` and `ENTRIES`, and the client's
+//! catch-up of a store's head to a newer root. Conversions only.
+
+use bpavl_core as core;
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{bytes, opt_bytes, range_error, throw, uint, Bytes, Number};
+use crate::store::{js_write_set, record_ref, table_key_list, StoredHead};
+use crate::{Snapshot, VerifiedChunk};
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** A request a catch-up makes of a peer (`spec/wire.md`, "Catch-up"): a path in the new tree, and for `entries` the positions as a bitmap. */
+export type CatchUpFetch =
+  | { kind: 'nodes'; path: Uint8Array }
+  | { kind: 'leaves'; path: Uint8Array }
+  | { kind: 'entries'; path: Uint8Array; bitmap: Uint8Array };
+
+/** What `CatchUp.finish()` returns. */
+export interface CaughtUp {
+  /** The last write: the new inner nodes, the stale marks and the version record. */
+  writeSet: WriteSet;
+  /** The tags (`addSubtree`'s `source`) of peers that sent a wrong key copy. */
+  liars: number[];
+}
+"#;
+
+#[wasm_bindgen(module = "/src/convert.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = recordPuts)]
+    fn record_puts(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32]) -> JsValue;
+    #[wasm_bindgen(js_name = catchUpFetch)]
+    fn catch_up_fetch(kind: &str, path: &[u8], bitmap: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = caughtUp)]
+    fn caught_up(write_set: JsValue, liars: &[u32]) -> JsValue;
+}
+
+fn path(v: &Bytes) -> Result<core::TreePath, JsValue> {
+    core::TreePath::decode(&bytes(v, "path")?).map_err(|_| range_error("not an encoded tree path"))
+}
+
+fn max(v: &Number) -> Result<usize, JsValue> {
+    Ok(usize::try_from(uint(v, "maxBytes")?).unwrap_or(usize::MAX))
+}
+
+#[wasm_bindgen]
+impl Snapshot {
+    /// The `NODES` answer (`spec/wire.md`): the subtree (`0x0E`) under
+    /// `path` (an encoded tree path), `levels` (1 … 48) deep, cut to fit
+    /// `maxBytes`. Throws TreeError `CHUNK_OUT_OF_RANGE` if `path` names no
+    /// inner node, `QUERY_INVALID` for `levels` out of range.
+    #[wasm_bindgen(js_name = exportSubtree)]
+    pub fn export_subtree(&self, path_bytes: &Bytes, levels: &Number, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
+        let levels = u8::try_from(uint(levels, "levels")?).unwrap_or(u8::MAX);
+        self.0.export_subtree(&path(path_bytes)?, levels, max(max_bytes)?).map_err(throw)
+    }
+
+    /// The `LEAVES` answer: the entry-hash list (`0x0F`) of the chunk at
+    /// `path`. Throws TreeError `CHUNK_OUT_OF_RANGE` if `path` names no chunk.
+    #[wasm_bindgen(js_name = exportLeaves)]
+    pub fn export_leaves(&self, path_bytes: &Bytes) -> Result<Vec<u8>, JsValue> {
+        self.0.export_leaves(&path(path_bytes)?).map_err(throw)
+    }
+
+    /// The `ENTRIES` answer: the entries at the positions `bitmap` asks for
+    /// in the chunk at `path`, the first k that fit `maxBytes`. Throws
+    /// TreeError `CHUNK_OUT_OF_RANGE`, or `QUERY_INVALID` for a bitmap that
+    /// is not one of that chunk's.
+    #[wasm_bindgen(js_name = exportEntries)]
+    pub fn export_entries(&self, path_bytes: &Bytes, bitmap: &Bytes, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
+        self.0.export_entries(&path(path_bytes)?, &bytes(bitmap, "bitmap")?, max(max_bytes)?).map_err(throw)
+    }
+}
+
+/// A catch-up of a store's head to a newer trusted root (`docs/catchup.md`).
+/// It names what to ask peers (`fetches`) and what to read from the store
+/// (`needed`); every answer is checked as it is added, and a wrong one
+/// throws a ProofError whose code bans its peer.
+#[wasm_bindgen]
+pub struct CatchUp(core::CatchUp);
+
+#[wasm_bindgen]
+impl CatchUp {
+    /// A catch-up of `head` (committed: no pending writes, else RangeError)
+    /// to `root`, as the version after the head's.
+    #[wasm_bindgen(constructor)]
+    pub fn new(head: &StoredHead, root: &Bytes) -> Result<CatchUp, JsValue> {
+        let root = crate::convert::root(root)?;
+        core::CatchUp::new(&head.0, root).map(CatchUp).ok_or_else(|| range_error("the head has uncommitted writes"))
+    }
+
+    /// The version the catch-up commits.
+    #[wasm_bindgen(getter)]
+    pub fn version(&self) -> f64 {
+        self.0.version() as f64
+    }
+
+    /// Whether every piece of the new tree is in.
+    #[wasm_bindgen(getter, js_name = isFetched)]
+    pub fn is_fetched(&self) -> bool {
+        self.0.is_fetched()
+    }
+
+    /// Whether the root's tree has another capacity than the store's.
+    #[wasm_bindgen(getter, js_name = capacityMismatch)]
+    pub fn capacity_mismatch(&self) -> bool {
+        self.0.capacity_mismatch()
+    }
+
+    /// Chunks of the new tree found to differ from the head's, so far.
+    #[wasm_bindgen(getter, js_name = changedChunks)]
+    pub fn changed_chunks(&self) -> f64 {
+        self.0.changed_chunks() as f64
+    }
+
+    /// What to ask peers now (requests in flight may be listed again).
+    #[wasm_bindgen(unchecked_return_type = "CatchUpFetch[]")]
+    pub fn fetches(&self) -> Vec<JsValue> {
+        self.0
+            .fetches()
+            .into_iter()
+            .map(|f| match f {
+                core::Fetch::Nodes(p) => catch_up_fetch("nodes", &p.to_bytes(), &[]),
+                core::Fetch::Leaves(p) => catch_up_fetch("leaves", &p.to_bytes(), &[]),
+                core::Fetch::Entries(p, bitmap) => catch_up_fetch("entries", &p.to_bytes(), &bitmap),
+            })
+            .collect()
+    }
+
+    /// Adds a `NODES` answer asked with `levels`; `source` tags the peer.
+    #[wasm_bindgen(js_name = addSubtree)]
+    pub fn add_subtree(
+        &mut self,
+        path_bytes: &Bytes,
+        levels: &Number,
+        answer: &Bytes,
+        source: &Number,
+    ) -> Result<(), JsValue> {
+        let levels = u8::try_from(uint(levels, "levels")?).unwrap_or(u8::MAX);
+        let source = u32::try_from(uint(source, "source")?).map_err(|_| range_error("source is a u32"))?;
+        self.0.add_subtree(&path(path_bytes)?, levels, &bytes(answer, "answer")?, source).map_err(throw)
+    }
+
+    /// The first chunk, verified against the root, after a peer answered
+    /// the top's `NODES` with `OUT_OF_RANGE`: true if the tree is that one
+    /// chunk, false if it has more (that peer lied).
+    #[wasm_bindgen(js_name = addTopChunk)]
+    pub fn add_top_chunk(&mut self, chunk: &VerifiedChunk) -> bool {
+        self.0.add_top_chunk(chunk.0.clone())
+    }
+
+    /// Adds a `LEAVES` answer.
+    #[wasm_bindgen(js_name = addLeaves)]
+    pub fn add_leaves(&mut self, path_bytes: &Bytes, answer: &Bytes) -> Result<(), JsValue> {
+        self.0.add_leaves(&path(path_bytes)?, &bytes(answer, "answer")?).map_err(throw)
+    }
+
+    /// Adds an `ENTRIES` answer to the request with `bitmap`.
+    #[wasm_bindgen(js_name = addEntries)]
+    pub fn add_entries(&mut self, path_bytes: &Bytes, bitmap: &Bytes, answer: &Bytes) -> Result<(), JsValue> {
+        self.0.add_entries(&path(path_bytes)?, &bytes(bitmap, "bitmap")?, &bytes(answer, "answer")?).map_err(throw)
+    }
+
+    /// Old chunk records to read now, as `[table, key]`; `supply` each.
+    /// Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn needed(&mut self) -> Result<JsValue, JsValue> {
+        self.0.needed().map(|n| table_key_list(&n)).map_err(throw)
+    }
+
+    /// Hands over a chunk record `needed` named (`undefined`: the store
+    /// lacks it). Throws StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (r, value) = (record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.supply_record(&r, value.as_deref()).map_err(throw)
+    }
+
+    /// Records made since the last call (entries and chunk records of the
+    /// new version), to write before `finish`'s write set.
+    #[wasm_bindgen(js_name = takePuts, unchecked_return_type = "[table: RecordTable, key: Uint8Array, value: Uint8Array][]")]
+    pub fn take_puts(&mut self) -> JsValue {
+        let (tables, flat, ends) = crate::store::flat_puts(&self.0.take_puts());
+        record_puts(&tables, &flat, &ends)
+    }
+
+    /// The last write, once everything is fetched and `needed` names
+    /// nothing. Throws StoreError `STORE_CORRUPT` before that.
+    #[wasm_bindgen(unchecked_return_type = "CaughtUp")]
+    pub fn finish(self) -> Result<JsValue, JsValue> {
+        let root = self.0.root();
+        let (w, liars) = self.0.finish().map_err(throw)?;
+        Ok(caught_up(js_write_set(&root, &w), &liars))
+    }
+}
