@@ -15,6 +15,7 @@ export {
   verifyChunk,
   Loader,
   StoredHead,
+  CatchUp,
   StoreSync,
   Pages,
   PagedRange,
@@ -38,6 +39,8 @@ export {
   type ProvenAbsent,
   type PagedBytes,
   type VersionRecord,
+  type CatchUpFetch,
+  type CaughtUp,
 } from './pkg/bpavl_wasm.js';
 
 /**

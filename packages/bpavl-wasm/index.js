@@ -19,6 +19,7 @@ export {
   verifyChunk,
   Loader,
   StoredHead,
+  CatchUp,
   StoreSync,
   Pages,
   PagedRange,

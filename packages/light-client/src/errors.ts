@@ -41,7 +41,10 @@ export type ProofErrorCode =
   | 'ABSENCE_INVALID'
   | 'RANGE_INVALID'
   | 'QUERY_INVALID'
-  | 'MULTIPROOF_INVALID';
+  | 'MULTIPROOF_INVALID'
+  | 'NODE_MISMATCH'
+  | 'LEAVES_MISMATCH'
+  | 'ENTRY_MISMATCH';
 
 /**
  * All {@link ProofErrorCode}s, in the order of `spec/errors.md`.
@@ -76,6 +79,9 @@ export const PROOF_ERROR_CODES: readonly ProofErrorCode[] = [
   'RANGE_INVALID',
   'QUERY_INVALID',
   'MULTIPROOF_INVALID',
+  'NODE_MISMATCH',
+  'LEAVES_MISMATCH',
+  'ENTRY_MISMATCH',
 ];
 
 /**

@@ -113,6 +113,27 @@ export interface SyncServerStats {
 /** Core errors that mean the request broke a limit: `BAD_REQUEST`. */
 const SIZE_LIMITED_CODES = new Set(['QUERY_INVALID', 'KEY_EMPTY', 'KEY_TOO_LONG', 'VALUE_TOO_LONG']);
 
+type CatchUpRequest = Extract<Request, { kind: typeof Kind.Nodes | typeof Kind.Leaves | typeof Kind.Entries }>;
+
+/**
+ * A catch-up answer (`spec/wire.md`, "Catch-up") of `tree`, or `undefined`
+ * if it serves none (answered `BAD_REQUEST`, as an older peer would).
+ */
+function catchUpAnswer<T extends Uint8Array | Promise<Uint8Array>>(
+  tree: { exportSubtree?(p: Uint8Array, l: number, m: number): T; exportLeaves?(p: Uint8Array): T; exportEntries?(p: Uint8Array, b: Uint8Array, m: number): T },
+  req: CatchUpRequest,
+  maxBytes: number,
+): T | undefined {
+  switch (req.kind) {
+    case Kind.Nodes:
+      return tree.exportSubtree?.(req.path, req.levels, maxBytes);
+    case Kind.Leaves:
+      return tree.exportLeaves?.(req.path);
+    case Kind.Entries:
+      return tree.exportEntries?.(req.path, req.bitmap, maxBytes);
+  }
+}
+
 /**
  * Serves a `TreeSource` to any number of `ByteConnection`s.
  *
@@ -318,6 +339,14 @@ export class SyncServer {
           payload = proof;
           break;
         }
+        case Kind.Nodes:
+        case Kind.Leaves:
+        case Kind.Entries: {
+          const answer = catchUpAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          if (answer === undefined) return { status: Status.BadRequest };
+          payload = answer;
+          break;
+        }
       }
       return { status: Status.Ok, payload, tree };
     } catch (e) {
@@ -342,6 +371,12 @@ export class SyncServer {
         case Kind.Range: {
           const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
           return proof === undefined ? { status: Status.Busy } : { status: Status.Ok, payload: proof };
+        }
+        case Kind.Nodes:
+        case Kind.Leaves:
+        case Kind.Entries: {
+          const answer = await catchUpAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
         }
       }
     } catch (e) {

@@ -17,6 +17,10 @@ export interface ServedTree {
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Uint8Array;
   /** The `MULTIPROOF` payload (`spec/wire.md`) for `keys` (strictly increasing): the multiproof of the first k that fit `maxBytes`, k ≥ 1. */
   proveMulti(keys: Uint8Array[], maxBytes: number): Uint8Array;
+  /** Catch-up answers (`spec/wire.md`, "Catch-up"); a tree without them answers `BAD_REQUEST`, as an older peer. */
+  exportSubtree?(path: Uint8Array, levels: number, maxBytes: number): Uint8Array;
+  exportLeaves?(path: Uint8Array): Uint8Array;
+  exportEntries?(path: Uint8Array, bitmap: Uint8Array, maxBytes: number): Uint8Array;
 }
 
 /**
@@ -33,6 +37,10 @@ export interface StoredTree {
   /** The value of `key` (`undefined`: absent) and its existence or absence proof. */
   prove(key: Uint8Array): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }>;
   proveRange(start: Uint8Array, end: Uint8Array | undefined, limit: number): Promise<Uint8Array>;
+  /** Catch-up answers, as `ServedTree`'s. */
+  exportSubtree?(path: Uint8Array, levels: number, maxBytes: number): Promise<Uint8Array>;
+  exportLeaves?(path: Uint8Array): Promise<Uint8Array>;
+  exportEntries?(path: Uint8Array, bitmap: Uint8Array, maxBytes: number): Promise<Uint8Array>;
 }
 
 /** A version a peer serves, from memory or from storage. */
@@ -134,4 +142,19 @@ export class CachedTree implements ServedTree {
   proveMulti(keys: Uint8Array[], maxBytes: number): Uint8Array {
     return this.#tree.proveMulti(keys, maxBytes);
   }
+  exportSubtree(path: Uint8Array, levels: number, maxBytes: number): Uint8Array {
+    return catchUpAnswer(this.#tree.exportSubtree?.(path, levels, maxBytes));
+  }
+  exportLeaves(path: Uint8Array): Uint8Array {
+    return catchUpAnswer(this.#tree.exportLeaves?.(path));
+  }
+  exportEntries(path: Uint8Array, bitmap: Uint8Array, maxBytes: number): Uint8Array {
+    return catchUpAnswer(this.#tree.exportEntries?.(path, bitmap, maxBytes));
+  }
+}
+
+/** A delegated catch-up answer; a tree without them makes the request a `BAD_REQUEST`. */
+function catchUpAnswer(answer: Uint8Array | undefined): Uint8Array {
+  if (answer === undefined) throw Object.assign(new Error('this tree serves no catch-up'), { code: 'QUERY_INVALID' });
+  return answer;
 }

@@ -17,6 +17,7 @@ import { TABLES } from './records.ts';
 import { State } from './state.ts';
 
 export { StoreError, type StoreErrorCode } from './errors.ts';
+export { NODES_LEVELS, type CatchUpPiece, type StoreCatchUp } from './catchup.ts';
 export { TABLES } from './records.ts';
 export { DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
 

@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { RecordTable } from '@bpavl/wasm';
+import type { StorageBackend } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 
 export const TABLES = ['meta', 'versions', 'nodes', 'chunks', 'entries', 'stale'] as const;
@@ -58,3 +60,22 @@ export function indexOfProgress(key: Uint8Array): number {
 /** The range of every progress key: `[sync ‖ 0⁸, synd)`. */
 export const PROGRESS_START = progressKey(0);
 export const PROGRESS_END = new TextEncoder().encode('synd');
+
+/** Records per `getMany`: a whole version's entries are not held twice while they are handed over. */
+const FETCH_BATCH = 4096;
+
+/** Fetches `wanted` records (a `getMany` per table and batch) and hands each to `supply`. */
+export async function fetchRecords(
+  backend: StorageBackend,
+  wanted: readonly (readonly [RecordTable, Uint8Array])[],
+  supply: (table: RecordTable, key: Uint8Array, value: Uint8Array | undefined) => void,
+): Promise<void> {
+  for (const table of BORN_TABLES) {
+    const keys = wanted.filter(([t]) => t === table).map(([, k]) => k);
+    for (let at = 0; at < keys.length; at += FETCH_BATCH) {
+      const batch = keys.slice(at, at + FETCH_BATCH);
+      const values = await backend.getMany(table, batch);
+      batch.forEach((k, i) => supply(table, k, values[i]));
+    }
+  }
+}

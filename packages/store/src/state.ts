@@ -36,7 +36,8 @@ import {
 } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { BORN_TABLES, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { BORN_TABLES, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
 
 /** A committed version: its number, root hash and counts. */
@@ -104,25 +105,6 @@ type Needs = { need: [RecordTable, Uint8Array][] };
 /** Writes of `putMany`/`deleteMany` whose chunks are fetched together. */
 const PREFETCH_WRITES = 16_384;
 
-/** Records per `getMany`: a whole version's entries are not held twice while they are handed over. */
-const FETCH_BATCH = 4096;
-
-/** Fetches `wanted` records (a `getMany` per table and batch) and hands each to `supply`. */
-async function fetchRecords(
-  backend: StorageBackend,
-  wanted: readonly (readonly [RecordTable, Uint8Array])[],
-  supply: (table: RecordTable, key: Uint8Array, value: Uint8Array | undefined) => void,
-): Promise<void> {
-  for (const table of BORN_TABLES) {
-    const keys = wanted.filter(([t]) => t === table).map(([, k]) => k);
-    for (let at = 0; at < keys.length; at += FETCH_BATCH) {
-      const batch = keys.slice(at, at + FETCH_BATCH);
-      const values = await backend.getMany(table, batch);
-      batch.forEach((k, i) => supply(table, k, values[i]));
-    }
-  }
-}
-
 /** Loads `version` from `backend`, checking every record (`STORE_CORRUPT`). */
 async function loadTree(backend: StorageBackend, version: number, record: Uint8Array, capacity: number): Promise<Tree> {
   const loader = new Loader(version, record, capacity);
@@ -167,6 +149,8 @@ export class State {
   #syncing: Uint8Array | undefined;
   /** The sink of the sync running now, if one is (or one is being opened). */
   #sink: StoreSink | undefined;
+  /** Whether a catch-up runs (or is being opened): it takes no other write meanwhile. */
+  #catchingUp = false;
   #sinkOpening = false;
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
@@ -222,6 +206,7 @@ export class State {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
+    if (this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is running');
   }
 
   /** The unfinished sync this store holds, if any. */
@@ -299,6 +284,50 @@ export class State {
         this.#sink = undefined;
       },
     };
+  }
+
+  /**
+   * The session that `catchUp({ store })` drives to move the head to
+   * `root` (`docs/catchup.md`): a new version that shares every record the
+   * head holds and the new tree keeps. `VERSION_UNKNOWN` if the store holds
+   * no version (sync into it instead), `SYNC_PENDING` while a sync is
+   * unfinished or a sync or catch-up runs. A batch of puts and deletes not
+   * committed yet is dropped: the caught-up state replaces it.
+   */
+  async catchUpSession(root: Uint8Array): Promise<StoreCatchUp> {
+    this.#writer();
+    if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
+    if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    const head = this.#versions.get(this.#head);
+    if (head === undefined) throw new StoreError('VERSION_UNKNOWN', 'the store holds no version to catch up from: sync into it instead');
+    this.#catchingUp = true;
+    try {
+      return await this.#serially(async () => {
+        this.#dropTree();
+        const host: CatchUpHost = {
+          backend: this.#backend,
+          commitCaughtUp: async (batch, version, versionRecord) => {
+            this.#open();
+            await this.#backend.write(batch);
+            this.#versions.set(version, decodeVersionRecord(versionRecord, this.#capacity));
+            this.#head = version;
+          },
+          release: () => {
+            this.#catchingUp = false;
+          },
+        };
+        if (equal(head.root, root)) return new StoreCatchUp(host, undefined, root, this.#head);
+        const tree = await this.#loadHead();
+        try {
+          return new StoreCatchUp(host, tree, root, this.#head);
+        } finally {
+          tree.free();
+        }
+      });
+    } catch (e) {
+      this.#catchingUp = false;
+      throw e;
+    }
   }
 
   /** Deletes the unfinished sync and every record it stored (`SYNC_PENDING` while it runs). */

@@ -1,8 +1,9 @@
 /**
  * Byzantine serving modes, for tests and the demo: a peer that lies on a
  * fraction of its answers, in one of several ways, chosen by a seeded RNG so
- * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE` and `MULTIPROOF`
- * answers that would be `OK` are ever lied on; `ROOTS` and error statuses
+ * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE`, `MULTIPROOF` and
+ * the catch-up answers (`NODES`, `LEAVES`, `ENTRIES`) that would be `OK` are
+ * ever lied on; `ROOTS` and error statuses
  * stay honest. A `MULTIPROOF` answer is lied on as a whole: `corrupt-*` in
  * its first revealed entry or last byte, `wrong-root` with the other tree's
  * multiproof, and the key lies about one asked key, picked at random (see
@@ -10,7 +11,7 @@
  *
  * | mode | what the peer does | what an honest client sees |
  * |------|--------------------|----------------------------|
- * | `corrupt-value` | flips a bit in an entry's value (CHUNK, RANGE, absence PROOF: in the entries; present PROOF: the value sent beside the proof) | `ROOT_MISMATCH` |
+ * | `corrupt-value` | flips a bit in an entry's value (CHUNK, RANGE, absence PROOF: in the entries; present PROOF: the value sent beside the proof); catch-up answers: NODES the first node's left hash, LEAVES the first entry hash, ENTRIES the first value | `ROOT_MISMATCH`; `NODE_MISMATCH`, `LEAVES_MISMATCH`, `ENTRY_MISMATCH` |
  * | `corrupt-key` | flips the low bit of a key's last byte (CHUNK, RANGE, absence PROOF; a present PROOF carries no key and is answered honestly) | `ROOT_MISMATCH` (rarely `KEYS_NOT_SORTED`, `ABSENCE_INVALID`) |
  * | `corrupt-proof` | CHUNK: flips a bit in a chunk-path sibling hash (single-chunk tree: bumps the key-height); PROOF, RANGE: flips a bit in the last byte of the proof | `ROOT_MISMATCH` (single chunk: `KEY_HEIGHT_MISMATCH`) |
  * | `wrong-index` | CHUNK: sends the valid envelope of chunk `(i + 1) mod n` (honest when n = 1) | `CHUNK_INDEX_MISMATCH` |
@@ -284,6 +285,9 @@ export class Byzantine {
     switch (this.mode) {
       case 'corrupt-value':
       case 'corrupt-key':
+        if (req.kind === Kind.Nodes || req.kind === Kind.Leaves || req.kind === Kind.Entries) {
+          return tamper(corruptCatchUp(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
+        }
         return tamper(corruptEntry(req.kind, payload, this.mode === 'corrupt-key' ? 'key' : 'value'));
       case 'twice-corrupt': {
         const second = corruptEntry(req.kind, payload, 'value');
@@ -330,6 +334,12 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
         return other.proveRange(req.start, req.end, req.limit);
       case Kind.Multiproof:
         return other.proveMulti(req.keys as Uint8Array[], MAX_RESPONSE_BYTES - 11);
+      case Kind.Nodes:
+        return other.exportSubtree?.(req.path, req.levels, MAX_RESPONSE_BYTES - 11);
+      case Kind.Leaves:
+        return other.exportLeaves?.(req.path);
+      case Kind.Entries:
+        return other.exportEntries?.(req.path, req.bitmap, MAX_RESPONSE_BYTES - 11);
     }
   } catch {
     return undefined;
@@ -568,6 +578,42 @@ function corruptEntry(kind: number, payload: Uint8Array, what: 'key' | 'value'):
   if (what === 'key' || e.valueLen === 0) out[e.keyAt + e.keyLen - 1]! ^= 0x01;
   else out[e.valueAt + (e.valueLen >> 1)]! ^= 0x01;
   return out;
+}
+
+/**
+ * A catch-up answer with one bit flipped where its hash check catches it:
+ * `NODES`, the first node's left child hash (a forged node); `LEAVES`, the
+ * first entry hash (a wrong entry-hash list); `ENTRIES`, the first entry's
+ * value or key (an entry that does not match).
+ */
+function corruptCatchUp(kind: number, payload: Uint8Array, what: 'key' | 'value'): Uint8Array | undefined {
+  try {
+    const c = new Cursor(payload);
+    let at: number;
+    if (kind === Kind.Nodes) {
+      c.u8(); // format
+      c.varint(); // capacity
+      c.u8(); // height
+      c.varint(); // chunks
+      c.varint(); // entries
+      c.u8(); // kinds
+      at = c.pos;
+    } else if (kind === Kind.Leaves) {
+      c.u8();
+      c.varint();
+      at = c.pos;
+    } else {
+      c.varint(); // k
+      const e = c.entry();
+      at = what === 'key' || e.valueLen === 0 ? e.keyAt + e.keyLen - 1 : e.valueAt + (e.valueLen >> 1);
+    }
+    if (at >= payload.length) return undefined;
+    const out = payload.slice();
+    out[at]! ^= 0x01;
+    return out;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Flips a bit in the last sibling hash of an envelope's chunk path; with no path, bumps the key-height. */

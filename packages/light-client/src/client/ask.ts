@@ -16,12 +16,15 @@ import { equalBytes } from '../codec.js';
 import { QueryError } from './errors.js';
 import type { PeerPool, PoolPeer } from './pool.js';
 
+/** What is asked: the query client's proofs and ranges, and a catch-up's pieces (`spec/wire.md`, "Catch-up"). */
+export type AskKind = 'proof' | 'range' | 'nodes' | 'leaves' | 'entries' | 'chunk';
+
 /** What the query client reports while it works. */
 export type QueryEvent =
-  | { type: 'request'; peer: string; kind: 'proof' | 'range'; count: number; hedge: boolean }
-  | { type: 'verified'; peer: string; kind: 'proof' | 'range'; count: number; ms: number }
-  /** An answer not taken: a lie (then also `banned`), or `BUSY`, `UNKNOWN_ROOT`, `TIMEOUT`, `CONNECTION_CLOSED`, `CONNECT_FAILED`. */
-  | { type: 'rejected'; peer: string; kind: 'proof' | 'range'; code: string }
+  | { type: 'request'; peer: string; kind: AskKind; count: number; hedge: boolean }
+  | { type: 'verified'; peer: string; kind: AskKind; count: number; ms: number }
+  /** An answer not taken: a lie (then also `banned`), or `BUSY`, `UNKNOWN_ROOT`, `BAD_REQUEST` (a kind the peer does not serve), `TIMEOUT`, `CONNECTION_CLOSED`, `CONNECT_FAILED`. */
+  | { type: 'rejected'; peer: string; kind: AskKind; code: string }
   | { type: 'banned'; peer: string; code: string; reason: string };
 
 /** Timing and reporting shared by every request of a client. */
@@ -34,7 +37,22 @@ export interface AskContext {
   /** Hedge an attempt on a second peer after max(this, 4 × the peer's latency) ms. */
   readonly hedgeAfterMs: number;
   readonly emit: (e: QueryEvent) => void;
-  readonly noHonestPeers: (why: string) => QueryError;
+  readonly noHonestPeers: (why: string) => Error;
+  /** Peers not to ask (e.g. those that do not serve a kind). */
+  readonly skip?: ReadonlySet<PoolPeer>;
+}
+
+/** What `ask` may do besides taking an OK answer. */
+export interface AskOptions {
+  signal?: AbortSignal | undefined;
+  /** Statuses other than OK handed to `check` (with an empty payload) instead of counting as a lie. */
+  accept?: ReadonlySet<Status>;
+  /**
+   * `BAD_REQUEST` means the peer does not serve this kind (an older peer,
+   * `spec/wire.md`): it is called here and not asked again in this call,
+   * never banned.
+   */
+  onRefused?: (peer: PoolPeer) => void;
 }
 
 /** Thrown by a `check` for an answer that is a lie but not a ProofError or WireError. */
@@ -58,11 +76,13 @@ const FAILED = Symbol('failed');
 export function ask<T>(
   ctx: AskContext,
   req: RequestBody & { root: Uint8Array },
-  kind: 'proof' | 'range',
-  check: (payload: Uint8Array) => T,
-  signal?: AbortSignal,
+  kind: AskKind,
+  check: (payload: Uint8Array, status: Status, peer: PoolPeer) => T,
+  options?: AbortSignal | AskOptions,
 ): Promise<T> {
   const { pool } = ctx;
+  const opts: AskOptions = options instanceof AbortSignal || options === undefined ? { signal: options } : options;
+  const signal = opts.signal;
   return new Promise<T>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     /** Peers asked since the last round; `denied` (do not serve the root) stay out for the call. */
@@ -115,9 +135,17 @@ export function ask<T>(
           ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
           return FAILED;
         }
+        if (res.status === Status.BadRequest && opts.onRefused !== undefined) {
+          opts.onRefused(peer);
+          denied.add(peer);
+          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BAD_REQUEST' });
+          return FAILED;
+        }
         // A well-formed request about a served root earns nothing but OK.
-        if (res.status !== Status.Ok) throw new Lie(res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST');
-        const value = check(res.payload);
+        if (res.status !== Status.Ok && !opts.accept?.has(res.status)) {
+          throw new Lie(res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST');
+        }
+        const value = check(res.payload, res.status, peer);
         pool.onSuccess(peer, performance.now() - t0);
         ctx.emit({ type: 'verified', peer: peer.address, kind, count: 1, ms: performance.now() - t0 });
         return value;
@@ -154,10 +182,10 @@ export function ask<T>(
 
     const next = (hedge: boolean): void => {
       if (done) return;
-      const peer = pool.pick(new Set([...tried, ...denied]));
+      const peer = pool.pick(new Set([...tried, ...denied, ...(ctx.skip ?? [])]));
       if (peer === undefined) {
         if (running > 0) return; // an attempt is still out
-        const wait = pool.readyIn(denied);
+        const wait = pool.readyIn(new Set([...denied, ...(ctx.skip ?? [])]));
         if (wait === undefined) return finish(() => reject(ctx.noHonestPeers('every peer is banned, dropped or lacks the root')));
         tried.clear();
         later(Math.max(1, wait), () => next(false));

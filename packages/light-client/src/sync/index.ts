@@ -5,6 +5,7 @@
  */
 
 export { DEFAULT_STALL_TIMEOUT_MS, syncState } from './engine.js';
+export { catchUp, type CatchUpEvent, type CatchUpOptions, type CatchUpPiece, type CatchUpResult, type CatchUpSession, type CatchUpTarget } from './catchup.js';
 export * from './types.js';
 export { closeTransports, connectAuto } from '../transport/auto.js';
 export { connectWebSocket } from '../transport/ws.js';

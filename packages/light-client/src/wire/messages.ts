@@ -7,7 +7,7 @@
 import { compareBytes, encodeVarint, Reader } from '../codec.js';
 import { HASH_LEN, MAX_KEY_LEN, MAX_RANGE_LIMIT } from '../constants.js';
 import { isProofError } from '../errors.js';
-import { Kind, MAX_MULTIPROOF_REQUEST_KEYS, Status, WIRE_VERSION } from './constants.js';
+import { Kind, MAX_BITMAP_BYTES, MAX_MULTIPROOF_REQUEST_KEYS, MAX_NODES_LEVELS, MAX_PATH_DEPTH, Status, WIRE_VERSION } from './constants.js';
 import { WireError } from './errors.js';
 
 /** A request a client sends (`spec/wire.md`, "Requests"). */
@@ -16,7 +16,11 @@ export type Request =
   | { id: number; kind: typeof Kind.Proof; root: Uint8Array; key: Uint8Array }
   | { id: number; kind: typeof Kind.Range; root: Uint8Array; start: Uint8Array; end?: Uint8Array; limit: number }
   | { id: number; kind: typeof Kind.Roots }
-  | { id: number; kind: typeof Kind.Multiproof; root: Uint8Array; keys: readonly Uint8Array[] };
+  | { id: number; kind: typeof Kind.Multiproof; root: Uint8Array; keys: readonly Uint8Array[] }
+  /** Catch-up (`spec/wire.md`, "Catch-up"): `path` is an encoded tree path (`depth u8 ‖ turns`). */
+  | { id: number; kind: typeof Kind.Nodes; root: Uint8Array; path: Uint8Array; levels: number }
+  | { id: number; kind: typeof Kind.Leaves; root: Uint8Array; path: Uint8Array }
+  | { id: number; kind: typeof Kind.Entries; root: Uint8Array; path: Uint8Array; bitmap: Uint8Array };
 
 /** A response's header and its kind-specific payload (the rest of the frame). */
 export interface Response {
@@ -94,6 +98,12 @@ export function encodeRequest(req: Request): Uint8Array {
       w.push(req.root).varint(req.keys.length);
       for (const k of req.keys) w.bytes(k);
       return w.finish();
+    case Kind.Nodes:
+      return w.push(req.root).push(req.path).u8(req.levels).finish();
+    case Kind.Leaves:
+      return w.push(req.root).push(req.path).finish();
+    case Kind.Entries:
+      return w.push(req.root).push(req.path).bytes(req.bitmap).finish();
   }
 }
 
@@ -108,7 +118,22 @@ function parse<T>(f: () => T, request?: { id: number; kind: number }): T {
 }
 
 function isKind(k: number): k is Kind {
-  return (k >= Kind.Chunk && k <= Kind.Roots) || k === Kind.Multiproof;
+  return (k >= Kind.Chunk && k <= Kind.Roots) || (k >= Kind.Multiproof && k <= Kind.Entries);
+}
+
+/**
+ * An encoded tree path (`spec/wire.md`, "Catch-up"): `depth u8` (≤ 48),
+ * then ⌈depth/8⌉ bytes of turns, unused bits zero. Returned as its bytes.
+ */
+function treePath(r: Reader, header: { id: number; kind: number }): Uint8Array {
+  const start = r.pos;
+  const depth = r.u8();
+  if (depth > MAX_PATH_DEPTH) throw new WireError('MESSAGE_MALFORMED', 'path too deep', header);
+  const turns = r.take(Math.ceil(depth / 8));
+  if (depth % 8 !== 0 && (turns[turns.length - 1]! & (0xff >> depth % 8)) !== 0) {
+    throw new WireError('MESSAGE_MALFORMED', 'path padding bits set', header);
+  }
+  return r.buf.subarray(start, r.pos);
 }
 
 /**
@@ -157,6 +182,22 @@ export function decodeRequest(body: Uint8Array): Request {
           keys.push(key);
         }
         return { id, kind, root, keys };
+      }
+      case Kind.Nodes: {
+        const root = r.take(HASH_LEN);
+        const path = treePath(r, header);
+        const levels = r.u8();
+        if (levels < 1 || levels > MAX_NODES_LEVELS) throw new WireError('MESSAGE_MALFORMED', 'nodes levels', header);
+        return { id, kind, root, path, levels };
+      }
+      case Kind.Leaves:
+        return { id, kind, root: r.take(HASH_LEN), path: treePath(r, header) };
+      case Kind.Entries: {
+        const root = r.take(HASH_LEN);
+        const path = treePath(r, header);
+        const length = r.varint();
+        if (length < 1 || length > MAX_BITMAP_BYTES) throw new WireError('MESSAGE_MALFORMED', 'entries bitmap length', header);
+        return { id, kind, root, path, bitmap: r.take(length) };
       }
     }
   }, header);

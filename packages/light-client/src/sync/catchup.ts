@@ -1,0 +1,226 @@
+/**
+ * Catch-up (`docs/catchup.md`, `spec/wire.md` "Catch-up"): moves a stored
+ * state to a newer trusted root, fetching only what changed, from many
+ * untrusted peers at once. The store's session (a port: `@bpavl/store`'s
+ * `State.catchUpSession`) says what to ask and checks every answer against
+ * the root; this module asks peers, bans a peer at its first bad answer and
+ * asks another, and treats a peer that answers the catch-up kinds with
+ * `BAD_REQUEST` as one that predates them (not asked again, not banned).
+ * @module
+ */
+
+import { ask, type AskContext, type QueryEvent } from '../client/ask.js';
+import { PeerPool, type PoolPeer } from '../client/pool.js';
+import { connectAuto } from '../transport/auto.js';
+import type { Connect, RequestBody } from '../transport/types.js';
+import { Kind, Status } from '../wire/constants.js';
+import { type BannedPeer, SyncError } from './types.js';
+
+/** A piece a catch-up asks a peer for: `path` is an encoded tree path (`spec/wire.md`, "Catch-up"). */
+export type CatchUpPiece =
+  | { kind: 'nodes'; path: Uint8Array; levels: number }
+  | { kind: 'leaves'; path: Uint8Array }
+  | { kind: 'entries'; path: Uint8Array; bitmap: Uint8Array };
+
+/** A store's side of a catch-up (a port; `@bpavl/store`'s `StoreCatchUp` is one). */
+export interface CatchUpSession {
+  /** The head caught up from, and the version the catch-up commits. */
+  readonly fromVersion: number;
+  readonly version: number;
+  /** Whether every piece of the new tree is in. */
+  readonly isFetched: boolean;
+  /** Chunks of the new tree that differ from every chunk of the head, found so far. */
+  readonly changedChunks: number;
+  /** Record bytes the catch-up wrote so far. */
+  readonly writtenBytes: number;
+  /** What to ask now; a piece in flight may be listed again. */
+  pieces(): CatchUpPiece[];
+  /** Adds an answer from the peer tagged `source`; throws an error with the ban `code` for a lie. */
+  add(piece: CatchUpPiece, payload: Uint8Array, source: number): void;
+  /** The first chunk's envelope after the top's `NODES` was answered `OUT_OF_RANGE`: false if the tree has more chunks. */
+  addTopChunk(envelope: Uint8Array): boolean;
+  /** Does the store work the answers so far lead to. */
+  settle(): Promise<void>;
+  /** Commits the new version; returns it and the tags of peers whose key copies lied. */
+  finish(): Promise<{ version: number; liars: number[] }>;
+  /** Stops; nothing is committed. */
+  close(): void;
+}
+
+/** A store a catch-up can move forward (`@bpavl/store`'s `State`). */
+export interface CatchUpTarget {
+  catchUpSession(root: Uint8Array): Promise<CatchUpSession>;
+}
+
+/** What a catch-up reports while it runs: the query client's events, and progress. */
+export type CatchUpEvent =
+  | QueryEvent
+  | { type: 'progress'; bytes: number; changedChunks: number; inflight: number };
+
+/** Options of {@link catchUp}. */
+export interface CatchUpOptions {
+  /** The store to move forward; it holds an older version. */
+  store: CatchUpTarget;
+  /** The trusted root to catch up to. */
+  root: Uint8Array;
+  /** Peer addresses: `ws://host:port` URLs and libp2p multiaddrs. */
+  peers: readonly string[];
+  signal?: AbortSignal;
+  onEvent?: (event: CatchUpEvent) => void;
+  connect?: Connect;
+  /** Per-attempt deadline in ms (default 10,000). */
+  requestTimeoutMs?: number;
+  /** The longest one piece may take over every peer before the catch-up fails with `NO_HONEST_PEERS` (default 60,000 ms). */
+  pieceDeadlineMs?: number;
+  /** Pieces in flight per usable peer (default 8). */
+  inflightPerPeer?: number;
+}
+
+/** What a finished catch-up returns. */
+export interface CatchUpResult {
+  root: Uint8Array;
+  /** The version caught up from, and the new one. */
+  fromVersion: number;
+  version: number;
+  seconds: number;
+  /** Payload bytes received, rejected answers included. */
+  bytes: number;
+  /** Record bytes written to the store. */
+  writtenBytes: number;
+  /** Chunks that differed from every chunk of the old version. */
+  changedChunks: number;
+  requests: number;
+  banned: BannedPeer[];
+}
+
+/** The request of a piece. */
+function requestOf(root: Uint8Array, piece: CatchUpPiece): RequestBody & { root: Uint8Array } {
+  switch (piece.kind) {
+    case 'nodes':
+      return { kind: Kind.Nodes, root, path: piece.path, levels: piece.levels };
+    case 'leaves':
+      return { kind: Kind.Leaves, root, path: piece.path };
+    case 'entries':
+      return { kind: Kind.Entries, root, path: piece.path, bitmap: piece.bitmap };
+  }
+}
+
+function pieceKey(piece: CatchUpPiece): string {
+  return `${piece.kind}:${piece.path.join(',')}:${piece.kind === 'entries' ? piece.bitmap.join(',') : ''}`;
+}
+
+/** The encoded path of the top (`depth 0`). */
+const TOP = Uint8Array.of(0);
+
+/**
+ * Catches `store` up to `root`: the result is a new committed version of
+ * the store whose root is `root`, sharing every record that did not change.
+ * Rejects with `SyncError` `NO_PEERS`, or `NO_HONEST_PEERS` when some piece
+ * finds no peer that serves it honestly; with the store's errors (e.g.
+ * `CAPACITY_MISMATCH`, `VERSION_UNKNOWN`); or with the signal's reason.
+ *
+ * @example
+ * ```ts
+ * const state = await openState({ path: 'state' });
+ * const { version, bytes } = await catchUp({ store: state, root, peers: ['ws://127.0.0.1:7001'] });
+ * ```
+ */
+export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
+  if (opts.peers.length === 0) throw new SyncError('NO_PEERS', 'a catch-up needs at least one peer');
+  const t0 = performance.now();
+  const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
+  const session = await opts.store.catchUpSession(opts.root);
+  const banned: BannedPeer[] = [];
+  const pool = new PeerPool(opts.peers, {
+    connect: opts.connect ?? connectAuto,
+    onBan: (peer, code, reason) => {
+      banned.push({ peer: peer.address, reason, code });
+      emit({ type: 'banned', peer: peer.address, code, reason });
+    },
+  });
+  /** Peers that answered a catch-up kind with `BAD_REQUEST`: they predate it. */
+  const old = new Set<PoolPeer>();
+  const ctx: AskContext = {
+    pool,
+    timeoutMs: opts.requestTimeoutMs ?? 10_000,
+    deadlineMs: opts.pieceDeadlineMs ?? 60_000,
+    hedgeAfterMs: 2_000,
+    emit,
+    noHonestPeers: (why) => new SyncError('NO_HONEST_PEERS', `no honest peer serves the catch-up: ${why}`, [...banned]),
+    skip: old,
+  };
+  const tags = new Map(pool.peers.map((p, i) => [p, i] as const));
+  let bytes = 0;
+  let requests = 0;
+  const inflight = new Map<string, Promise<void>>();
+  const perPeer = opts.inflightPerPeer ?? 8;
+  try {
+    /** Asks for one piece until an honest answer is in and settled. */
+    const fetch = async (piece: CatchUpPiece): Promise<void> => {
+      requests++;
+      const top = piece.kind === 'nodes' && piece.path.length === 1 && piece.path[0] === TOP[0];
+      const outOfRange = await ask(
+        ctx,
+        requestOf(opts.root, piece),
+        piece.kind,
+        (payload, status, peer) => {
+          bytes += payload.length;
+          if (status === Status.OutOfRange) return peer; // only the top's NODES: the tree may be one chunk
+          session.add(piece, payload, tags.get(peer)!);
+          return undefined;
+        },
+        { signal: opts.signal, onRefused: (peer) => old.add(peer), ...(top && { accept: new Set([Status.OutOfRange]) }) },
+      );
+      if (outOfRange !== undefined) {
+        const envelope = await ask(ctx, { kind: Kind.Chunk, root: opts.root, index: 0 }, 'chunk', (payload) => {
+          bytes += payload.length;
+          return payload;
+        }, opts.signal);
+        if (!session.addTopChunk(envelope)) pool.ban(outOfRange, 'OUT_OF_RANGE', 'said the top is no inner node');
+      }
+      await session.settle();
+      emit({ type: 'progress', bytes, changedChunks: session.changedChunks, inflight: inflight.size });
+    };
+    while (!session.isFetched) {
+      opts.signal?.throwIfAborted();
+      const room = Math.max(1, perPeer * pool.usable().filter((p) => !old.has(p)).length);
+      for (const piece of session.pieces()) {
+        if (inflight.size >= room) break;
+        const key = pieceKey(piece);
+        if (inflight.has(key)) continue;
+        const running = fetch(piece).finally(() => inflight.delete(key));
+        inflight.set(key, running);
+      }
+      if (inflight.size === 0) {
+        await session.settle();
+        if (!session.isFetched && session.pieces().length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
+        continue;
+      }
+      await Promise.race(inflight.values());
+    }
+    await Promise.all(inflight.values());
+    const { version, liars } = await session.finish();
+    for (const tag of new Set(liars)) {
+      const peer = pool.peers[tag];
+      if (peer !== undefined) pool.ban(peer, 'KEY_COPY_MISMATCH', 'sent a key copy that is not the smallest key of its right subtree');
+    }
+    return {
+      root: opts.root.slice(),
+      fromVersion: session.fromVersion,
+      version,
+      seconds: (performance.now() - t0) / 1000,
+      bytes,
+      writtenBytes: session.writtenBytes,
+      changedChunks: session.changedChunks,
+      requests,
+      banned,
+    };
+  } catch (e) {
+    // Pieces still out settle before the session closes (their rejections are this one's).
+    await Promise.allSettled(inflight.values());
+    throw e;
+  } finally {
+    session.close();
+    pool.close();
+  }
+}

@@ -1,0 +1,209 @@
+// Catch-up of a store on the Node backend (SQLite) from real serving peers
+// on 127.0.0.1 (`@bpavl/peer`, with the test network's liars): the store's
+// head moves to the newer root as a new version that holds exactly the new
+// state, fetching a small part of what a full sync would; every liar is
+// banned at its first bad answer and the result is still exact; a peer
+// that predates catch-up is skipped, not banned.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { init, Tree } from '@bpavl/wasm';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { catchUp, type CatchUpEvent, syncState } from '../../light-client/src/sync/index.js';
+import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
+import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
+import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
+import { openState } from '../src/index.ts';
+
+const dirs: string[] = [];
+let peers: RunningPeer[] = [];
+beforeAll(async () => {
+  await init();
+});
+afterEach(async () => {
+  await Promise.all(peers.map((p) => p.close()));
+  peers = [];
+});
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const enc = (s: string) => new TextEncoder().encode(s);
+
+function newDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'store-catchup-'));
+  dirs.push(d);
+  return d;
+}
+
+/**
+ * One chain: `n` writes, then (`next`) `changes` more of them: inserts,
+ * updates and deletes. The same calls build the same tree, so `base` and
+ * `next` are two versions of one state.
+ */
+function chain(n: number, capacity: number, changes: number): { base: Tree; next: Tree } {
+  const write = (tree: Tree, i: number, seed: number) => {
+    const k = enc(`key-${String((i * 7919) % (2 * n)).padStart(8, '0')}`);
+    if (i % 7 === 3 && seed > 0) tree.remove(k);
+    else tree.insert(k, new Uint8Array(40 + (i % 50)).fill((i + seed) & 0xff));
+  };
+  const build = (more: number) => {
+    const tree = new Tree(capacity);
+    for (let i = 0; i < n; i++) write(tree, i, 0);
+    tree.commit();
+    for (let j = 0; j < more; j++) write(tree, (j * 104729) % (2 * n), 1 + j);
+    tree.commit();
+    return tree;
+  };
+  return { base: build(0), next: build(changes) };
+}
+
+async function serve(tree: Tree, opts: { byzantine?: ByzantineMode; other?: Tree; old?: boolean } = {}): Promise<RunningPeer> {
+  const served: ServedTree = opts.old ? withoutCatchUp(tree) : new CachedTree(tree.head());
+  const byzantine = opts.byzantine && new Byzantine({ mode: opts.byzantine, rate: 1, seed: 7n, ...(opts.other && { otherTree: opts.other.head() }) });
+  const peer = await startPeer(new StaticTreeSource([served]), { libp2pPort: null, ...(byzantine && { byzantine }) });
+  peers.push(peer);
+  return peer;
+}
+
+/** A served tree of a peer that predates catch-up (it answers the new kinds `BAD_REQUEST`). */
+function withoutCatchUp(tree: Tree): ServedTree {
+  const s = tree.head();
+  return {
+    root: s.root,
+    version: s.version,
+    chunkCount: s.chunkCount,
+    exportChunk: (i) => s.exportChunk(i),
+    get: (k) => s.get(k),
+    proveExistence: (k) => s.proveExistence(k),
+    proveAbsence: (k) => s.proveAbsence(k),
+    proveRange: (a, b, l) => s.proveRange(a, b, l),
+    proveMulti: (k, m) => s.proveMulti(k, m),
+  };
+}
+
+/** A store at `path` holding `tree` (synced from a peer), as version 1. */
+async function storeOf(tree: Tree): Promise<string> {
+  const path = newDir();
+  const peer = await serve(tree);
+  const state = await openState({ path });
+  try {
+    await syncState({ root: tree.head().root, peers: [peer.wsUrl!], store: state });
+  } finally {
+    await state.close();
+  }
+  return path;
+}
+
+/** Every entry of `tree`, read back from the store's head, and nothing else. */
+async function expectHolds(path: string, tree: Tree): Promise<void> {
+  const state = await openState({ path, readOnly: true });
+  try {
+    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
+    let n = 0;
+    for await (const [k, v] of state.range(undefined)) {
+      expect(hex(v)).toBe(hex(tree.get(k)!));
+      n++;
+    }
+    expect(n).toBe(tree.len);
+  } finally {
+    await state.close();
+  }
+}
+
+async function run(path: string, tree: Tree, urls: string[], onEvent?: (e: CatchUpEvent) => void) {
+  const state = await openState({ path });
+  try {
+    return await catchUp({ store: state, root: tree.head().root, peers: urls, requestTimeoutMs: 2000, ...(onEvent && { onEvent }) });
+  } finally {
+    await state.close();
+  }
+}
+
+it('a catch-up commits the newer root as the next version, fetching a small part of the state', async () => {
+  const { base, next } = chain(6000, 16, 30);
+  const path = await storeOf(base);
+  const honest = await Promise.all([0, 1, 2].map(() => serve(next)));
+  const result = await run(path, next, honest.map((p) => p.wsUrl!));
+  expect(result).toMatchObject({ fromVersion: 1, version: 2, banned: [] });
+  await expectHolds(path, next);
+  // A full sync would fetch every chunk envelope.
+  let full = 0;
+  for (let i = 0; i < next.chunkCount; i++) full += next.head().exportChunk(i).length;
+  expect(result.bytes).toBeGreaterThan(0);
+  expect(result.bytes).toBeLessThan(full / 5);
+  expect(result.changedChunks).toBeLessThan(next.chunkCount / 3);
+
+  // The old version is still there, whole; caught up again, nothing is fetched.
+  const state = await openState({ path, readOnly: true });
+  expect(hex((await state.get(enc('key-00000000'), { version: 1 }))!)).toBe(hex(base.get(enc('key-00000000'))!));
+  await state.close();
+  const again = await run(path, next, honest.map((p) => p.wsUrl!));
+  expect(again).toMatchObject({ version: 2, bytes: 0, requests: 0 });
+});
+
+it('every liar is banned at its first bad answer, with its code, and the state is still exact', async () => {
+  const { base, next } = chain(4000, 8, 60);
+  const other = chain(4000, 8, 61).next;
+  // The lies that apply to catch-up answers, and the codes they earn.
+  const lies: [ByzantineMode, RegExp][] = [
+    ['corrupt-value', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
+    ['corrupt-key', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
+    ['wrong-root', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
+    ['corrupt-proof', /^(KEY_COPY_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH|TRUNCATED|VALUE_TOO_LONG)$/],
+    ['random-bytes', /^[A-Z_]+$/],
+  ];
+  for (const [mode, codes] of lies) {
+    const path = await storeOf(base);
+    const honest = await serve(next);
+    const liar = await serve(next, { byzantine: mode, other });
+    const result = await run(path, next, [liar.wsUrl!, honest.wsUrl!]);
+    await expectHolds(path, next);
+    expect(result.banned.map((b) => b.peer), mode).toEqual([liar.wsUrl]);
+    expect(result.banned[0]!.code, mode).toMatch(codes);
+  }
+});
+
+it('a peer that predates catch-up is skipped, not banned', async () => {
+  const { base, next } = chain(3000, 16, 20);
+  const path = await storeOf(base);
+  const old = await serve(next, { old: true });
+  const honest = await serve(next);
+  const events: CatchUpEvent[] = [];
+  const result = await run(path, next, [old.wsUrl!, honest.wsUrl!], (e) => events.push(e));
+  expect(result.banned).toEqual([]);
+  expect(events.some((e) => e.type === 'rejected' && e.code === 'BAD_REQUEST' && e.peer === old.wsUrl)).toBe(true);
+  await expectHolds(path, next);
+  // With old peers only, nothing can be caught up, and the store is unchanged.
+  const further = chain(3000, 16, 40).next;
+  const onlyOld = await serve(further, { old: true });
+  await expect(run(path, further, [onlyOld.wsUrl!])).rejects.toMatchObject({ code: 'NO_HONEST_PEERS' });
+  await expectHolds(path, next);
+});
+
+it('a tree of one chunk, and the empty tree, are caught up to as well', async () => {
+  const { base } = chain(3000, 16, 0);
+  const small = new Tree(16);
+  small.insert(enc('only'), enc('one'));
+  small.commit();
+  const path = await storeOf(base);
+  const p = await serve(small);
+  expect(await run(path, small, [p.wsUrl!])).toMatchObject({ version: 2, banned: [] });
+  await expectHolds(path, small);
+  const empty = new Tree(16);
+  empty.commit();
+  const q = await serve(empty);
+  expect(await run(path, empty, [q.wsUrl!])).toMatchObject({ version: 3, requests: 0 });
+  await expectHolds(path, empty);
+});
+
+it('a store with no version, or a root of another capacity, is refused with its code', async () => {
+  const path = newDir();
+  const { next } = chain(500, 16, 5);
+  const p = await serve(next);
+  await expect(run(path, next, [p.wsUrl!])).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+  const stored = await storeOf(chain(500, 8, 0).base);
+  await expect(run(stored, next, [p.wsUrl!])).rejects.toMatchObject({ code: 'CAPACITY_MISMATCH' });
+  await expectHolds(stored, chain(500, 8, 0).base);
+});
