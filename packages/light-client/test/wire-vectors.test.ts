@@ -51,7 +51,7 @@ function feed(direction: string, stream: Uint8Array, byByte: boolean): { bodies:
 /** A vector's request object as `encodeRequest` takes it. */
 function asRequest(o: Record<string, unknown>): Request {
   const out: Record<string, unknown> = { ...o };
-  for (const k of ['root', 'key', 'start', 'end']) if (typeof o[k] === 'string') out[k] = bytes(o[k] as string);
+  for (const k of ['root', 'key', 'start', 'end', 'path', 'bitmap']) if (typeof o[k] === 'string') out[k] = bytes(o[k] as string);
   if (Array.isArray(o.keys)) out.keys = (o.keys as string[]).map(bytes);
   return out as unknown as Request;
 }
