@@ -9,6 +9,9 @@
 
 import { parseArgs } from 'node:util';
 import {
+  catchUp,
+  type CatchUpEvent,
+  type CatchUpResult,
   closeTransports,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_STALL_TIMEOUT_MS,
@@ -37,7 +40,9 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
   --db DIR             write the state into the state directory DIR (made if absent) as it
                        arrives; run the same command again to resume an interrupted sync:
                        chunks already stored are checked again, not fetched. The synced
-                       state is DIR's version 1 (serve it with bpavl serve --db DIR)
+                       state is DIR's version 1 (serve it with bpavl serve --db DIR).
+                       When DIR holds an older state, it is caught up instead: only what
+                       changed is fetched (docs/catchup.md), as DIR's next version
   --discard-unfinished with --db: first delete an unfinished sync of another root
   --json               print one JSON line at the end instead of the summary; on failure
                        {error, message, peers: [{peer, outcome, reason, code}]}
@@ -125,6 +130,45 @@ function parse(argv: string[]) {
   };
 }
 
+/**
+ * `bpavl sync --db DIR` on a store that holds a state: catches it up to the
+ * root and says how much it fetched (`catchUp`, docs/catchup.md).
+ */
+async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[]; timeout: number; json: boolean; db?: string | undefined }, signal: AbortSignal): Promise<number> {
+  const from = state.head()!;
+  const onEvent = (e: CatchUpEvent) => {
+    if (!opts.json && e.type === 'banned') process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
+  };
+  const r: CatchUpResult = await catchUp({ store: state, root: opts.root, peers: opts.peers, signal, requestTimeoutMs: opts.timeout, onEvent });
+  const head = state.head()!;
+  const summary = {
+    root: toHex(r.root),
+    db: opts.db,
+    caughtUpFrom: r.fromVersion,
+    version: r.version,
+    chunkCount: head.chunkCount,
+    entryCount: head.entryCount,
+    changedChunks: r.changedChunks,
+    seconds: Number(r.seconds.toFixed(3)),
+    bytes: r.bytes,
+    writtenBytes: r.writtenBytes,
+    requests: r.requests,
+    banned: r.banned,
+  };
+  if (opts.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
+  else if (r.version === from.version) process.stdout.write(`root verified ${summary.root}\n${opts.db} holds it already (version ${r.version}): nothing fetched\n`);
+  else {
+    process.stdout.write(
+      `root verified ${summary.root}\n` +
+        `caught up from version ${r.fromVersion}: ${(r.bytes / 1e6).toFixed(1)} MB fetched, ${r.changedChunks.toLocaleString('en-US')} of ${head.chunkCount.toLocaleString('en-US')} chunks changed, in ${summary.seconds} s\n` +
+        `stored in ${opts.db} as version ${r.version} (${head.entryCount.toLocaleString('en-US')} entries; ${(r.writtenBytes / 1e6).toFixed(1)} MB of records written, the rest shared with version ${r.fromVersion})\n` +
+        `${r.banned.length} peers banned\n` +
+        r.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
+    );
+  }
+  return 0;
+}
+
 /** Runs `bpavl sync`; `usageError` wraps argument errors for the CLI. */
 export async function runSync(argv: string[], usageError: (m: string) => Error): Promise<number> {
   let opts;
@@ -160,6 +204,8 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
   let state: State | undefined;
   /** Chunks verified and handed over in this run (with --db: stored, or lost to a kill before their write). */
   let downloaded = 0;
+  /** Whether DIR held a state, caught up rather than synced. */
+  let catchingUp = false;
   try {
     const common = {
       root: opts.root,
@@ -188,6 +234,11 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     if (opts.db !== undefined) {
       state = await openState({ path: opts.db });
       if (opts.discardUnfinished) await state.discardSync();
+      if (state.head() !== undefined && (await state.pendingSync()) === undefined) {
+        bar?.stop();
+        catchingUp = true;
+        return await runCatchUp(state, opts, ctl.signal);
+      }
       const result = await syncState({ ...common, store: state });
       synced = { ...result, entryCount: state.head()!.entryCount };
     } else {
@@ -226,6 +277,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     bar?.stop();
     if (ctl.signal.aborted) {
       if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED' })}\n`);
+      else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}: the same command starts again\n`);
       else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
       return 130;
     }

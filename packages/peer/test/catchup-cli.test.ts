@@ -1,0 +1,121 @@
+// `bpavl sync --db DIR` on a directory that holds an older state: real
+// child processes, real serving peers on 127.0.0.1 (`startPeer`, WebSocket)
+// and a real SQLite directory. The command catches the state up (says so,
+// fetches a small part of the state) as the directory's next version; a
+// catch-up killed with SIGKILL at random instants leaves the directory at
+// its old version, whole, and the same command then finishes it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openState } from '@bpavl/store';
+import { Tree } from '@bpavl/wasm';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type RunningPeer, startPeer } from '../src/peer.ts';
+import { CachedTree, StaticTreeSource } from '../src/source.ts';
+import { instants } from '../../storage/test/processes.ts';
+import { spawnCli, wasmReady } from './support.ts';
+
+const KILLS = 12;
+
+const dir = mkdtempSync(join(tmpdir(), 'catchup-cli-'));
+const peers: RunningPeer[] = [];
+beforeAll(wasmReady);
+afterAll(async () => {
+  await Promise.all(peers.map((p) => p.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+const enc = (s: string) => new TextEncoder().encode(s);
+
+/** Version `round` of one chain: `n` entries, then each round updates every `1/fraction`-th key. */
+function version(n: number, rounds: number, every: number): Tree {
+  const tree = new Tree(64);
+  for (let i = 0; i < n; i++) tree.insert(enc(`key-${String(i).padStart(8, '0')}`), new Uint8Array(100).fill(i & 0xff));
+  tree.commit();
+  for (let r = 1; r <= rounds; r++) {
+    for (let i = r; i < n; i += every) tree.insert(enc(`key-${String(i).padStart(8, '0')}`), new Uint8Array(100).fill((i + r) & 0xff));
+    tree.commit();
+  }
+  return tree;
+}
+
+async function serve(tree: Tree): Promise<string> {
+  const peer = await startPeer(new StaticTreeSource([new CachedTree(tree.head())]), { libp2pPort: null });
+  peers.push(peer);
+  return peer.wsUrl!;
+}
+
+async function expectHolds(path: string, tree: Tree, version: number): Promise<void> {
+  const state = await openState({ path, readOnly: true });
+  try {
+    expect(state.head()).toMatchObject({ version });
+    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
+    let n = 0;
+    for await (const [k, v] of state.range(undefined)) {
+      expect(hex(v)).toBe(hex(tree.get(k)!));
+      n++;
+    }
+    expect(n).toBe(tree.len);
+  } finally {
+    await state.close();
+  }
+}
+
+it('bpavl sync --db on an older state catches it up, and says how little it fetched', { timeout: 120_000 }, async () => {
+  const path = join(dir, 'state');
+  const v1 = version(20_000, 0, 1000);
+  const v2 = version(20_000, 1, 1000);
+  const sync = (tree: Tree, url: string, json = true) =>
+    spawnCli(['sync', '--root', hex(tree.head().root), '--peer', url, '--db', path, ...(json ? ['--json'] : [])], 'ignore', 60_000).done;
+
+  const first = await sync(v1, await serve(v1));
+  expect(first.code).toBe(0);
+  const url2 = await serve(v2);
+  const { code, stdout } = await sync(v2, url2);
+  expect(code).toBe(0);
+  const out = JSON.parse(stdout);
+  expect(out).toMatchObject({ caughtUpFrom: 1, version: 2, entryCount: 20_000, banned: [] });
+  let full = 0;
+  for (let i = 0; i < v2.chunkCount; i++) full += v2.head().exportChunk(i).length;
+  expect(out.bytes).toBeLessThan(full / 10);
+  await expectHolds(path, v2, 2);
+
+  // In words, and again: nothing to fetch.
+  const again = await sync(v2, url2, false);
+  expect(again.stdout).toContain('holds it already (version 2)');
+  const v3 = version(20_000, 2, 1000);
+  const said = await sync(v3, await serve(v3), false);
+  expect(said.code).toBe(0);
+  expect(said.stdout).toMatch(/caught up from version 2: [\d.]+ MB fetched, [\d,]+ of [\d,]+ chunks changed/);
+  await expectHolds(path, v3, 3);
+});
+
+it(`${KILLS} SIGKILLs of a catch-up leave the old version whole; the same command then finishes`, { timeout: 180_000 }, async () => {
+  const path = join(dir, 'killed');
+  const base = version(80_000, 0, 10);
+  const next = version(80_000, 1, 10);
+  const sync = (tree: Tree, url: string) => spawnCli(['sync', '--root', hex(tree.head().root), '--peer', url, '--db', path, '--json'], 'ignore', 60_000);
+  expect((await sync(base, await serve(base)).done).code).toBe(0);
+  const url = await serve(next);
+  const random = instants(0x2545f491);
+  let killedMid = 0;
+  for (let k = 0; k < KILLS; k++) {
+    const run = sync(next, url);
+    await new Promise((r) => setTimeout(r, 300 + random() * 900));
+    if (run.child.exitCode === null) process.kill(run.child.pid!, 'SIGKILL');
+    const { code } = await run.done;
+    const state = await openState({ path, readOnly: true });
+    const v = state.head()!.version;
+    await state.close();
+    if (v === 2) break; // it finished before the kill
+    expect(v).toBe(1);
+    if (code === null) killedMid++;
+    await expectHolds(path, base, 1);
+  }
+  expect(killedMid).toBeGreaterThanOrEqual(KILLS / 2);
+  const { code, stdout } = await sync(next, url).done;
+  expect(code).toBe(0);
+  expect(JSON.parse(stdout)).toMatchObject({ caughtUpFrom: 1, version: 2 });
+  await expectHolds(path, next, 2);
+});
