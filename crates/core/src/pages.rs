@@ -14,8 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::envelope::ChunkEnvelope;
-use crate::error::ProofError;
-use crate::error::StoreError;
+use crate::error::{ProofError, StoreError, TreeError};
 use crate::hash::{multiproof, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
@@ -23,6 +22,7 @@ use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
 use crate::record::{apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
+use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
 /// Resident bytes counted for a cached chunk besides its keys: per slot the
 /// entry ref, the key's bookkeeping and two in-chunk hashes (its leaf and
@@ -435,6 +435,125 @@ impl Pages {
             self.entries.clear();
         }
         Ok(found)
+    }
+
+    /// The `NODES` answer (`spec/catchup.md`): the subtree at `path` of the
+    /// version whose top is `top`, `levels` deep, cut to `max_bytes`; its
+    /// nodes' hashes are their records' (checked when supplied). Inside:
+    /// `CHUNK_OUT_OF_RANGE` if `path` names no inner node, `QUERY_INVALID`
+    /// for `levels` out of range.
+    pub fn export_subtree(
+        &mut self,
+        top: Option<Child>,
+        path: &TreePath,
+        levels: u8,
+        max_bytes: usize,
+    ) -> Result<Paged<Result<Vec<u8>, TreeError>>, StoreError> {
+        answer(self.subtree_step(top, path, levels, max_bytes), Paged::Need)
+    }
+
+    fn subtree_step(
+        &mut self,
+        top: Option<Child>,
+        path: &TreePath,
+        levels: u8,
+        max_bytes: usize,
+    ) -> Result<Paged<Result<Vec<u8>, TreeError>>, Step> {
+        if let Err(e) = check_levels(levels) {
+            return Ok(Paged::Done(Err(e)));
+        }
+        let Some(Child::Node(at)) = self.follow(top, path)? else {
+            return Ok(Paged::Done(Err(TreeError::ChunkOutOfRange)));
+        };
+        // Every node of the subtree first, a level a round.
+        let mut level = vec![at];
+        for _ in 0..levels {
+            let missing: Vec<(Table, Ref)> =
+                level.iter().filter(|r| !self.nodes.contains_key(r)).map(|r| (Table::Nodes, *r)).collect();
+            if !missing.is_empty() {
+                return Err(Step::Need(missing));
+            }
+            level = level
+                .iter()
+                .flat_map(|r| [self.nodes[r].left, self.nodes[r].right])
+                .filter_map(|c| match c {
+                    Child::Node(r) => Some(r),
+                    Child::Chunk(_) => None,
+                })
+                .collect();
+        }
+        let nodes = &self.nodes;
+        let expand = |c: &Child| -> Result<_, Step> {
+            Ok(match c {
+                Child::Node(r) => nodes.get(r).map(|n| (WireNode::of_record(n), [n.left, n.right])),
+                Child::Chunk(_) => None,
+            })
+        };
+        Ok(Paged::Done(Ok(write_subtree(self.capacity, Child::Node(at), levels, max_bytes, expand)?)))
+    }
+
+    /// The `LEAVES` answer: the entry hashes of the chunk at `path` (inside:
+    /// `CHUNK_OUT_OF_RANGE` if `path` names no chunk).
+    pub fn export_leaves(
+        &mut self,
+        top: Option<Child>,
+        path: &TreePath,
+    ) -> Result<Paged<Result<Vec<u8>, TreeError>>, StoreError> {
+        let step = self.follow(top, path).and_then(|found| {
+            let Some(Child::Chunk(r)) = found else { return Ok(Err(TreeError::ChunkOutOfRange)) };
+            let leaves: Vec<Hash> = self.chunk(&r)?.slots.iter().map(|s| s.entry.hash).collect();
+            Ok(Ok(leaves_bytes(&leaves)))
+        });
+        answer(step.map(Paged::Done), Paged::Need)
+    }
+
+    /// The `ENTRIES` answer: the entries of the chunk at `path` at the
+    /// positions `bitmap` asks for, from checked entry records, the first
+    /// that fit `max_bytes` (inside: `CHUNK_OUT_OF_RANGE` if `path` names no
+    /// chunk, `QUERY_INVALID` for a bitmap that is not one of its).
+    pub fn export_entries(
+        &mut self,
+        top: Option<Child>,
+        path: &TreePath,
+        bitmap: &[u8],
+        max_bytes: usize,
+    ) -> Result<Paged<Result<Vec<u8>, TreeError>>, StoreError> {
+        let step = self.follow(top, path).and_then(|found| {
+            let Some(Child::Chunk(r)) = found else { return Ok(Err(TreeError::ChunkOutOfRange)) };
+            self.chunk(&r)?;
+            let c = &self.chunks[&r];
+            let Ok(positions) = bitmap_positions(bitmap, c.slots.len()) else {
+                return Ok(Err(TreeError::QueryInvalid));
+            };
+            let (mut entries, mut need) = (Vec::with_capacity(positions.len()), Vec::new());
+            for &p in &positions {
+                let s = &c.slots[p];
+                match self.entry_value(&s.entry, &s.key)? {
+                    Some(v) => entries.push((s.key.as_slice(), v)),
+                    None => need.push((Table::Entries, s.entry)),
+                }
+            }
+            if !need.is_empty() {
+                return Err(Step::Need(need));
+            }
+            Ok(Ok(entries_bytes(entries.iter().map(|(k, v)| (*k, v.as_slice())), max_bytes)))
+        });
+        let found = answer(step.map(Paged::Done), Paged::Need)?;
+        if matches!(found, Paged::Done(_)) {
+            self.entries.clear();
+        }
+        Ok(found)
+    }
+
+    /// What `path` leads to from `top` (`None`: it names nothing).
+    fn follow(&self, top: Option<Child>, path: &TreePath) -> Result<Option<Child>, Step> {
+        let Some(mut child) = top else { return Ok(None) };
+        for &right in path.turns() {
+            let Child::Node(r) = child else { return Ok(None) };
+            let n = self.nodes.get(&r).ok_or((Table::Nodes, r))?;
+            child = if right { n.right } else { n.left };
+        }
+        Ok(Some(child))
     }
 
     /// Chunk `index` with its path and key height, handed to `then`

@@ -142,6 +142,20 @@ impl WireNode {
         })
     }
 
+    pub(crate) fn of_record(n: &crate::record::NodeRecord) -> WireNode {
+        use crate::record::Child;
+        WireNode {
+            height: n.height,
+            chunks: n.chunk_count,
+            entries: n.entry_count,
+            left_is_chunk: matches!(n.left, Child::Chunk(_)),
+            right_is_chunk: matches!(n.right, Child::Chunk(_)),
+            left: n.left.record().hash,
+            right: n.right.record().hash,
+            key_copy: n.key_copy.clone(),
+        }
+    }
+
     fn of(node: &Node) -> Option<WireNode> {
         let Node::Inner(n) = node else { return None };
         Some(WireNode {
@@ -202,42 +216,15 @@ impl Snapshot {
     /// `max_bytes` (at least one). `CHUNK_OUT_OF_RANGE` unless `path` names
     /// an inner node; `QUERY_INVALID` for `levels` outside 1 … 48.
     pub fn export_subtree(&self, path: &TreePath, levels: u8, max_bytes: usize) -> Result<Vec<u8>, TreeError> {
-        if levels == 0 || levels > MAX_SUBTREE_LEVELS {
-            return Err(TreeError::QueryInvalid);
-        }
+        check_levels(levels)?;
         let top = self.at(path).filter(|n| !n.is_chunk()).ok_or(TreeError::ChunkOutOfRange)?;
-        let mut out = vec![FORMAT_SUBTREE];
-        put_varint(&mut out, self.capacity as u64);
-        let mut todo = vec![(top, 0u8)];
-        let mut emitted = 0;
-        while let Some((node, depth)) = todo.pop() {
-            let Some(wire) = WireNode::of(node) else { continue };
-            let before = out.len();
-            wire.encode(&mut out);
-            if out.len() > max_bytes && emitted > 0 {
-                out.truncate(before);
-                break;
-            }
-            emitted += 1;
-            if depth + 1 < levels {
-                let Node::Inner(n) = node else { unreachable!("a wire node is inner") };
-                todo.push((&n.right, depth + 1));
-                todo.push((&n.left, depth + 1));
-            }
-        }
-        Ok(out)
+        write_subtree(self.capacity, top, levels, max_bytes, expand_node)
     }
 
     /// The entry-hash list (`0x0F`) of the chunk at `path`
     /// (`CHUNK_OUT_OF_RANGE` if `path` names no chunk).
     pub fn export_leaves(&self, path: &TreePath) -> Result<Vec<u8>, TreeError> {
-        let chunk = self.chunk_at_path(path)?;
-        let mut out = vec![FORMAT_LEAVES];
-        put_varint(&mut out, chunk.len() as u64);
-        for h in chunk.leaves() {
-            out.extend_from_slice(&h);
-        }
-        Ok(out)
+        Ok(leaves_bytes(&self.chunk_at_path(path)?.leaves()))
     }
 
     /// The `ENTRIES` answer for the chunk at `path`: `k varint ‖ k × (key
@@ -248,21 +235,83 @@ impl Snapshot {
     pub fn export_entries(&self, path: &TreePath, bitmap: &[u8], max_bytes: usize) -> Result<Vec<u8>, TreeError> {
         let chunk = self.chunk_at_path(path)?;
         let positions = bitmap_positions(bitmap, chunk.len()).map_err(|_| TreeError::QueryInvalid)?;
-        let mut body = Vec::new();
-        let mut k = 0;
-        for p in positions {
-            let before = body.len();
-            put_bytes(&mut body, chunk.key(p));
-            put_bytes(&mut body, chunk.value(p));
-            if k > 0 && body.len() + 8 > max_bytes {
-                body.truncate(before);
-                break;
-            }
-            k += 1;
-        }
-        let mut out = Vec::with_capacity(body.len() + 3);
-        put_varint(&mut out, k as u64);
-        out.extend_from_slice(&body);
-        Ok(out)
+        Ok(entries_bytes(positions.iter().map(|&p| (chunk.key(p), chunk.value(p))), max_bytes))
     }
+}
+
+/// A node of a tree in memory, as `write_subtree` walks it.
+fn expand_node<'a>(node: &&'a Node) -> Result<Option<(WireNode, [&'a Node; 2])>, TreeError> {
+    Ok(match node {
+        Node::Inner(n) => WireNode::of(node).map(|w| (w, [&n.left, &n.right])),
+        _ => None,
+    })
+}
+
+/// `QUERY_INVALID` unless 1 ≤ `levels` ≤ 48.
+pub(crate) fn check_levels(levels: u8) -> Result<(), TreeError> {
+    if levels == 0 || levels > MAX_SUBTREE_LEVELS {
+        return Err(TreeError::QueryInvalid);
+    }
+    Ok(())
+}
+
+/// A subtree from `top` down: `expand` gives a node's wire form and its two
+/// children, or `None` for a chunk. Pre-order, `levels` deep, cut after the
+/// most nodes that fit `max_bytes` (at least one).
+pub(crate) fn write_subtree<T, E>(
+    capacity: usize,
+    top: T,
+    levels: u8,
+    max_bytes: usize,
+    mut expand: impl FnMut(&T) -> Result<Option<(WireNode, [T; 2])>, E>,
+) -> Result<Vec<u8>, E> {
+    let mut out = vec![FORMAT_SUBTREE];
+    put_varint(&mut out, capacity as u64);
+    let mut todo = vec![(top, 1u8)];
+    let mut emitted = 0;
+    while let Some((node, level)) = todo.pop() {
+        let Some((wire, [left, right])) = expand(&node)? else { continue };
+        let before = out.len();
+        wire.encode(&mut out);
+        if out.len() > max_bytes && emitted > 0 {
+            out.truncate(before);
+            break;
+        }
+        emitted += 1;
+        if level < levels {
+            todo.push((right, level + 1));
+            todo.push((left, level + 1));
+        }
+    }
+    Ok(out)
+}
+
+/// The leaves object (`0x0F`) of a chunk with these entry hashes.
+pub(crate) fn leaves_bytes(leaves: &[Hash]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(3 + 32 * leaves.len());
+    out.push(FORMAT_LEAVES);
+    put_varint(&mut out, leaves.len() as u64);
+    for h in leaves {
+        out.extend_from_slice(h);
+    }
+    out
+}
+
+/// The `ENTRIES` answer: the first k of `entries` that fit `max_bytes` (at least one).
+pub(crate) fn entries_bytes<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [u8])>, max_bytes: usize) -> Vec<u8> {
+    let (mut body, mut k) = (Vec::new(), 0u64);
+    for (key, value) in entries {
+        let before = body.len();
+        put_bytes(&mut body, key);
+        put_bytes(&mut body, value);
+        if k > 0 && body.len() + 8 > max_bytes {
+            body.truncate(before);
+            break;
+        }
+        k += 1;
+    }
+    let mut out = Vec::with_capacity(body.len() + 3);
+    put_varint(&mut out, k);
+    out.extend_from_slice(&body);
+    out
 }

@@ -9,7 +9,8 @@
 
 use std::collections::BTreeSet;
 
-use bpavl_core::record::{Ref, Table};
+use bpavl_core::pages::{Paged, Pages};
+use bpavl_core::record::{Ref, Table, VersionRecord};
 use bpavl_core::{
     verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
     FORMAT_LEAVES, FORMAT_SUBTREE,
@@ -352,5 +353,65 @@ fn wrong_key_copies_are_blamed_and_never_used() {
         assert_eq!(caught.head().root(), target.head().root());
         assert_eq!(entries(&caught), entries(&target));
         assert_no_garbage(&store, capacity);
+    }
+}
+
+/// Asks `Pages` until it answers, fetching from `store`.
+fn paged<T>(store: &Store, pages: &mut Pages, mut ask: impl FnMut(&mut Pages) -> Paged<T>) -> T {
+    for _ in 0..200 {
+        match ask(pages) {
+            Paged::Done(t) => return t,
+            Paged::Need(records) => {
+                for (t, r) in records {
+                    pages.supply(t, &r, store.get(t, &r)).unwrap();
+                }
+            }
+        }
+    }
+    panic!("a question takes a round per level and a few more");
+}
+
+#[test]
+fn a_stored_version_serves_the_pieces_a_tree_in_memory_serves() {
+    let mut rng = SplitMix64::new(21);
+    for round in 0..24u64 {
+        let capacity = [2, 3, 4, 16][round as usize % 4];
+        let n = 1 + rng.below(300) as usize;
+        let (mut store, _, target) = states(&mut rng, capacity, n, 40);
+        let (_, ws) = target.clone().commit_to_store();
+        store.write(&ws);
+        let record = VersionRecord::decode(store.versions.values().last().unwrap(), capacity).unwrap();
+        let snap = target.head();
+        // A cache of two chunks: answers page chunks in and out.
+        let mut pages = Pages::new(capacity, 0);
+        let mut todo = vec![TreePath::top()];
+        let mut asked = 0;
+        while let Some(p) = todo.pop() {
+            for levels in [1, 3] {
+                let got = paged(&store, &mut pages, |pg| pg.export_subtree(record.top, &p, levels, MAX_BYTES).unwrap());
+                assert_eq!(got.ok(), snap.export_subtree(&p, levels, MAX_BYTES).ok());
+            }
+            let leaves = paged(&store, &mut pages, |pg| pg.export_leaves(record.top, &p).unwrap());
+            assert_eq!(leaves.clone().ok(), snap.export_leaves(&p).ok());
+            if let Ok(l) = leaves {
+                let m = (l.len() - 2) / 32;
+                let bitmap = bpavl_core::positions_bitmap(&(0..m).step_by(2).collect::<Vec<_>>(), m);
+                let got =
+                    paged(&store, &mut pages, |pg| pg.export_entries(record.top, &p, &bitmap, MAX_BYTES).unwrap());
+                assert_eq!(got.unwrap(), snap.export_entries(&p, &bitmap, MAX_BYTES).unwrap());
+                let wrong =
+                    paged(&store, &mut pages, |pg| pg.export_entries(record.top, &p, &[0xff; 9], MAX_BYTES).unwrap());
+                assert_eq!(wrong, Err(TreeError::QueryInvalid));
+                asked += 1;
+            }
+            if p.depth() < 12 && snap.export_subtree(&p, 1, MAX_BYTES).is_ok() {
+                todo.extend([p.child(false), p.child(true)]);
+            }
+        }
+        assert_eq!(asked as u64, snap.chunk_count());
+        let beyond = TreePath::top().child(true).child(true).child(true).child(true).child(true).child(true);
+        let none =
+            paged(&store, &mut pages, |pg| pg.export_leaves(record.top, &beyond.child(false).child(false)).unwrap());
+        assert!(snap.chunk_count() > 64 || none == Err(TreeError::ChunkOutOfRange));
     }
 }

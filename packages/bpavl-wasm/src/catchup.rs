@@ -6,7 +6,7 @@ use bpavl_core as core;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{bytes, opt_bytes, range_error, throw, uint, Bytes, Number};
-use crate::store::{js_write_set, record_ref, table_key_list, StoredHead};
+use crate::store::{js_write_set, opt_child, paged, record_ref, table_key_list, Pages, StoredHead};
 use crate::{Snapshot, VerifiedChunk};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -70,6 +70,61 @@ impl Snapshot {
     #[wasm_bindgen(js_name = exportEntries)]
     pub fn export_entries(&self, path_bytes: &Bytes, bitmap: &Bytes, max_bytes: &Number) -> Result<Vec<u8>, JsValue> {
         self.0.export_entries(&path(path_bytes)?, &bytes(bitmap, "bitmap")?, max(max_bytes)?).map_err(throw)
+    }
+}
+
+/// A paged answer whose inner result may be the tree's refusal (thrown).
+fn paged_answer(found: core::pages::Paged<Result<Vec<u8>, core::TreeError>>) -> Result<JsValue, JsValue> {
+    if let core::pages::Paged::Done(Err(e)) = found {
+        return Err(throw(e));
+    }
+    Ok(paged(found, |answer| answer.expect("refusals thrown above")))
+}
+
+#[wasm_bindgen]
+impl Pages {
+    /// The `NODES` answer of a stored version (as `Snapshot.exportSubtree`);
+    /// the version's top as `decodeVersionRecord` names it. Throws TreeError
+    /// `CHUNK_OUT_OF_RANGE` or `QUERY_INVALID`, StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = exportSubtree, unchecked_return_type = "PagedBytes")]
+    pub fn export_subtree(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        path_bytes: &Bytes,
+        levels: &Number,
+        max_bytes: &Number,
+    ) -> Result<JsValue, JsValue> {
+        let levels = u8::try_from(uint(levels, "levels")?).unwrap_or(u8::MAX);
+        let found = self.0.export_subtree(opt_child(top_table, top_key)?, &path(path_bytes)?, levels, max(max_bytes)?);
+        paged_answer(found.map_err(throw)?)
+    }
+
+    /// The `LEAVES` answer of a stored version (as `Snapshot.exportLeaves`).
+    #[wasm_bindgen(js_name = exportLeaves, unchecked_return_type = "PagedBytes")]
+    pub fn export_leaves(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        path_bytes: &Bytes,
+    ) -> Result<JsValue, JsValue> {
+        paged_answer(self.0.export_leaves(opt_child(top_table, top_key)?, &path(path_bytes)?).map_err(throw)?)
+    }
+
+    /// The `ENTRIES` answer of a stored version (as `Snapshot.exportEntries`),
+    /// values from checked entry records.
+    #[wasm_bindgen(js_name = exportEntries, unchecked_return_type = "PagedBytes")]
+    pub fn export_entries(
+        &mut self,
+        top_table: Option<String>,
+        top_key: Option<Bytes>,
+        path_bytes: &Bytes,
+        bitmap: &Bytes,
+        max_bytes: &Number,
+    ) -> Result<JsValue, JsValue> {
+        let top = opt_child(top_table, top_key)?;
+        let found = self.0.export_entries(top, &path(path_bytes)?, &bytes(bitmap, "bitmap")?, max(max_bytes)?);
+        paged_answer(found.map_err(throw)?)
     }
 }
 

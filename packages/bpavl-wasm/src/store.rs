@@ -351,7 +351,7 @@ fn need_result(wanted: &[(Table, Ref)]) -> JsValue {
 /// Lookups in stored versions with chunks cached under a byte budget
 /// (`docs/store.md`, "Bounded memory"). Inner nodes stay once loaded.
 #[wasm_bindgen]
-pub struct Pages(core::pages::Pages, usize);
+pub struct Pages(pub(crate) core::pages::Pages, usize);
 
 #[wasm_bindgen]
 impl Pages {
@@ -515,7 +515,7 @@ impl PagedRange {
 }
 
 /// `{ need }` or `{ done }` with the answer encoded.
-fn paged<T>(found: core::pages::Paged<T>, encode: impl FnOnce(T) -> Vec<u8>) -> JsValue {
+pub(crate) fn paged<T>(found: core::pages::Paged<T>, encode: impl FnOnce(T) -> Vec<u8>) -> JsValue {
     match found {
         core::pages::Paged::Need(wanted) => need_result(&wanted),
         core::pages::Paged::Done(answer) => paged_bytes(&encode(answer)),
@@ -523,7 +523,10 @@ fn paged<T>(found: core::pages::Paged<T>, encode: impl FnOnce(T) -> Vec<u8>) -> 
 }
 
 /// A version's top from `[table, key]`, or `undefined` for the empty tree.
-fn opt_child(top_table: Option<String>, top_key: Option<Bytes>) -> Result<Option<core::record::Child>, JsValue> {
+pub(crate) fn opt_child(
+    top_table: Option<String>,
+    top_key: Option<Bytes>,
+) -> Result<Option<core::record::Child>, JsValue> {
     match (top_table, top_key) {
         (Some(t), Some(k)) => Ok(Some(child(&t, &k)?)),
         _ => Ok(None),

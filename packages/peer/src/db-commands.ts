@@ -167,6 +167,9 @@ export function storedVersions(state: State): StoredTree[] {
     exportChunk: (index) => state.exportChunk(index, { version }),
     prove: (key) => proveKey(state, key, version),
     proveRange: (start, end, limit) => state.proveRange(start, end, limit, { version }),
+    exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, { version }),
+    exportLeaves: (path) => state.exportLeaves(path, { version }),
+    exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, { version }),
   }));
 }
 

@@ -619,6 +619,28 @@ export class State {
     return done;
   }
 
+  /**
+   * The catch-up pieces of the version `at` names, as a serving peer sends
+   * them (`spec/catchup.md`): the subtree at a tree path `levels` deep, a
+   * chunk's leaves, and a chunk's entries at a bitmap's positions. Throws
+   * TreeError `CHUNK_OUT_OF_RANGE` for a path that names no inner node (or
+   * chunk), `QUERY_INVALID` for `levels` or a bitmap out of range.
+   */
+  async exportSubtree(path: Uint8Array, levels: number, maxBytes: number, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#at(at);
+    return (await this.#ask(version, () => this.#pages.exportSubtree(record?.top?.[0], record?.top?.[1], path, levels, maxBytes), 2)).done;
+  }
+
+  async exportLeaves(path: Uint8Array, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#at(at);
+    return (await this.#ask(version, () => this.#pages.exportLeaves(record?.top?.[0], record?.top?.[1], path))).done;
+  }
+
+  async exportEntries(path: Uint8Array, bitmap: Uint8Array, maxBytes: number, at: AtVersion = {}): Promise<Uint8Array> {
+    const [version, record] = this.#at(at);
+    return (await this.#ask(version, () => this.#pages.exportEntries(record?.top?.[0], record?.top?.[1], path, bitmap, maxBytes))).done;
+  }
+
   /** `#at`, for a chunk that the version holds (TreeError code `CHUNK_OUT_OF_RANGE` otherwise). */
   #chunkAt(index: number, at: AtVersion): [number, VersionRecord] {
     const [version, record] = this.#at(at);

@@ -13,6 +13,7 @@ import { catchUp, type CatchUpEvent, syncState } from '../../light-client/src/sy
 import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
+import { storedVersions } from '../../peer/src/db-commands.ts';
 import { openState } from '../src/index.ts';
 
 const dirs: string[] = [];
@@ -180,6 +181,24 @@ it('a peer that predates catch-up is skipped, not banned', async () => {
   const onlyOld = await serve(further, { old: true });
   await expect(run(path, further, [onlyOld.wsUrl!])).rejects.toMatchObject({ code: 'NO_HONEST_PEERS' });
   await expectHolds(path, next);
+});
+
+it('peers that serve a stored state (bpavl serve --db) serve the catch-up too, at any retained version', async () => {
+  const { base, next } = chain(5000, 16, 40);
+  // A store that holds both versions, caught up from peers in memory, then served from storage.
+  const served = await storeOf(base);
+  await run(served, next, [(await serve(next)).wsUrl!]);
+  const shared = await openState({ path: served, readOnly: true, cacheBytes: 1 << 16 });
+  try {
+    const fromDb = await Promise.all([0, 1].map(() => startPeer(new StaticTreeSource(storedVersions(shared)), { libp2pPort: null })));
+    peers.push(...fromDb);
+    const path = await storeOf(base);
+    const result = await run(path, next, fromDb.map((p) => p.wsUrl!));
+    expect(result).toMatchObject({ version: 2, banned: [] });
+    await expectHolds(path, next);
+  } finally {
+    await shared.close();
+  }
 });
 
 it('a tree of one chunk, and the empty tree, are caught up to as well', async () => {
