@@ -52,6 +52,8 @@ export class StoreCatchUp {
   writtenBytes = 0;
   #settling: Promise<void> = Promise.resolve();
   #released = false;
+  /** Changed chunks, as counted when the core was let go. */
+  #changed = 0;
 
   /** A catch-up of `head` (`fromVersion`, committed) to `root`; without `head`, the head is `root` already. */
   constructor(host: CatchUpHost, head: StoredHead | undefined, root: Uint8Array, fromVersion: number) {
@@ -69,7 +71,7 @@ export class StoreCatchUp {
 
   /** Chunks of the new tree that differ from every chunk of the head, found so far. */
   get changedChunks(): number {
-    return this.#core?.changedChunks ?? 0;
+    return this.#core?.changedChunks ?? this.#changed;
   }
 
   /** What to ask peers now; a piece in flight may be listed again. */
@@ -159,6 +161,7 @@ export class StoreCatchUp {
       await this.settle();
       if (!this.#core.isFetched) throw new StoreError('SYNC_PENDING', 'the catch-up is not complete');
       await this.#flush();
+      this.#changed = this.#core.changedChunks;
       const { writeSet: w, liars } = this.#core.finish();
       this.#core = undefined;
       this.writtenBytes += w.puts.reduce((n, [, k, v]) => n + k.length + v.length, 0);

@@ -43,6 +43,10 @@
  *
  * `MODE:rate` lies on that fraction of eligible answers (0 < rate ≤ 1, default 1).
  *
+ * A peer that serves versions from storage (`serve --db`) has no tree in
+ * memory to draw lies from: it tells the generic lies, `corrupt-*`,
+ * `twice-corrupt` and `wrong-root`, and answers honestly otherwise.
+ *
  * Baseline chunks (the benchmark-only `BASELINE_CHUNK`, `./baseline.ts`) are
  * lied on at the same rate, from the same RNG: `corrupt-value` / `corrupt-key`
  * flip the same bit in the chunk's first leaf record (a chunk of inner
@@ -222,7 +226,7 @@ export class Byzantine {
   }
 
   /** The lie for this OK answer of `req` (whose honest payload is `payload`), if any. */
-  decide(req: Request, tree: ServedTree, payload: Uint8Array): Lie | undefined {
+  decide(req: Request, tree: ServedTree | undefined, payload: Uint8Array): Lie | undefined {
     if (req.kind === Kind.Roots) return undefined;
     if (this.rate < 1 && this.#rng.next() >= this.rate) return undefined;
     const lie = this.#lie(req, tree, payload);
@@ -279,7 +283,7 @@ export class Byzantine {
     }
   }
 
-  #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree, payload: Uint8Array): Lie | undefined {
+  #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree | undefined, payload: Uint8Array): Lie | undefined {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
     switch (this.mode) {
@@ -295,12 +299,16 @@ export class Byzantine {
       }
       case 'corrupt-proof':
         return tamper(req.kind === Kind.Chunk ? corruptEnvelopePath(payload) : flipLastByte(payload));
+      case 'wrong-root':
+        return tamper(answerFrom(this.#other!, req));
+    }
+    // A version served from storage (`serve --db`) lends no tree: the lies that need one are not told.
+    if (tree === undefined) return undefined;
+    switch (this.mode) {
       case 'wrong-index': {
         if (req.kind !== Kind.Chunk || tree.chunkCount < 2) return undefined;
         return tamper(tree.exportChunk((req.index + 1) % tree.chunkCount));
       }
-      case 'wrong-root':
-        return tamper(answerFrom(this.#other!, req));
       case 'wrong-key':
       case 'absence-for-present':
       case 'existence-for-absent':

@@ -47,7 +47,7 @@ export function testnetHook(opts: TestnetOptions): ServerHook | undefined {
         }
         answer = answerBaseline(baseline, breq);
         if (answer.status === Status.Ok && byzantine !== undefined) lie = byzantine.decideBaseline(breq, baseline, answer.payload!);
-      } else if (byzantine !== undefined && req.request !== undefined && honest.status === Status.Ok && honest.tree !== undefined) {
+      } else if (byzantine !== undefined && req.request !== undefined && honest.status === Status.Ok) {
         lie = byzantine.decide(req.request, honest.tree, honest.payload!);
       }
       return lie === undefined ? (answer === honest ? undefined : { kind: 'answer', ...answer }) : lieReply(lie, req, answer);
