@@ -15,16 +15,17 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
-use crate::codec::Reader;
 use crate::envelope::VerifiedChunk;
 use crate::error::{ProofError, StoreError};
-use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_tree, root_hash, Hash};
+use crate::hash::{empty_root, entry_hash, Hash};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
     apply_edits, encode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
-use crate::subtree::{bitmap_positions, positions_bitmap, TreePath, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE};
+use crate::subtree::{
+    positions_bitmap, verify_entries, verify_leaves, verify_subtree, TreePath, VerifiedSubtree, WireNode,
+};
 use crate::tree::Tree;
 
 /// Chunks whose entry-hash lists are held at once (fetched, not yet complete).
@@ -330,38 +331,7 @@ impl CatchUp {
     /// it can be, and otherwise ignored.
     pub fn add_subtree(&mut self, path: &TreePath, levels: u8, bytes: &[u8], source: u32) -> Result<(), ProofError> {
         let Some(f) = self.frontier.get(path) else { return Ok(()) };
-        let expected = f.hash;
-        let mut r = Reader::new(bytes, FORMAT_SUBTREE)?;
-        let capacity = r.capacity()?;
-        // (path, expected hash, depth below `path`)
-        let mut todo = vec![(path.clone(), expected, 0u8)];
-        let mut parsed: Vec<(TreePath, WireNode)> = Vec::new();
-        loop {
-            let Some((at, want, depth)) = todo.pop() else { return Err(ProofError::TrailingBytes) };
-            let node = WireNode::read(&mut r)?;
-            let hash = node.hash();
-            // The root commits to the capacity; below the top only the store's can be right.
-            let ok = if at.depth() == 0 {
-                root_hash(capacity, node.chunks, node.entries, &hash) == want
-            } else {
-                hash == want && (path.depth() == 0 || capacity == self.capacity)
-            };
-            if !ok {
-                return Err(ProofError::NodeMismatch);
-            }
-            if depth + 1 < levels {
-                if !node.right_is_chunk {
-                    todo.push((at.child(true), node.right, depth + 1));
-                }
-                if !node.left_is_chunk {
-                    todo.push((at.child(false), node.left, depth + 1));
-                }
-            }
-            parsed.push((at, node));
-            if r.remaining() == 0 {
-                break;
-            }
-        }
+        let VerifiedSubtree { capacity, nodes: parsed } = verify_subtree(path, &f.hash, levels, self.capacity, bytes)?;
         if path.depth() == 0 && capacity != self.capacity {
             self.capacity_mismatch = true;
             return Ok(());
@@ -476,13 +446,7 @@ impl CatchUp {
     /// the chunk hash its parent names.
     pub fn add_leaves(&mut self, path: &TreePath, bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
-        let mut r = Reader::new(bytes, FORMAT_LEAVES)?;
-        let m = r.chunk_size(self.capacity)?;
-        let leaves = r.hashes(m)?;
-        r.finish()?;
-        if chunk_hash(m, &inchunk_tree(&leaves)[0]) != self.chunks[c].hash {
-            return Err(ProofError::LeavesMismatch);
-        }
+        let leaves = verify_leaves(&self.chunks[c].hash, self.capacity, bytes)?;
         if !self.want_leaves.remove(&c) {
             return Ok(());
         }
@@ -503,25 +467,9 @@ impl CatchUp {
     pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
         let ChunkState::WantEntries { leaves, slots } = &mut self.chunks[c].state else { return Ok(()) };
-        let positions = bitmap_positions(bitmap, leaves.len())?;
-        let mut r = Reader::plain(bytes);
-        let k = r.varint()? as usize;
-        if k == 0 || k > positions.len() {
-            return Err(ProofError::CountInvalid);
-        }
-        let mut got = Vec::with_capacity(k);
-        for &p in &positions[..k] {
-            let (key, value) = (r.key()?, r.value()?);
-            let hash = entry_hash(key, value);
-            if hash != leaves[p] {
-                return Err(ProofError::EntryMismatch);
-            }
-            got.push((p, key, value, hash));
-        }
-        r.finish()?;
-        for (p, key, value, hash) in got {
+        for (p, key, value) in verify_entries(leaves, bitmap, bytes)? {
             if slots[p].is_none() {
-                let entry = Ref { birth: self.version, hash };
+                let entry = Ref { birth: self.version, hash: leaves[p] };
                 self.puts.push((Table::Entries, entry, encode_entry(key, value)));
                 slots[p] = Some(Slot { key: key.to_vec(), entry });
             }

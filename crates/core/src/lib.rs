@@ -56,7 +56,8 @@ pub use proof::{
 };
 pub use rebuild::Rebuilder;
 pub use subtree::{
-    bitmap_positions, positions_bitmap, TreePath, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE, MAX_SUBTREE_LEVELS,
+    bitmap_positions, positions_bitmap, verify_entries, verify_leaves, verify_subtree, TreePath, VerifiedEntry,
+    VerifiedSubtree, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE, MAX_SUBTREE_LEVELS,
 };
 pub use sync_store::{ChunkWrite, StoreSync, FORMAT_SYNC_PROGRESS};
 pub use tree::{Commit, Entries, Snapshot, Tree};

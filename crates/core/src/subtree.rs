@@ -315,3 +315,100 @@ pub(crate) fn entries_bytes<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [u8
     out.extend_from_slice(&body);
     out
 }
+
+/// A subtree that checked: the capacity it carries and its nodes, each at
+/// its path, in the order they came (pre-order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifiedSubtree {
+    pub capacity: usize,
+    pub nodes: Vec<(TreePath, WireNode)>,
+}
+
+/// Checks a `NODES` answer for `path` asked with `levels`
+/// (`spec/catchup.md`, "Subtree"): for the top, `anchor` is the trusted
+/// root (which commits to the capacity); below it, the hash of the position
+/// (its parent's child hash), and the answer must carry `capacity`, the
+/// capacity the client holds. Every node must hash to what its parent names
+/// (`NODE_MISMATCH`); decoding codes as the spec orders them.
+pub fn verify_subtree(
+    path: &TreePath,
+    anchor: &Hash,
+    levels: u8,
+    capacity: usize,
+    bytes: &[u8],
+) -> Result<VerifiedSubtree, ProofError> {
+    let mut r = Reader::new(bytes, FORMAT_SUBTREE)?;
+    let carried = r.capacity()?;
+    let mut todo = vec![(path.clone(), *anchor, 1u8)];
+    let mut nodes: Vec<(TreePath, WireNode)> = Vec::new();
+    loop {
+        let Some((at, want, level)) = todo.pop() else { return Err(ProofError::TrailingBytes) };
+        let node = WireNode::read(&mut r)?;
+        let hash = node.hash();
+        let ok = if at.depth() == 0 {
+            crate::hash::root_hash(carried, node.chunks, node.entries, &hash) == want
+        } else {
+            hash == want && (path.depth() == 0 || carried == capacity)
+        };
+        if !ok {
+            return Err(ProofError::NodeMismatch);
+        }
+        if level < levels {
+            if !node.right_is_chunk {
+                todo.push((at.child(true), node.right, level + 1));
+            }
+            if !node.left_is_chunk {
+                todo.push((at.child(false), node.left, level + 1));
+            }
+        }
+        nodes.push((at, node));
+        if r.remaining() == 0 {
+            return Ok(VerifiedSubtree { capacity: carried, nodes });
+        }
+    }
+}
+
+/// Checks a `LEAVES` answer (`spec/catchup.md`, "Leaves") against the
+/// chunk hash its parent names, in a tree of `capacity`; returns the entry
+/// hashes (`LEAVES_MISMATCH` if they do not give the chunk hash).
+pub fn verify_leaves(chunk: &Hash, capacity: usize, bytes: &[u8]) -> Result<Vec<Hash>, ProofError> {
+    let mut r = Reader::new(bytes, FORMAT_LEAVES)?;
+    let m = r.chunk_size(capacity)?;
+    let leaves = r.hashes(m)?;
+    r.finish()?;
+    if crate::hash::chunk_hash(m, &crate::hash::inchunk_tree(&leaves)[0]) != *chunk {
+        return Err(ProofError::LeavesMismatch);
+    }
+    Ok(leaves)
+}
+
+/// An entry that checked against its leaf.
+pub type VerifiedEntry<'a> = (usize, &'a [u8], &'a [u8]);
+
+/// Checks an `ENTRIES` answer (`spec/catchup.md`, "Entries") to a request
+/// with `bitmap`, against the chunk's `leaves`: k entries, 1 ≤ k ≤ the
+/// positions asked (`COUNT_INVALID`), each hashing to the leaf at its
+/// position (`ENTRY_MISMATCH`). Returns each with its position.
+/// `POSITION_INVALID` for a bitmap that is not one of this chunk's.
+pub fn verify_entries<'a>(
+    leaves: &[Hash],
+    bitmap: &[u8],
+    bytes: &'a [u8],
+) -> Result<Vec<VerifiedEntry<'a>>, ProofError> {
+    let positions = bitmap_positions(bitmap, leaves.len())?;
+    let mut r = Reader::plain(bytes);
+    let k = r.varint()? as usize;
+    if k == 0 || k > positions.len() {
+        return Err(ProofError::CountInvalid);
+    }
+    let mut out = Vec::with_capacity(k);
+    for &p in &positions[..k] {
+        let (key, value) = (r.key()?, r.value()?);
+        if crate::hash::entry_hash(key, value) != leaves[p] {
+            return Err(ProofError::EntryMismatch);
+        }
+        out.push((p, key, value));
+    }
+    r.finish()?;
+    Ok(out)
+}

@@ -74,6 +74,7 @@ fn every_vector_file_is_checked() {
         names,
         [
             "absence.json",
+            "catchup.json",
             "chunk_envelope.json",
             "chunk_proof.json",
             "existence.json",
@@ -333,5 +334,72 @@ fn rebuild_vectors() {
             },
             (got, at) => panic!("case {}: adds gave {got:?}, expected a failure at {at:?}", label(c)),
         }
+    }
+}
+
+#[test]
+fn catchup_vectors() {
+    use bpavl_core::{verify_entries, verify_leaves, verify_subtree, TreePath};
+    let file = load("catchup.json");
+    let path = |c: &Value| TreePath::decode(&bytes(&c["path"])).unwrap();
+    let sub = &file["subtree"];
+    for c in sub["valid"].as_array().unwrap() {
+        let got = verify_subtree(
+            &path(c),
+            &hash(&c["anchor"]),
+            num(&c["levels"]) as u8,
+            num(&c["capacity"]) as usize,
+            &bytes(&c["answer"]),
+        )
+        .unwrap();
+        assert_eq!(got.capacity as u64, num(&c["capacity_carried"]));
+        let want = c["nodes"].as_array().unwrap();
+        assert_eq!(got.nodes.len(), want.len());
+        for ((p, w), x) in got.nodes.iter().zip(want) {
+            assert_eq!(p.to_bytes(), bytes(&x["path"]));
+            assert_eq!(
+                (w.height as u64, w.chunks, w.entries),
+                (num(&x["height"]), num(&x["chunk_count"]), num(&x["entry_count"]))
+            );
+            assert_eq!(
+                (w.left_is_chunk, w.right_is_chunk),
+                (x["left_is_chunk"].as_bool().unwrap(), x["right_is_chunk"].as_bool().unwrap())
+            );
+            assert_eq!((w.left, w.right, w.hash()), (hash(&x["left"]), hash(&x["right"]), hash(&x["hash"])));
+            assert_eq!(w.key_copy, bytes(&x["key_copy"]));
+        }
+    }
+    for c in sub["invalid"].as_array().unwrap() {
+        expect_code(
+            c,
+            verify_subtree(
+                &path(c),
+                &hash(&c["anchor"]),
+                num(&c["levels"]) as u8,
+                num(&c["capacity"]) as usize,
+                &bytes(&c["answer"]),
+            ),
+        );
+    }
+    let leaves = &file["leaves"];
+    for c in leaves["valid"].as_array().unwrap() {
+        let got = verify_leaves(&hash(&c["chunk_hash"]), num(&c["capacity"]) as usize, &bytes(&c["answer"])).unwrap();
+        assert_eq!(got, c["leaves"].as_array().unwrap().iter().map(hash).collect::<Vec<_>>());
+    }
+    for c in leaves["invalid"].as_array().unwrap() {
+        expect_code(c, verify_leaves(&hash(&c["chunk_hash"]), num(&c["capacity"]) as usize, &bytes(&c["answer"])));
+    }
+    let entries = &file["entries"];
+    let leaf_list = |c: &Value| c["leaves"].as_array().unwrap().iter().map(hash).collect::<Vec<_>>();
+    for c in entries["valid"].as_array().unwrap() {
+        let answer = bytes(&c["answer"]);
+        let got = verify_entries(&leaf_list(c), &bytes(&c["bitmap"]), &answer).unwrap();
+        let want: Vec<(u64, Vec<u8>, Vec<u8>)> =
+            c["entries"].as_array().unwrap().iter().map(|e| (num(&e[0]), bytes(&e[1]), bytes(&e[2]))).collect();
+        assert_eq!(got.iter().map(|(p, k, v)| (*p as u64, k.to_vec(), v.to_vec())).collect::<Vec<_>>(), want);
+    }
+    for c in entries["invalid"].as_array().unwrap() {
+        let answer = bytes(&c["answer"]);
+        expect_code(c, verify_entries(&leaf_list(c), &bytes(&c["bitmap"]), &answer).map(|e| e.len()));
     }
 }

@@ -16,6 +16,7 @@
 
 mod absence;
 mod cases;
+mod catchup;
 mod chunk_envelope;
 mod chunk_proof;
 mod existence;
@@ -75,6 +76,7 @@ fn main() {
         let name = format!("{}.json", file.name);
         write(&out, &name, &file.json());
     }
+    write(&out, "catchup.json", &catchup::catchup(&t));
 }
 
 fn write(dir: &Path, name: &str, j: &Value) {
