@@ -12,7 +12,7 @@
 //! [`CatchUp::take_puts`] the records to write as they are made; the last
 //! write is [`CatchUp::finish`]'s.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::envelope::VerifiedChunk;
@@ -214,7 +214,7 @@ pub struct CatchUp {
     /// The new tree's chunk and entry counts, once its top is known.
     counts: (u64, u64),
     nodes: Vec<NewNode>,
-    frontier: HashMap<TreePath, Frontier>,
+    frontier: BTreeMap<TreePath, Frontier>,
     chunks: Vec<NewChunk>,
     chunk_by_path: HashMap<TreePath, usize>,
     want_leaves: BTreeSet<usize>,
@@ -250,7 +250,7 @@ impl CatchUp {
         }
         let capacity = head.capacity();
         let empty = root == empty_root(capacity);
-        let mut frontier = HashMap::new();
+        let mut frontier = BTreeMap::new();
         if !empty {
             frontier.insert(TreePath::top(), Frontier { hash: root, parent: None, lower: None, upper: None });
         }
@@ -311,17 +311,22 @@ impl CatchUp {
         self.chunks.len()
     }
 
-    /// What to ask peers now. A request already in flight may be listed
-    /// again; the caller keeps track of those.
-    pub fn fetches(&self) -> Vec<Fetch> {
-        let mut out: Vec<Fetch> = self.frontier.keys().map(|p| Fetch::Nodes(p.clone())).collect();
-        for &c in &self.want_entries {
+    /// What to ask peers now, at most `limit` requests: entries first (they
+    /// finish chunks), then nodes, then leaves. The order is stable, so a
+    /// caller with `k` requests in flight asks for `k` more than it wants.
+    /// A request already in flight may be listed again; the caller keeps
+    /// track of those.
+    pub fn fetches(&self, limit: usize) -> Vec<Fetch> {
+        let mut out: Vec<Fetch> = Vec::new();
+        for &c in self.want_entries.iter().take(limit) {
             let ChunkState::WantEntries { slots, .. } = &self.chunks[c].state else { unreachable!("listed") };
             let missing: Vec<usize> = (0..slots.len()).filter(|&p| slots[p].is_none()).collect();
             out.push(Fetch::Entries(self.chunks[c].path.clone(), positions_bitmap(&missing, slots.len())));
         }
+        out.extend(self.frontier.keys().take(limit - out.len()).map(|p| Fetch::Nodes(p.clone())));
         let room = IN_PROGRESS.saturating_sub(self.matching + self.want_entries.len());
-        out.extend(self.want_leaves.iter().take(room.max(1)).map(|&c| Fetch::Leaves(self.chunks[c].path.clone())));
+        let leaves = room.max(1).min(limit - out.len());
+        out.extend(self.want_leaves.iter().take(leaves).map(|&c| Fetch::Leaves(self.chunks[c].path.clone())));
         out
     }
 

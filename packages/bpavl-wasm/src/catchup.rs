@@ -169,18 +169,21 @@ impl CatchUp {
         self.0.changed_chunks() as f64
     }
 
-    /// What to ask peers now (requests in flight may be listed again).
+    /// What to ask peers now, at most `limit` requests, in a stable order
+    /// (requests in flight may be listed again).
     #[wasm_bindgen(unchecked_return_type = "CatchUpFetch[]")]
-    pub fn fetches(&self) -> Vec<JsValue> {
-        self.0
-            .fetches()
+    pub fn fetches(&self, limit: &Number) -> Result<Vec<JsValue>, JsValue> {
+        let limit = usize::try_from(uint(limit, "limit")?).unwrap_or(usize::MAX);
+        Ok(self
+            .0
+            .fetches(limit)
             .into_iter()
             .map(|f| match f {
                 core::Fetch::Nodes(p) => catch_up_fetch("nodes", &p.to_bytes(), &[]),
                 core::Fetch::Leaves(p) => catch_up_fetch("leaves", &p.to_bytes(), &[]),
                 core::Fetch::Entries(p, bitmap) => catch_up_fetch("entries", &p.to_bytes(), &bitmap),
             })
-            .collect()
+            .collect())
     }
 
     /// Adds a `NODES` answer asked with `levels`; `source` tags the peer.

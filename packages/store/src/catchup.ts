@@ -74,11 +74,11 @@ export class StoreCatchUp {
     return this.#core?.changedChunks ?? this.#changed;
   }
 
-  /** What to ask peers now; a piece in flight may be listed again. */
-  pieces(): CatchUpPiece[] {
+  /** What to ask peers now, at most `limit` pieces in a stable order; a piece in flight may be listed again. */
+  pieces(limit: number): CatchUpPiece[] {
     const core = this.#live();
     if (core === undefined) return [];
-    return core.fetches().map((f: CatchUpFetch) => (f.kind === 'nodes' ? { ...f, levels: NODES_LEVELS } : f));
+    return core.fetches(limit).map((f: CatchUpFetch) => (f.kind === 'nodes' ? { ...f, levels: NODES_LEVELS } : f));
   }
 
   /**

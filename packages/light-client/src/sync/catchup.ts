@@ -33,8 +33,8 @@ export interface CatchUpSession {
   readonly changedChunks: number;
   /** Record bytes the catch-up wrote so far. */
   readonly writtenBytes: number;
-  /** What to ask now; a piece in flight may be listed again. */
-  pieces(): CatchUpPiece[];
+  /** What to ask now, at most `limit` pieces in a stable order; a piece in flight may be listed again. */
+  pieces(limit: number): CatchUpPiece[];
   /** Adds an answer from the peer tagged `source`; throws an error with the ban `code` for a lie. */
   add(piece: CatchUpPiece, payload: Uint8Array, source: number): void;
   /** The first chunk's envelope after the top's `NODES` was answered `OUT_OF_RANGE`: false if the tree has more chunks. */
@@ -184,7 +184,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
     while (!session.isFetched) {
       opts.signal?.throwIfAborted();
       const room = Math.max(1, perPeer * pool.usable().filter((p) => !old.has(p)).length);
-      for (const piece of session.pieces()) {
+      // In a stable order: the pieces in flight come first, so `room` more are enough.
+      for (const piece of session.pieces(room + inflight.size)) {
         if (inflight.size >= room) break;
         const key = pieceKey(piece);
         if (inflight.has(key)) continue;
@@ -193,7 +194,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       }
       if (inflight.size === 0) {
         await session.settle();
-        if (!session.isFetched && session.pieces().length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
+        if (!session.isFetched && session.pieces(1).length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
         continue;
       }
       await Promise.race(inflight.values());
