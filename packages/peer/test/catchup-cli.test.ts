@@ -14,6 +14,7 @@ import { type RunningPeer, startPeer } from '../src/peer.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
 import { instants } from '../../storage/test/processes.ts';
 import { spawnCli, wasmReady } from './support.ts';
+import { expectHolds } from '../../store/test/support/holds.ts';
 
 const KILLS = 12;
 
@@ -44,22 +45,6 @@ async function serve(tree: Tree): Promise<string> {
   const peer = await startPeer(new StaticTreeSource([new CachedTree(tree.head())]), { libp2pPort: null });
   peers.push(peer);
   return peer.wsUrl!;
-}
-
-async function expectHolds(path: string, tree: Tree, version: number): Promise<void> {
-  const state = await openState({ path, readOnly: true });
-  try {
-    expect(state.head()).toMatchObject({ version });
-    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
-    let n = 0;
-    for await (const [k, v] of state.range(undefined)) {
-      expect(hex(v)).toBe(hex(tree.get(k)!));
-      n++;
-    }
-    expect(n).toBe(tree.len);
-  } finally {
-    await state.close();
-  }
 }
 
 it('bpavl sync --db on an older state catches it up, and says how little it fetched', { timeout: 120_000 }, async () => {

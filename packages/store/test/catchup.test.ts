@@ -15,6 +15,7 @@ import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
 import { storedVersions } from '../../peer/src/db-commands.ts';
 import { openState } from '../src/index.ts';
+import { expectHolds } from './support/holds.ts';
 
 const dirs: string[] = [];
 let peers: RunningPeer[] = [];
@@ -95,22 +96,6 @@ async function storeOf(tree: Tree): Promise<string> {
     await state.close();
   }
   return path;
-}
-
-/** Every entry of `tree`, read back from the store's head, and nothing else. */
-async function expectHolds(path: string, tree: Tree): Promise<void> {
-  const state = await openState({ path, readOnly: true });
-  try {
-    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
-    let n = 0;
-    for await (const [k, v] of state.range(undefined)) {
-      expect(hex(v)).toBe(hex(tree.get(k)!));
-      n++;
-    }
-    expect(n).toBe(tree.len);
-  } finally {
-    await state.close();
-  }
 }
 
 async function run(path: string, tree: Tree, urls: string[], onEvent?: (e: CatchUpEvent) => void) {

@@ -12,6 +12,7 @@ import { type SyncEvent, syncState } from '../../light-client/src/sync/index.js'
 import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.js';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { openState, TABLES } from '../src/index.ts';
+import { expectHolds } from './support/holds.ts';
 
 const dirs: string[] = [];
 let peers: TestPeer[] = [];
@@ -32,22 +33,6 @@ function newDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'store-sync-'));
   dirs.push(d);
   return d;
-}
-
-/** Every entry of the tree, read back from the store's head. */
-async function expectHolds(path: string, tree: Tree): Promise<void> {
-  const state = await openState({ path, readOnly: true });
-  try {
-    expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
-    let n = 0;
-    for await (const [k, v] of state.range(undefined)) {
-      expect(hex(v)).toBe(hex(tree.get(k)!));
-      n++;
-    }
-    expect(n).toBe(tree.len);
-  } finally {
-    await state.close();
-  }
 }
 
 /** Syncs `root` into the store at `path` until `stopAfter` chunks verified (abort), or to the end. */
