@@ -170,16 +170,21 @@ struct Frontier {
 
 #[derive(Debug)]
 enum ChunkState {
+    /// A resumed catch-up asks the store first whether an earlier run wrote it.
+    Probe,
     WantLeaves,
-    /// Waiting for old chunks' slots to take entries from.
+    /// Waiting for old chunks' slots to take entries from; or, with
+    /// `restored`, to mark which of them the chunk an earlier run wrote took.
     Matching {
         leaves: Vec<Hash>,
         candidates: Vec<usize>,
+        restored: Option<Vec<Slot>>,
     },
-    /// Some entries to fetch.
+    /// Some entries to fetch; those fetched wait here for their chunk's record.
     WantEntries {
         leaves: Vec<Hash>,
         slots: Vec<Option<Slot>>,
+        fetched: Vec<(Ref, Vec<u8>)>,
     },
     Done {
         first_key: Box<[u8]>,
@@ -237,6 +242,14 @@ pub struct CatchUp {
     failed: Option<StoreError>,
     puts: Vec<(Table, Ref, Vec<u8>)>,
     stale: Vec<(Table, Ref)>,
+    /// Whether an earlier run of this catch-up may have written chunks.
+    resuming: bool,
+    /// Chunk records of an earlier run asked of the store, by ref.
+    probes: HashMap<Ref, usize>,
+    probes_asked: HashSet<usize>,
+    restored: usize,
+    /// Subtree answers taken (path, levels, answer), for a resume to take again.
+    progress: Vec<(TreePath, u8, Vec<u8>)>,
 }
 
 impl CatchUp {
@@ -282,7 +295,38 @@ impl CatchUp {
             failed: None,
             puts: Vec::new(),
             stale: Vec::new(),
+            resuming: false,
+            probes: HashMap::new(),
+            probes_asked: HashSet::new(),
+            restored: 0,
+            progress: Vec::new(),
         })
+    }
+
+    /// The same catch-up again, after an earlier run of it was stopped: the
+    /// chunks it wrote (born at the same version) are read back from the
+    /// store, checked against their hashes, and not fetched again. Give it
+    /// the subtrees the earlier run kept with [`CatchUp::restore_subtree`].
+    pub fn resume(head: &Tree, root: Hash) -> Option<CatchUp> {
+        CatchUp::new(head, root).map(|c| CatchUp { resuming: true, ..c })
+    }
+
+    /// Chunks taken back from an earlier run.
+    pub fn restored_chunks(&self) -> usize {
+        self.restored
+    }
+
+    /// Subtree answers taken since the last call, `(path, levels, answer)`:
+    /// kept by the caller so that a resume does not fetch them again.
+    pub fn take_progress(&mut self) -> Vec<(TreePath, u8, Vec<u8>)> {
+        std::mem::take(&mut self.progress)
+    }
+
+    /// A subtree answer an earlier run kept, checked again as if a peer
+    /// sent it (parents before children: in path order). One that does not
+    /// check is dropped (`Err`), and its subtree fetched again.
+    pub fn restore_subtree(&mut self, path: &TreePath, levels: u8, bytes: &[u8]) -> Result<(), ProofError> {
+        self.take_subtree(path, levels, bytes, u32::MAX, false)
     }
 
     pub fn root(&self) -> Hash {
@@ -335,6 +379,17 @@ impl CatchUp {
     /// an answer for a path no longer wanted is checked the same way when
     /// it can be, and otherwise ignored.
     pub fn add_subtree(&mut self, path: &TreePath, levels: u8, bytes: &[u8], source: u32) -> Result<(), ProofError> {
+        self.take_subtree(path, levels, bytes, source, true)
+    }
+
+    fn take_subtree(
+        &mut self,
+        path: &TreePath,
+        levels: u8,
+        bytes: &[u8],
+        source: u32,
+        keep: bool,
+    ) -> Result<(), ProofError> {
         let Some(f) = self.frontier.get(path) else { return Ok(()) };
         let VerifiedSubtree { capacity, nodes: parsed } = verify_subtree(path, &f.hash, levels, self.capacity, bytes)?;
         if path.depth() == 0 && capacity != self.capacity {
@@ -343,6 +398,9 @@ impl CatchUp {
         }
         if path.depth() == 0 {
             self.counts = (parsed[0].1.chunks, parsed[0].1.entries);
+        }
+        if keep {
+            self.progress.push((path.clone(), levels, bytes.to_vec()));
         }
         for (at, node) in parsed {
             // Nodes below a subtree the head already holds are not needed.
@@ -400,8 +458,13 @@ impl CatchUp {
         }
         let c = self.chunks.len();
         self.chunk_by_path.insert(path.clone(), c);
-        self.chunks.push(NewChunk { path, hash, lower, upper, state: ChunkState::WantLeaves });
-        self.want_leaves.insert(c);
+        let state = if self.resuming { ChunkState::Probe } else { ChunkState::WantLeaves };
+        if self.resuming {
+            self.probes.insert(Ref { birth: self.version, hash }, c);
+        } else {
+            self.want_leaves.insert(c);
+        }
+        self.chunks.push(NewChunk { path, hash, lower, upper, state });
         self.undone += 1;
         NewChild::Chunk(c)
     }
@@ -436,6 +499,7 @@ impl CatchUp {
         self.place(None, top);
         if let NewChild::Chunk(c) = top {
             self.want_leaves.remove(&c);
+            self.probes.remove(&Ref { birth: self.version, hash });
             let mut slots = Vec::with_capacity(chunk.chunk.len());
             for (k, v) in chunk.chunk.entries() {
                 let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
@@ -460,7 +524,7 @@ impl CatchUp {
         for &j in &candidates {
             self.waiting.entry(j).or_default().push(c);
         }
-        self.chunks[c].state = ChunkState::Matching { leaves, candidates };
+        self.chunks[c].state = ChunkState::Matching { leaves, candidates, restored: None };
         self.matching += 1;
         self.try_match(c);
         Ok(())
@@ -471,17 +535,19 @@ impl CatchUp {
     /// entry hash at its position (else `ENTRY_MISMATCH`).
     pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
-        let ChunkState::WantEntries { leaves, slots } = &mut self.chunks[c].state else { return Ok(()) };
+        let ChunkState::WantEntries { leaves, slots, fetched } = &mut self.chunks[c].state else { return Ok(()) };
         for (p, key, value) in verify_entries(leaves, bitmap, bytes)? {
             if slots[p].is_none() {
                 let entry = Ref { birth: self.version, hash: leaves[p] };
-                self.puts.push((Table::Entries, entry, encode_entry(key, value)));
+                fetched.push((entry, encode_entry(key, value)));
                 slots[p] = Some(Slot { key: key.to_vec(), entry });
             }
         }
         if slots.iter().all(Option::is_some) {
             let slots = slots.iter_mut().map(|s| s.take().expect("all filled")).collect();
+            let fetched = std::mem::take(fetched);
             self.want_entries.remove(&c);
+            self.puts.extend(fetched.into_iter().map(|(r, bytes)| (Table::Entries, r, bytes)));
             self.complete(c, slots);
         }
         Ok(())
@@ -494,12 +560,17 @@ impl CatchUp {
         if !candidates.iter().all(|j| self.slots.contains_key(j)) {
             return;
         }
-        let ChunkState::Matching { leaves, candidates } =
+        let ChunkState::Matching { leaves, candidates, restored } =
             std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
         else {
             unreachable!("checked")
         };
         self.matching -= 1;
+        if let Some(slots) = restored {
+            self.take_back(c, slots, &candidates);
+            self.unwait(c, candidates);
+            return;
+        }
         let mut known: HashMap<Hash, (usize, usize)> = HashMap::new();
         for &j in &candidates {
             for (p, s) in self.slots[&j].slots.iter().enumerate() {
@@ -516,6 +587,17 @@ impl CatchUp {
             self.reused.entry(j).or_insert_with(|| vec![false; old.len()])[p] = true;
             slots.push(Some(old[p].clone()));
         }
+        self.unwait(c, candidates);
+        if slots.iter().all(Option::is_some) {
+            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
+        } else {
+            self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new() };
+            self.want_entries.insert(c);
+        }
+    }
+
+    /// Chunk `c` no longer waits for `candidates`' slots.
+    fn unwait(&mut self, c: usize, candidates: Vec<usize>) {
         for j in candidates {
             if let Some(w) = self.waiting.get_mut(&j) {
                 w.retain(|&x| x != c);
@@ -525,12 +607,32 @@ impl CatchUp {
                 }
             }
         }
-        if slots.iter().all(Option::is_some) {
-            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
-        } else {
-            self.chunks[c].state = ChunkState::WantEntries { leaves, slots };
-            self.want_entries.insert(c);
+    }
+
+    /// Takes back chunk `c` as an earlier run wrote it (`slots`, checked
+    /// against its hash): every entry it took from the head must be a slot
+    /// of `candidates`, which is marked taken. Otherwise (a record that
+    /// does not add up) it is fetched again, and rewritten.
+    fn take_back(&mut self, c: usize, slots: Vec<Slot>, candidates: &[usize]) {
+        let mut at: HashMap<Ref, (usize, usize)> = HashMap::new();
+        for &j in candidates {
+            for (p, s) in self.slots[&j].slots.iter().enumerate() {
+                at.insert(s.entry, (j, p));
+            }
         }
+        let taken: Option<Vec<(usize, usize)>> =
+            slots.iter().filter(|s| s.entry.birth != self.version).map(|s| at.get(&s.entry).copied()).collect();
+        let Some(taken) = taken else {
+            self.want_leaves.insert(c);
+            return;
+        };
+        for (j, p) in taken {
+            let m = self.slots[&j].slots.len();
+            self.reused.entry(j).or_insert_with(|| vec![false; m])[p] = true;
+        }
+        self.chunks[c].state = ChunkState::Done { first_key: slots[0].key.clone().into() };
+        self.undone -= 1;
+        self.restored += 1;
     }
 
     /// Old chunk `j`'s slots are no longer waited for: kept among the recent.
@@ -578,7 +680,12 @@ impl CatchUp {
                 want.push(0);
             }
         }
-        let mut out = Vec::new();
+        let mut out: Vec<(Table, Ref)> = Vec::new();
+        for (r, &c) in &self.probes {
+            if self.probes_asked.insert(c) {
+                out.push((Table::Chunks, *r));
+            }
+        }
         for j in want {
             if self.requested.insert(j) {
                 let r = self.old.chunks[j].record;
@@ -599,6 +706,10 @@ impl CatchUp {
     /// Hands over an old chunk record [`CatchUp::needed`] asked for
     /// (`None`: the store lacks it). It must hash to its ref.
     pub fn supply_record(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        if let Some(c) = self.probes.remove(r) {
+            self.probed(c, r, bytes);
+            return Ok(());
+        }
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match ChunkRecord::decode(bytes, self.capacity)? {
             ChunkRecord::Delta { base, edits } => {
@@ -619,6 +730,29 @@ impl CatchUp {
             }
         }
         Ok(())
+    }
+
+    /// What the store holds of chunk `c` from an earlier run: its record,
+    /// whole and checked, is taken back once the head's chunks around it are
+    /// read; anything else (none, or one that does not check) is fetched.
+    fn probed(&mut self, c: usize, r: &Ref, bytes: Option<&[u8]>) {
+        let slots = bytes.and_then(|b| match ChunkRecord::decode(b, self.capacity) {
+            Ok(ChunkRecord::Full(slots)) if verify_slots(&slots, &r.hash).is_ok() => Some(slots),
+            _ => None,
+        });
+        let Some(slots) = slots else {
+            self.chunks[c].state = ChunkState::WantLeaves;
+            self.want_leaves.insert(c);
+            return;
+        };
+        let chunk = &self.chunks[c];
+        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
+        for &j in &candidates {
+            self.waiting.entry(j).or_default().push(c);
+        }
+        self.chunks[c].state = ChunkState::Matching { leaves: Vec::new(), candidates, restored: Some(slots) };
+        self.matching += 1;
+        self.try_match(c);
     }
 
     fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, base: Option<Ref>) -> Result<(), StoreError> {

@@ -416,3 +416,80 @@ fn a_stored_version_serves_the_pieces_a_tree_in_memory_serves() {
         assert!(snap.chunk_count() > 64 || none == Err(TreeError::ChunkOutOfRange));
     }
 }
+
+#[test]
+fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
+    let mut rng = SplitMix64::new(33);
+    for round in 0..60u64 {
+        let capacity = [2, 3, 4, 16][round as usize % 4];
+        let n = 50 + rng.below(400) as usize;
+        let (mut store, _, target) = states(&mut rng, capacity, n, n / 4 + 1);
+        let v = *store.version_numbers().last().unwrap();
+        let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+        let peer = Peer { target: target.head(), levels: 2, lie: Lie::None, tag: 1 };
+        // A first run, stopped after a few rounds of answers: what it wrote stays, with its subtrees.
+        let mut first = CatchUp::new(&head, target.head().root()).unwrap();
+        let mut kept: Vec<(TreePath, u8, Vec<u8>)> = Vec::new();
+        for _ in 0..=rng.below(6) {
+            feed(&mut first, &store).unwrap();
+            put_all(&mut store, first.take_puts());
+            kept.extend(first.take_progress());
+            for f in first.fetches(usize::MAX) {
+                peer.answer(&mut first, &f).unwrap();
+            }
+        }
+        feed(&mut first, &store).unwrap();
+        put_all(&mut store, first.take_puts());
+        kept.extend(first.take_progress());
+        let written: BTreeSet<Vec<u8>> = store
+            .records
+            .get(&(Table::Chunks as u8))
+            .map(|r| r.keys().filter(|k| k[..8] == (v + 1).to_be_bytes()).cloned().collect())
+            .unwrap_or_default();
+        // Damage one chunk it wrote: that one is fetched again.
+        let damaged = written.iter().next().cloned();
+        if let (Some(k), true) = (&damaged, round % 3 == 0) {
+            let rec = store.table(Table::Chunks).get_mut(k).unwrap();
+            *rec.last_mut().unwrap() ^= 1;
+        }
+        // The resume: kept subtrees first (in path order), then the rest from the peer.
+        let mut cu = CatchUp::resume(&head, target.head().root()).unwrap();
+        kept.sort_by(|a, b| (a.0.depth(), &a.0).cmp(&(b.0.depth(), &b.0)));
+        for (p, levels, answer) in &kept {
+            cu.restore_subtree(p, *levels, answer).unwrap();
+        }
+        let mut leaves_asked = BTreeSet::new();
+        for _ in 0..100_000 {
+            feed(&mut cu, &store).unwrap();
+            put_all(&mut store, cu.take_puts());
+            if cu.is_fetched() && cu.needed().unwrap().is_empty() {
+                break;
+            }
+            for f in cu.fetches(usize::MAX) {
+                if let Fetch::Nodes(p) = &f {
+                    assert!(!kept.iter().any(|k| &k.0 == p), "round {round}: a kept subtree asked again");
+                }
+                if let Fetch::Leaves(p) = &f {
+                    leaves_asked.insert(p.clone());
+                }
+                peer.answer(&mut cu, &f).unwrap();
+            }
+        }
+        let damaged_back = usize::from(round % 3 == 0 && damaged.is_some());
+        assert_eq!(cu.restored_chunks() + damaged_back, written.len(), "round {round}");
+        assert_eq!(
+            cu.restored_chunks() + leaves_asked.len(),
+            cu.changed_chunks(),
+            "round {round}: a chunk both taken back and fetched"
+        );
+        let (ws, liars) = cu.finish().unwrap();
+        assert!(liars.is_empty());
+        store.write(&ws);
+        let caught = store.load(v + 1, capacity).unwrap();
+        assert_eq!(caught.head().root(), target.head().root(), "round {round}");
+        assert_eq!(entries(&caught), entries(&target));
+        assert_no_garbage(&store, capacity);
+        store.prune(v + 1);
+        assert_no_garbage(&store, capacity);
+    }
+}

@@ -34,6 +34,8 @@ extern "C" {
     fn catch_up_fetch(kind: &str, path: &[u8], bitmap: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = caughtUp)]
     fn caught_up(write_set: JsValue, liars: &[u32]) -> JsValue;
+    #[wasm_bindgen(js_name = progressItem)]
+    fn progress_item(path: &[u8], levels: f64, answer: &[u8]) -> JsValue;
 }
 
 fn path(v: &Bytes) -> Result<core::TreePath, JsValue> {
@@ -143,6 +145,38 @@ impl CatchUp {
     pub fn new(head: &StoredHead, root: &Bytes) -> Result<CatchUp, JsValue> {
         let root = crate::convert::root(root)?;
         core::CatchUp::new(&head.0, root).map(CatchUp).ok_or_else(|| range_error("the head has uncommitted writes"))
+    }
+
+    /// The same catch-up again after an earlier run of it stopped: chunks
+    /// that run wrote are read back (`needed` names them) and not fetched;
+    /// give it the subtrees it kept with `restoreSubtree` first.
+    pub fn resume(head: &StoredHead, root: &Bytes) -> Result<CatchUp, JsValue> {
+        let root = crate::convert::root(root)?;
+        core::CatchUp::resume(&head.0, root).map(CatchUp).ok_or_else(|| range_error("the head has uncommitted writes"))
+    }
+
+    /// A subtree answer an earlier run kept (in path order: parents first).
+    /// Throws a ProofError for one that no longer checks (drop it).
+    #[wasm_bindgen(js_name = restoreSubtree)]
+    pub fn restore_subtree(&mut self, path_bytes: &Bytes, levels: &Number, answer: &Bytes) -> Result<(), JsValue> {
+        let levels = u8::try_from(uint(levels, "levels")?).unwrap_or(u8::MAX);
+        self.0.restore_subtree(&path(path_bytes)?, levels, &bytes(answer, "answer")?).map_err(throw)
+    }
+
+    /// Subtree answers taken since the last call, as `[path, levels, answer]`, for a resume to take again.
+    #[wasm_bindgen(js_name = takeProgress, unchecked_return_type = "[path: Uint8Array, levels: number, answer: Uint8Array][]")]
+    pub fn take_progress(&mut self) -> Vec<JsValue> {
+        self.0
+            .take_progress()
+            .into_iter()
+            .map(|(p, levels, answer)| progress_item(&p.to_bytes(), f64::from(levels), &answer))
+            .collect()
+    }
+
+    /// Chunks taken back from an earlier run.
+    #[wasm_bindgen(getter, js_name = restoredChunks)]
+    pub fn restored_chunks(&self) -> f64 {
+        self.0.restored_chunks() as f64
     }
 
     /// The version the catch-up commits.

@@ -205,3 +205,8 @@ export function catchUpFetch(kind, path, bitmap) {
 export function caughtUp(writeSet, liars) {
   return { writeSet, liars: Array.from(liars) };
 }
+
+/** A subtree answer a catch-up took (`CatchUp.takeProgress`): views of wasm memory, copied here. */
+export function progressItem(path, levels, answer) {
+  return [path.slice(), levels, answer.slice()];
+}

@@ -42,8 +42,9 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
                        chunks already stored are checked again, not fetched. The synced
                        state is DIR's version 1 (serve it with bpavl serve --db DIR).
                        When DIR holds an older state, it is caught up instead: only what
-                       changed is fetched (docs/catchup.md), as DIR's next version
-  --discard-unfinished with --db: first delete an unfinished sync of another root
+                       changed is fetched (docs/catchup.md), as DIR's next version; an
+                       interrupted catch-up resumes the same way
+  --discard-unfinished with --db: first delete an unfinished sync or catch-up of another root
   --json               print one JSON line at the end instead of the summary; on failure
                        {error, message, peers: [{peer, outcome, reason, code}]}
 
@@ -149,6 +150,8 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
     chunkCount: head.chunkCount,
     entryCount: head.entryCount,
     changedChunks: r.changedChunks,
+    restoredChunks: r.restoredChunks,
+    fetchedChunks: r.fetchedChunks,
     seconds: Number(r.seconds.toFixed(3)),
     bytes: r.bytes,
     writtenBytes: r.writtenBytes,
@@ -160,6 +163,7 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
   else {
     process.stdout.write(
       `root verified ${summary.root}\n` +
+        (r.restoredChunks > 0 ? `resumed: ${r.restoredChunks.toLocaleString('en-US')} of ${r.changedChunks.toLocaleString('en-US')} changed chunks were stored by the interrupted run\n` : '') +
         `caught up from version ${r.fromVersion}: ${(r.bytes / 1e6).toFixed(1)} MB fetched, ${r.changedChunks.toLocaleString('en-US')} of ${head.chunkCount.toLocaleString('en-US')} chunks changed, in ${summary.seconds} s\n` +
         `stored in ${opts.db} as version ${r.version} (${head.entryCount.toLocaleString('en-US')} entries; ${(r.writtenBytes / 1e6).toFixed(1)} MB of records written, the rest shared with version ${r.fromVersion})\n` +
         `${r.banned.length} peers banned\n` +
@@ -277,7 +281,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     bar?.stop();
     if (ctl.signal.aborted) {
       if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED' })}\n`);
-      else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}: the same command starts again\n`);
+      else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}, and what was verified: the same command resumes\n`);
       else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
       return 130;
     }

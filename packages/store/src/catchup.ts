@@ -3,20 +3,38 @@
  * the session that `catchUp({ store })` (`@bpavl/light-client/sync`) drives.
  * The core (`CatchUp`) says what to ask peers and checks every answer; this
  * module reads the old chunks it names from the store, writes the records
- * it makes (born at the new version, so that a crash leaves nothing the
- * next open keeps), and commits the last write set.
+ * it makes (born at the new version) and the subtrees it took, and commits
+ * the last write set. While `meta[catchup]` names the root, the store keeps
+ * them: a run stopped by anything, a kill included, is resumed by the next
+ * run of the same catch-up, which fetches none of it again
+ * (`spec/store-format.md`, "Catching up").
  * @module
  */
 
 import { CatchUp, type CatchUpFetch, type StoredHead, verifyChunk } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { fetchRecords, versionKey } from './records.ts';
+import {
+  CATCHUP_KEY,
+  CATCHUP_PROGRESS_END,
+  CATCHUP_PROGRESS_START,
+  catchUpProgressKey,
+  fetchRecords,
+  pathOfCatchUpProgress,
+  versionKey,
+} from './records.ts';
 
-/** Levels of the new tree that one `NODES` request asks for: at most 255 nodes (about 25 KB). */
+/**
+ * Levels of the new tree that the top's `NODES` asks for: at most 255 nodes
+ * (about 25 KB). Below them, a subtree is asked whole (`MAX_LEVELS`, cut by
+ * the peer to fit a response): at 1M entries that is 64 nodes or so, and a
+ * third round would cost more than the nodes of unchanged subtrees it skips.
+ */
 export const NODES_LEVELS = 8;
-/** Bytes of records gathered into one write, as a sync's (`sync.ts`). */
+const MAX_LEVELS = 48;
+/** Bytes of records, and chunks, gathered into one write, as a sync's (`sync.ts`): what a kill loses is refetched by the resume. */
 const WRITE_BATCH_BYTES = 4 << 20;
+const WRITE_BATCH_CHUNKS = 64;
 /** Rounds of store reads one settle may take: a chunk, then a delta's base, per round. */
 const MAX_ROUNDS = 1 << 20;
 
@@ -48,20 +66,60 @@ export class StoreCatchUp {
   #core: CatchUp | undefined;
   #puts: Put[] = [];
   #putBytes = 0;
+  #putChunks = 0;
   /** Record bytes written so far. */
   writtenBytes = 0;
   #settling: Promise<void> = Promise.resolve();
   #released = false;
-  /** Changed chunks, as counted when the core was let go. */
+  /** Changed and restored chunks, as counted when the core was let go. */
   #changed = 0;
+  #restored = 0;
 
-  /** A catch-up of `head` (`fromVersion`, committed) to `root`; without `head`, the head is `root` already. */
-  constructor(host: CatchUpHost, head: StoredHead | undefined, root: Uint8Array, fromVersion: number) {
+  private constructor(host: CatchUpHost, core: CatchUp | undefined, root: Uint8Array, fromVersion: number) {
     this.#host = host;
     this.#root = root.slice();
     this.fromVersion = fromVersion;
-    this.#core = head === undefined ? undefined : new CatchUp(head, root);
-    this.version = this.#core?.version ?? fromVersion;
+    this.#core = core;
+    this.version = core?.version ?? fromVersion;
+  }
+
+  /** A session with nothing to do: the head (`version`) is the root. */
+  static upToDate(host: CatchUpHost, root: Uint8Array, version: number): StoreCatchUp {
+    return new StoreCatchUp(host, undefined, root, version);
+  }
+
+  /**
+   * A catch-up of `head` (`fromVersion`, committed) to `root`: a new one
+   * (`meta[catchup]` written first), or (`resume`) the next run of the one
+   * the store holds, which takes back the subtrees and chunks it kept.
+   */
+  static async open(host: CatchUpHost, head: StoredHead, root: Uint8Array, fromVersion: number, resume: boolean): Promise<StoreCatchUp> {
+    const { backend } = host;
+    if (!resume) await backend.write({ puts: [['meta', CATCHUP_KEY, root]] });
+    const core = resume ? CatchUp.resume(head, root) : new CatchUp(head, root);
+    try {
+      if (resume) {
+        // Parents first: progress keys sort by the path's depth byte, then its turns.
+        const dropped: Uint8Array[] = [];
+        for await (const [key, value] of backend.scan('meta', { start: CATCHUP_PROGRESS_START, end: CATCHUP_PROGRESS_END })) {
+          try {
+            core.restoreSubtree(pathOfCatchUpProgress(key), value[0]!, value.subarray(1));
+          } catch {
+            dropped.push(key); // no longer checks: fetched again
+          }
+        }
+        if (dropped.length > 0) await backend.write({ deletes: dropped.map((k) => ['meta', k] as const) });
+      }
+    } catch (e) {
+      core.free();
+      throw e;
+    }
+    return new StoreCatchUp(host, core, root, fromVersion);
+  }
+
+  /** Changed chunks taken back from an interrupted run (never fetched again). */
+  get restoredChunks(): number {
+    return this.#core?.restoredChunks ?? this.#restored;
   }
 
   /** Whether every piece of the new tree is in. */
@@ -78,7 +136,9 @@ export class StoreCatchUp {
   pieces(limit: number): CatchUpPiece[] {
     const core = this.#live();
     if (core === undefined) return [];
-    return core.fetches(limit).map((f: CatchUpFetch) => (f.kind === 'nodes' ? { ...f, levels: NODES_LEVELS } : f));
+    return core
+      .fetches(limit)
+      .map((f: CatchUpFetch) => (f.kind === 'nodes' ? { ...f, levels: f.path.length === 1 ? NODES_LEVELS : MAX_LEVELS } : f));
   }
 
   /**
@@ -134,11 +194,24 @@ export class StoreCatchUp {
       if (needed.length === 0) break;
       await fetchRecords(this.#host.backend, needed, (_, key, value) => core.supply(key, value));
     }
+    this.#collect(core);
+    if (this.#putBytes >= WRITE_BATCH_BYTES || this.#putChunks >= WRITE_BATCH_CHUNKS) await this.#flush();
+  }
+
+  /** Takes what the core made: records, and the subtrees it took. */
+  #collect(core: CatchUp): void {
     for (const put of core.takePuts()) {
       this.#puts.push(put);
       this.#putBytes += put[1].length + put[2].length;
+      if (put[0] === 'chunks') this.#putChunks++;
     }
-    if (this.#putBytes >= WRITE_BATCH_BYTES) await this.#flush();
+    for (const [path, levels, answer] of core.takeProgress()) {
+      const value = new Uint8Array(1 + answer.length);
+      value[0] = levels;
+      value.set(answer, 1);
+      this.#puts.push(['meta', catchUpProgressKey(path), value]);
+      this.#putBytes += value.length;
+    }
   }
 
   async #flush(): Promise<void> {
@@ -147,6 +220,7 @@ export class StoreCatchUp {
     this.writtenBytes += this.#putBytes;
     this.#puts = [];
     this.#putBytes = 0;
+    this.#putChunks = 0;
     await this.#host.backend.write({ puts });
   }
 
@@ -162,21 +236,41 @@ export class StoreCatchUp {
       if (!this.#core.isFetched) throw new StoreError('SYNC_PENDING', 'the catch-up is not complete');
       await this.#flush();
       this.#changed = this.#core.changedChunks;
+      this.#restored = this.#core.restoredChunks;
       const { writeSet: w, liars } = this.#core.finish();
       this.#core = undefined;
       this.writtenBytes += w.puts.reduce((n, [, k, v]) => n + k.length + v.length, 0);
+      const progress: (readonly ['meta', Uint8Array])[] = [['meta', CATCHUP_KEY]];
+      for await (const [key] of this.#host.backend.scan('meta', { start: CATCHUP_PROGRESS_START, end: CATCHUP_PROGRESS_END })) progress.push(['meta', key]);
       const batch: WriteBatch = {
         puts: [...w.puts, ...w.stale.map((key) => ['stale', key, new Uint8Array()] as const), ['versions', versionKey(w.version), w.versionRecord]],
+        deletes: progress,
       };
       await this.#host.commitCaughtUp(batch, w.version, w.versionRecord);
       return { version: w.version, liars };
     } finally {
-      this.close();
+      this.#release();
     }
   }
 
-  /** Stops: the records written stay unborn until the next open removes them. */
-  close(): void {
+  /**
+   * Stops: what was verified is written at once and stays for the next run
+   * of this catch-up (or `discardSync`); then the session is released.
+   */
+  async close(): Promise<void> {
+    if (this.#released) return;
+    try {
+      await this.#settling;
+      if (this.#core !== undefined) {
+        this.#collect(this.#core);
+        await this.#flush();
+      }
+    } finally {
+      this.#release();
+    }
+  }
+
+  #release(): void {
     if (this.#released) return;
     this.#released = true;
     this.#core?.free();

@@ -61,6 +61,26 @@ export function indexOfProgress(key: Uint8Array): number {
 export const PROGRESS_START = progressKey(0);
 export const PROGRESS_END = new TextEncoder().encode('synd');
 
+/** The `meta` key of an unfinished catch-up; its value is the root being caught up to (32 bytes). */
+export const CATCHUP_KEY = new TextEncoder().encode('catchup');
+
+/** The `meta` key of a subtree an unfinished catch-up took: `catchup ‖ path` (an encoded tree path). */
+export function catchUpProgressKey(path: Uint8Array): Uint8Array {
+  const key = new Uint8Array(CATCHUP_KEY.length + path.length);
+  key.set(CATCHUP_KEY);
+  key.set(path, CATCHUP_KEY.length);
+  return key;
+}
+
+/** The tree path a catch-up progress key names. */
+export function pathOfCatchUpProgress(key: Uint8Array): Uint8Array {
+  return key.subarray(CATCHUP_KEY.length);
+}
+
+/** The range of every catch-up progress key: `[catchup ‖ 0, catchuq)`. */
+export const CATCHUP_PROGRESS_START = catchUpProgressKey(Uint8Array.of(0));
+export const CATCHUP_PROGRESS_END = new TextEncoder().encode('catchuq');
+
 /** Records per `getMany`: a whole version's entries are not held twice while they are handed over. */
 const FETCH_BATCH = 4096;
 

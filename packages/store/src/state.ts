@@ -36,7 +36,7 @@ import {
 } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { BORN_TABLES, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
 
@@ -151,12 +151,21 @@ export class State {
   #sink: StoreSink | undefined;
   /** Whether a catch-up runs (or is being opened): it takes no other write meanwhile. */
   #catchingUp = false;
+  /** The root of the unfinished catch-up the store holds: no writes until it finishes or is discarded. */
+  #catchUpRoot: Uint8Array | undefined;
   #sinkOpening = false;
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
 
-  private constructor(backend: StorageBackend, capacity: number, versions: Map<number, VersionRecord>, cacheBytes: number, syncing: Uint8Array | undefined) {
+  private constructor(
+    backend: StorageBackend,
+    capacity: number,
+    versions: Map<number, VersionRecord>,
+    cacheBytes: number,
+    syncing: Uint8Array | undefined,
+    catchUpRoot: Uint8Array | undefined,
+  ) {
     this.#backend = backend;
     this.#capacity = capacity;
     this.#cacheBytes = cacheBytes;
@@ -164,6 +173,7 @@ export class State {
     this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
     this.#syncing = syncing;
+    this.#catchUpRoot = catchUpRoot;
   }
 
   /** The chunk capacity of every version of this store. */
@@ -189,12 +199,14 @@ export class State {
       versions.set(versionOf(key), decodeVersionRecord(record, stored));
     }
     const syncing = await backend.get('meta', SYNC_KEY);
+    const catchingUp = await backend.get('meta', CATCHUP_KEY);
     if (!backend.readOnly) {
-      // An unfinished sync's records are born at the next version: kept for its resume.
-      await removeUnborn(backend, lastKey(versions) + (syncing === undefined ? 0 : 1));
+      // An unfinished sync's or catch-up's records are born at the next version: kept for its resume.
+      await removeUnborn(backend, lastKey(versions) + (syncing === undefined && catchingUp === undefined ? 0 : 1));
       if (syncing === undefined) await removeProgress(backend);
+      if (catchingUp === undefined) await removeKeys(backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     }
-    return new State(backend, stored, versions, cacheBytes, syncing);
+    return new State(backend, stored, versions, cacheBytes, syncing, catchingUp);
   }
 
   #open(): void {
@@ -207,6 +219,7 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
     if (this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is running');
+    if (this.#catchUpRoot !== undefined) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is unfinished: run it again or discard it');
   }
 
   /** The unfinished sync this store holds, if any. */
@@ -295,9 +308,15 @@ export class State {
    * committed yet is dropped: the caught-up state replaces it.
    */
   async catchUpSession(root: Uint8Array): Promise<StoreCatchUp> {
-    this.#writer();
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
-    if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
+    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
+    const pending = this.#catchUpRoot;
+    if (pending !== undefined && !equal(pending, root)) {
+      throw new StoreError('SYNC_PENDING', `an unfinished catch-up to another root (${hex(pending)}) is stored: discard it first`);
+    }
     const head = this.#versions.get(this.#head);
     if (head === undefined) throw new StoreError('VERSION_UNKNOWN', 'the store holds no version to catch up from: sync into it instead');
     this.#catchingUp = true;
@@ -311,15 +330,18 @@ export class State {
             await this.#backend.write(batch);
             this.#versions.set(version, decodeVersionRecord(versionRecord, this.#capacity));
             this.#head = version;
+            this.#catchUpRoot = undefined;
           },
           release: () => {
             this.#catchingUp = false;
           },
         };
-        if (equal(head.root, root)) return new StoreCatchUp(host, undefined, root, this.#head);
+        if (equal(head.root, root) && pending === undefined) return StoreCatchUp.upToDate(host, root, this.#head);
         const tree = await this.#loadHead();
         try {
-          return new StoreCatchUp(host, tree, root, this.#head);
+          const session = await StoreCatchUp.open(host, tree, root, this.#head, pending !== undefined);
+          this.#catchUpRoot = root.slice();
+          return session;
         } finally {
           tree.free();
         }
@@ -330,16 +352,21 @@ export class State {
     }
   }
 
-  /** Deletes the unfinished sync and every record it stored (`SYNC_PENDING` while it runs). */
+  /**
+   * Deletes the unfinished sync or catch-up and every record it stored
+   * (`SYNC_PENDING` while one runs).
+   */
   async discardSync(): Promise<void> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
-    if (this.#sink !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
-    if (this.#syncing === undefined) return;
-    // The sync record first: a crash after it leaves records that the next open removes.
-    await this.#backend.write({ deletes: [['meta', SYNC_KEY]] });
+    if (this.#sink !== undefined || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
+    if (this.#syncing === undefined && this.#catchUpRoot === undefined) return;
+    // The marker first: a crash after it leaves records that the next open removes.
+    await this.#backend.write({ deletes: [['meta', SYNC_KEY], ['meta', CATCHUP_KEY]] });
     this.#syncing = undefined;
+    this.#catchUpRoot = undefined;
     await removeProgress(this.#backend);
+    await removeKeys(this.#backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     await removeUnborn(this.#backend, this.#head);
   }
 
@@ -836,8 +863,13 @@ function proven<T>(version: number, verify: () => T): T {
 
 /** Deletes the progress records of a sync (after its sync record went). */
 async function removeProgress(backend: StorageBackend): Promise<void> {
-  for (let keys = await keysFrom(backend, 'meta', PROGRESS_START, PROGRESS_END); keys.length > 0; keys = await keysFrom(backend, 'meta', PROGRESS_START, PROGRESS_END)) {
-    await backend.write({ deletes: keys.map((k) => ['meta', k] as const) });
+  await removeKeys(backend, 'meta', PROGRESS_START, PROGRESS_END);
+}
+
+/** Deletes every key of `table` in `[start, end)`, a batch at a time. */
+async function removeKeys(backend: StorageBackend, table: string, start: Uint8Array, end: Uint8Array): Promise<void> {
+  for (let keys = await keysFrom(backend, table, start, end); keys.length > 0; keys = await keysFrom(backend, table, start, end)) {
+    await backend.write({ deletes: keys.map((k) => [table, k] as const) });
   }
 }
 

@@ -14,7 +14,9 @@ import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/so
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
 import { storedVersions } from '../../peer/src/db-commands.ts';
-import { openState } from '../src/index.ts';
+import { openNodeBackend } from '../../storage/src/node/index.ts';
+import { versionKey } from '../src/records.ts';
+import { openState, TABLES } from '../src/index.ts';
 import { expectHolds } from './support/holds.ts';
 
 const dirs: string[] = [];
@@ -185,6 +187,59 @@ it('peers that serve a stored state (bpavl serve --db) serve the catch-up too, a
   } finally {
     await shared.close();
   }
+});
+
+it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged chunk is, and writes wait for it', async () => {
+  const { base, next } = chain(8000, 16, 400);
+  const path = await storeOf(base);
+  const urls = [(await serve(next)).wsUrl!, (await serve(next)).wsUrl!];
+  // Stop the first run once enough changed chunks are in.
+  const abort = new AbortController();
+  let answers = 0;
+  const state = await openState({ path });
+  await expect(
+    catchUp({ store: state, root: next.head().root, peers: urls, signal: abort.signal, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++answers === 60 && abort.abort(new Error('stopped')) }),
+  ).rejects.toMatchObject({ message: 'stopped' });
+  await state.close();
+  // Damage one chunk record it stored: that chunk is fetched again, and nobody is banned for it.
+  const backend = await openNodeBackend({ path, tables: TABLES });
+  let stored = 0;
+  let damaged: Uint8Array | undefined;
+  for await (const [key, value] of backend.scan('chunks', { start: versionKey(2) })) {
+    stored++;
+    if (damaged === undefined) {
+      damaged = key;
+      const v = value.slice();
+      v[v.length - 1]! ^= 0x01;
+      await backend.write({ puts: [['chunks', key, v]] });
+    }
+  }
+  await backend.close();
+  expect(stored).toBeGreaterThan(1);
+  const held = await openState({ path });
+  await expect(held.put(enc('x'), enc('y'))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  await expect(held.catchUpSession(chain(8000, 16, 401).next.head().root)).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  await held.close();
+  const resumed = await run(path, next, urls);
+  expect(resumed).toMatchObject({ version: 2, banned: [], restoredChunks: stored - 1 });
+  expect(resumed.restoredChunks + resumed.fetchedChunks).toBe(resumed.changedChunks);
+  await expectHolds(path, next, 2);
+
+  // A catch-up stopped and then discarded leaves the store as it was, and writable.
+  const further = chain(8000, 16, 800).next;
+  const url3 = (await serve(further)).wsUrl!;
+  const again = await openState({ path });
+  const stop = new AbortController();
+  let n = 0;
+  await expect(
+    catchUp({ store: again, root: further.head().root, peers: [url3], signal: stop.signal, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++n === 30 && stop.abort(new Error('stopped')) }),
+  ).rejects.toMatchObject({ message: 'stopped' });
+  await again.discardSync();
+  await again.put(enc('x'), enc('y'));
+  await again.close();
+  const after = await openState({ path, readOnly: true });
+  expect(after.head()).toMatchObject({ version: 2 });
+  await after.close();
 });
 
 it('a tree of one chunk, and the empty tree, are caught up to as well', async () => {

@@ -33,6 +33,8 @@ export interface CatchUpSession {
   readonly changedChunks: number;
   /** Record bytes the catch-up wrote so far. */
   readonly writtenBytes: number;
+  /** Changed chunks an interrupted run of this catch-up stored, taken back instead of fetched. */
+  readonly restoredChunks: number;
   /** What to ask now, at most `limit` pieces in a stable order; a piece in flight may be listed again. */
   pieces(limit: number): CatchUpPiece[];
   /** Adds an answer from the peer tagged `source`; throws an error with the ban `code` for a lie. */
@@ -43,8 +45,8 @@ export interface CatchUpSession {
   settle(): Promise<void>;
   /** Commits the new version; returns it and the tags of peers whose key copies lied. */
   finish(): Promise<{ version: number; liars: number[] }>;
-  /** Stops; nothing is committed. */
-  close(): void;
+  /** Stops; nothing is committed, and what was verified is kept for the next run. */
+  close(): Promise<void>;
 }
 
 /** A store a catch-up can move forward (`@bpavl/store`'s `State`). */
@@ -89,6 +91,9 @@ export interface CatchUpResult {
   writtenBytes: number;
   /** Chunks that differed from every chunk of the old version. */
   changedChunks: number;
+  /** Of those, the ones an interrupted run stored (never fetched again), and the ones whose leaves this run fetched. */
+  restoredChunks: number;
+  fetchedChunks: number;
   requests: number;
   banned: BannedPeer[];
 }
@@ -152,6 +157,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   const tags = new Map(pool.peers.map((p, i) => [p, i] as const));
   let bytes = 0;
   let requests = 0;
+  let fetchedChunks = 0;
   const inflight = new Map<string, Promise<void>>();
   const perPeer = opts.inflightPerPeer ?? 8;
   try {
@@ -167,6 +173,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
           bytes += payload.length;
           if (status === Status.OutOfRange) return peer; // only the top's NODES: the tree may be one chunk
           session.add(piece, payload, tags.get(peer)!);
+          if (piece.kind === 'leaves') fetchedChunks++;
           return undefined;
         },
         { signal: opts.signal, onRefused: (peer) => old.add(peer), ...(top && { accept: new Set([Status.OutOfRange]) }) },
@@ -213,6 +220,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       bytes,
       writtenBytes: session.writtenBytes,
       changedChunks: session.changedChunks,
+      restoredChunks: session.restoredChunks,
+      fetchedChunks,
       requests,
       banned,
     };
@@ -221,7 +230,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
     await Promise.allSettled(inflight.values());
     throw e;
   } finally {
-    session.close();
     pool.close();
+    await session.close();
   }
 }
