@@ -2,17 +2,21 @@
 // child processes, real serving peers on 127.0.0.1 (`startPeer`, WebSocket)
 // and a real SQLite directory. The command catches the state up (says so,
 // fetches a small part of the state) as the directory's next version; a
-// catch-up killed with SIGKILL at random instants leaves the directory at
-// its old version, whole, and the same command then finishes it.
+// catch-up killed with SIGKILL at random instants (half of them once it has
+// stored chunks) leaves the directory at its old version, whole, and the
+// same command then resumes it: every changed chunk is either taken back
+// from what the killed runs stored or fetched, never both.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openState } from '@bpavl/store';
+import { openState, TABLES } from '@bpavl/store';
 import { Tree } from '@bpavl/wasm';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type RunningPeer, startPeer } from '../src/peer.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
+import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { instants } from '../../storage/test/processes.ts';
+import { versionKey } from '../../store/src/records.ts';
 import { spawnCli, wasmReady } from './support.ts';
 import { expectHolds } from '../../store/test/support/holds.ts';
 
@@ -39,6 +43,21 @@ function version(n: number, rounds: number, every: number): Tree {
     tree.commit();
   }
   return tree;
+}
+
+/** Resolves once the catch-up into `path` has stored a chunk of its version (2), or `done` settles; polls for 20 s at most. */
+async function storesChunks(path: string, done: Promise<unknown>): Promise<void> {
+  let over = false;
+  void done.then(() => (over = true));
+  for (let i = 0; i < 400 && !over; i++) {
+    const backend = await openNodeBackend({ path, tables: TABLES, readOnly: true });
+    try {
+      for await (const _ of backend.scan('chunks', { start: versionKey(2), limit: 1 })) return;
+    } finally {
+      await backend.close();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 async function serve(tree: Tree): Promise<string> {
@@ -87,7 +106,12 @@ it(`${KILLS} SIGKILLs of a catch-up leave the old version whole; the resume fetc
   let killedMid = 0;
   for (let k = 0; k < KILLS; k++) {
     const run = sync(next, url);
-    await new Promise((r) => setTimeout(r, 300 + random() * 900));
+    // Every other kill lands early (perhaps before anything is stored), the rest once the catch-up has stored chunks.
+    if (k % 2 === 0) await new Promise((r) => setTimeout(r, 300 + random() * 900));
+    else {
+      await storesChunks(path, run.done);
+      await new Promise((r) => setTimeout(r, random() * 400));
+    }
     if (run.child.exitCode === null) process.kill(run.child.pid!, 'SIGKILL');
     const { code } = await run.done;
     const state = await openState({ path, readOnly: true });

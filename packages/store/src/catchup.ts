@@ -32,9 +32,15 @@ import {
  */
 export const NODES_LEVELS = 8;
 const MAX_LEVELS = 48;
-/** Bytes of records, and chunks, gathered into one write, as a sync's (`sync.ts`): what a kill loses is refetched by the resume. */
+/**
+ * Bytes of records gathered into one write, as a sync's (`sync.ts`), or
+ * what came in a second: each write waits for the disk (an fsync), so
+ * fewer writes are faster, and what a kill loses is fetched again by the
+ * resume. (A write every 64 chunks made a catch-up of 908 chunks 40 %
+ * slower here.)
+ */
 const WRITE_BATCH_BYTES = 4 << 20;
-const WRITE_BATCH_CHUNKS = 64;
+const WRITE_EVERY_MS = 1000;
 /** Rounds of store reads one settle may take: a chunk, then a delta's base, per round. */
 const MAX_ROUNDS = 1 << 20;
 
@@ -66,7 +72,7 @@ export class StoreCatchUp {
   #core: CatchUp | undefined;
   #puts: Put[] = [];
   #putBytes = 0;
-  #putChunks = 0;
+  #wroteAt = performance.now();
   /** Record bytes written so far. */
   writtenBytes = 0;
   #settling: Promise<void> = Promise.resolve();
@@ -195,7 +201,7 @@ export class StoreCatchUp {
       await fetchRecords(this.#host.backend, needed, (_, key, value) => core.supply(key, value));
     }
     this.#collect(core);
-    if (this.#putBytes >= WRITE_BATCH_BYTES || this.#putChunks >= WRITE_BATCH_CHUNKS) await this.#flush();
+    if (this.#putBytes >= WRITE_BATCH_BYTES || (this.#puts.length > 0 && performance.now() - this.#wroteAt >= WRITE_EVERY_MS)) await this.#flush();
   }
 
   /** Takes what the core made: records, and the subtrees it took. */
@@ -203,7 +209,6 @@ export class StoreCatchUp {
     for (const put of core.takePuts()) {
       this.#puts.push(put);
       this.#putBytes += put[1].length + put[2].length;
-      if (put[0] === 'chunks') this.#putChunks++;
     }
     for (const [path, levels, answer] of core.takeProgress()) {
       const value = new Uint8Array(1 + answer.length);
@@ -220,7 +225,7 @@ export class StoreCatchUp {
     this.writtenBytes += this.#putBytes;
     this.#puts = [];
     this.#putBytes = 0;
-    this.#putChunks = 0;
+    this.#wroteAt = performance.now();
     await this.#host.backend.write({ puts });
   }
 
