@@ -132,11 +132,19 @@ it('a chain of peers: B syncs from A into a directory and serves it, C syncs fro
     expect(check.code).toBe(0);
     expect(JSON.parse(check.stdout)).toEqual({ versions: 1, damaged: [] });
 
-    // C holds A's state: another root is refused with its code (exit 1); a bad flag is a usage error (exit 2).
+    // C holds A's state: another root is a catch-up (docs/catchup.md), and one of another chunk
+    // capacity cannot be caught up to: refused with its code (exit 1), C unchanged and writable;
+    // a bad flag is a usage error (exit 2).
     const other = await serve(['--entries', '500', '--chunk', '16', '--seed', '9'], children);
     const refused = await spawnCli(['sync', '--root', other.root, '--peer', other.ws, '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
     expect(refused.code).toBe(1);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ error: 'STORE_NOT_EMPTY' });
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: 'CAPACITY_MISMATCH' });
+    const unchanged = await spawnCli(['check', '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
+    expect(JSON.parse(unchanged.stdout)).toEqual({ versions: 1, damaged: [] });
+    const state = await openState({ path: join(dir, 'c') });
+    expect(await state.pendingSync()).toBeUndefined();
+    await state.put(new Uint8Array([1]), new Uint8Array([1])); // no catch-up left pending
+    await state.close();
     const usage = await spawnCli(['sync', '--root', other.root, '--peer', other.ws, '--discard-unfinished'], 'ignore', 30_000).done;
     expect(usage.code).toBe(2);
   } finally {

@@ -57,6 +57,8 @@ export interface CatchUpHost {
   commitCaughtUp(batch: WriteBatch, version: number, versionRecord: Uint8Array): Promise<void>;
   /** The session is done (finished, closed or failed): the state takes writes again. */
   release(): void;
+  /** Forgets the catch-up and what it stored: it can never finish (the root's tree has another capacity). */
+  abandon(): Promise<void>;
 }
 
 type Put = readonly [table: string, key: Uint8Array, value: Uint8Array];
@@ -266,7 +268,8 @@ export class StoreCatchUp {
     if (this.#released) return;
     try {
       await this.#settling;
-      if (this.#core !== undefined) {
+      if (this.#core?.capacityMismatch) await this.#host.abandon();
+      else if (this.#core !== undefined) {
         this.#collect(this.#core);
         await this.#flush();
       }

@@ -335,6 +335,12 @@ export class State {
           release: () => {
             this.#catchingUp = false;
           },
+          abandon: async () => {
+            await this.#backend.write({ deletes: [['meta', CATCHUP_KEY]] });
+            this.#catchUpRoot = undefined;
+            await removeKeys(this.#backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
+            await removeUnborn(this.#backend, this.#head);
+          },
         };
         if (equal(head.root, root) && pending === undefined) return StoreCatchUp.upToDate(host, root, this.#head);
         const tree = await this.#loadHead();

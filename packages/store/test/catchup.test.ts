@@ -265,5 +265,9 @@ it('a store with no version, or a root of another capacity, is refused with its 
   await expect(run(path, next, [p.wsUrl!])).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
   const stored = await storeOf(chain(500, 8, 0).base);
   await expect(run(stored, next, [p.wsUrl!])).rejects.toMatchObject({ code: 'CAPACITY_MISMATCH' });
+  // Nothing is left pending: the store takes writes.
+  const after = await openState({ path: stored });
+  await after.put(enc('x'), enc('y'));
+  await after.close();
   await expectHolds(stored, chain(500, 8, 0).base);
 });
