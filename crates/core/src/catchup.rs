@@ -39,6 +39,9 @@ const SLOT_CACHE: usize = 64;
 /// Old chunks read at once for their stale entries.
 const STALE_BATCH: usize = 128;
 
+/// An entry's key and value.
+type KeyValue = (Vec<u8>, Vec<u8>);
+
 /// A request to make of a peer (`spec/wire.md`, "Catch-up").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fetch {
@@ -66,8 +69,9 @@ struct OldChunk {
 #[derive(Debug)]
 struct OldNode {
     record: Ref,
-    /// Its leftmost chunk.
+    /// Its leftmost chunk, and how many it holds.
     first: usize,
+    chunks: u64,
     left: OldChild,
     right: OldChild,
 }
@@ -100,7 +104,8 @@ impl Old {
                 let left = self.collect(&n.left, lower)?;
                 let right = self.collect(&n.right, Some(n.key.as_bytes()))?;
                 self.node_by_hash.insert(record.hash, self.nodes.len());
-                self.nodes.push(OldNode { record, first, left, right });
+                let chunks = (self.chunks.len() - first) as u64;
+                self.nodes.push(OldNode { record, first, chunks, left, right });
                 Some(OldChild::Node(self.nodes.len() - 1))
             }
         }
@@ -250,6 +255,8 @@ pub struct CatchUp {
     restored: usize,
     /// Subtree answers taken (path, levels, answer), for a resume to take again.
     progress: Vec<(TreePath, u8, Vec<u8>)>,
+    /// Entries of chunks that came whole (a chunk envelope), by chunk, until matched.
+    given: HashMap<usize, Vec<KeyValue>>,
 }
 
 impl CatchUp {
@@ -300,6 +307,7 @@ impl CatchUp {
             probes_asked: HashSet::new(),
             restored: 0,
             progress: Vec::new(),
+            given: HashMap::new(),
         })
     }
 
@@ -480,6 +488,93 @@ impl CatchUp {
         }
     }
 
+    /// The index of the changed chunk at `path`, once the counts of the
+    /// subtrees left of it are known (a peer that serves no `LEAVES` is asked
+    /// the chunk by index).
+    pub fn chunk_index(&self, path: &TreePath) -> Option<u64> {
+        let (mut at, mut index) = (self.top?, 0u64);
+        for &right in path.turns() {
+            let NewChild::Node(id) = at else { return None };
+            let n = &self.nodes[id];
+            if right {
+                let left = self.count_of(n.left).or_else(|| Some(n.wire.chunks - self.count_of(n.right)?))?;
+                index += left;
+                at = n.right;
+            } else {
+                at = n.left;
+            }
+        }
+        matches!(at, NewChild::Chunk(_)).then_some(index)
+    }
+
+    fn count_of(&self, child: NewChild) -> Option<u64> {
+        match child {
+            NewChild::Old(OldChild::Chunk(_)) | NewChild::Chunk(_) => Some(1),
+            NewChild::Old(OldChild::Node(n)) => Some(self.old.nodes[n].chunks),
+            NewChild::Node(id) => Some(self.nodes[id].wire.chunks),
+            NewChild::Pending => None,
+        }
+    }
+
+    /// The changed chunk at `path` whole (a chunk envelope verified against
+    /// the root at its index): instead of its leaves and entries, from a peer
+    /// that serves no `LEAVES` or `ENTRIES`. Its entries the head holds are
+    /// still taken from the head. `CHUNK_INDEX_MISMATCH` unless it is the
+    /// chunk the path names.
+    pub fn add_chunk(&mut self, path: &TreePath, chunk: VerifiedChunk) -> Result<(), ProofError> {
+        let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
+        if chunk.root != self.root || chunk.chunk.hash() != self.chunks[c].hash {
+            return Err(ProofError::ChunkIndexMismatch);
+        }
+        let entries: Vec<KeyValue> = chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        if self.want_entries.remove(&c) {
+            let ChunkState::WantEntries { slots, mut fetched, .. } =
+                std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
+            else {
+                unreachable!("listed")
+            };
+            self.fill(c, slots, &mut fetched, &entries);
+            return Ok(());
+        }
+        if !self.want_leaves.remove(&c) {
+            return Ok(());
+        }
+        self.given.insert(c, entries);
+        let chunk = &self.chunks[c];
+        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
+        for &j in &candidates {
+            self.waiting.entry(j).or_default().push(c);
+        }
+        self.chunks[c].state =
+            ChunkState::Matching { leaves: chunk_leaves_of(&self.given[&c]), candidates, restored: None };
+        self.matching += 1;
+        self.try_match(c);
+        Ok(())
+    }
+
+    /// Completes chunk `c` with the entries it lacks from `entries` (the whole chunk, in order).
+    fn fill(
+        &mut self,
+        c: usize,
+        slots: Vec<Option<Slot>>,
+        fetched: &mut Vec<(Ref, Vec<u8>)>,
+        entries: &[(Vec<u8>, Vec<u8>)],
+    ) {
+        let slots: Vec<Slot> = slots
+            .into_iter()
+            .zip(entries)
+            .map(|(slot, (k, v))| {
+                slot.unwrap_or_else(|| {
+                    let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
+                    fetched.push((entry, encode_entry(k, v)));
+                    Slot { key: k.clone(), entry }
+                })
+            })
+            .collect();
+        self.puts.extend(fetched.drain(..).map(|(r, bytes)| (Table::Entries, r, bytes)));
+        self.complete(c, slots);
+    }
+
     /// The first chunk, verified against the root, when a peer says the
     /// top is no inner node. `true` if the tree is that one chunk (then it
     /// is complete); `false` if the tree has more chunks (the peer that
@@ -588,7 +683,9 @@ impl CatchUp {
             slots.push(Some(old[p].clone()));
         }
         self.unwait(c, candidates);
-        if slots.iter().all(Option::is_some) {
+        if let Some(entries) = self.given.remove(&c) {
+            self.fill(c, slots, &mut Vec::new(), &entries);
+        } else if slots.iter().all(Option::is_some) {
             self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
         } else {
             self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new() };
@@ -891,4 +988,9 @@ fn stale_nodes(old: &Old, top: Option<OldChild>, out: &mut Vec<(Table, Ref)>) {
             }
         }
     }
+}
+
+/// The entry hashes of a chunk's entries, in order.
+fn chunk_leaves_of(entries: &[KeyValue]) -> Vec<Hash> {
+    entries.iter().map(|(k, v)| entry_hash(k, v)).collect()
 }

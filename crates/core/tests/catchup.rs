@@ -44,6 +44,8 @@ enum Lie {
     NoEntries,
     /// Changes every key copy (not hashed: only checked at the end).
     KeyCopies,
+    /// Not a lie: serves no LEAVES or ENTRIES, so each changed chunk comes whole (CHUNK by index).
+    Whole,
 }
 
 impl Peer<'_> {
@@ -68,6 +70,11 @@ impl Peer<'_> {
                 }
                 Err(e) => panic!("{e:?}"),
             },
+            Fetch::Leaves(p) | Fetch::Entries(p, _) if self.lie == Lie::Whole => {
+                let index = cu.chunk_index(p).expect("the path's left counts are known");
+                let root = self.target.root();
+                cu.add_chunk(p, verify_chunk(&root, index, &self.target.export_chunk_bytes(index).unwrap()).unwrap())
+            }
             Fetch::Leaves(p) => {
                 let mut b = self.target.export_leaves(p).unwrap();
                 if self.lie == Lie::FlipLeaves {
@@ -489,6 +496,32 @@ fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
         assert_eq!(caught.head().root(), target.head().root(), "round {round}");
         assert_eq!(entries(&caught), entries(&target));
         assert_no_garbage(&store, capacity);
+        store.prune(v + 1);
+        assert_no_garbage(&store, capacity);
+    }
+}
+
+#[test]
+fn changed_chunks_that_come_whole_are_taken_as_well() {
+    let mut rng = SplitMix64::new(44);
+    for round in 0..80u64 {
+        let capacity = [2, 3, 4, 16][round as usize % 4];
+        let n = 1 + rng.below(400) as usize;
+        let (mut store, _, target) = states(&mut rng, capacity, n, n / 5 + 1);
+        let v = *store.version_numbers().last().unwrap();
+        let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+        let peer = Peer { target: target.head(), levels: [1, 3, 48][round as usize % 3], lie: Lie::Whole, tag: 1 };
+        let (ws, liars) = catch_up(&mut store, &head, &peer);
+        assert!(liars.is_empty());
+        store.write(&ws);
+        let caught = store.load(v + 1, capacity).unwrap();
+        assert_eq!(caught.head().root(), target.head().root(), "round {round}");
+        assert_eq!(entries(&caught), entries(&target));
+        assert_no_garbage(&store, capacity);
+        // Entries the head holds are still taken from it.
+        let (old_sets, new_sets) = (record_hashes(&store.load(v, capacity).unwrap()), record_hashes(&target));
+        let (fetched, new) = (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
+        assert!(fetched <= new || target.chunk_count() == 1, "round {round}: {fetched} > {new}");
         store.prune(v + 1);
         assert_no_garbage(&store, capacity);
     }

@@ -242,6 +242,22 @@ impl CatchUp {
         self.0.add_top_chunk(chunk.0.clone())
     }
 
+    /// The index of the changed chunk at `path`, once the counts left of it
+    /// are known (`undefined` before): to ask it whole, as a `CHUNK`.
+    #[wasm_bindgen(js_name = chunkIndex)]
+    pub fn chunk_index(&self, path_bytes: &Bytes) -> Result<Option<f64>, JsValue> {
+        Ok(self.0.chunk_index(&path(path_bytes)?).map(|i| i as f64))
+    }
+
+    /// The changed chunk at `path` whole, from a peer that serves no
+    /// `LEAVES` or `ENTRIES` (verified against the root at its index by
+    /// `verifyChunk`). Throws ProofError `CHUNK_INDEX_MISMATCH` if it is not
+    /// the chunk the path names.
+    #[wasm_bindgen(js_name = addChunk)]
+    pub fn add_chunk(&mut self, path_bytes: &Bytes, chunk: &VerifiedChunk) -> Result<(), JsValue> {
+        self.0.add_chunk(&path(path_bytes)?, chunk.0.clone()).map_err(throw)
+    }
+
     /// Adds a `LEAVES` answer.
     #[wasm_bindgen(js_name = addLeaves)]
     pub fn add_leaves(&mut self, path_bytes: &Bytes, answer: &Bytes) -> Result<(), JsValue> {

@@ -186,6 +186,23 @@ export class StoreCatchUp {
     }
   }
 
+  /** The index of the changed chunk at `path`, once known: to ask it whole from a peer that serves no `LEAVES` or `ENTRIES`. */
+  chunkIndex(path: Uint8Array): number | undefined {
+    return this.#live()?.chunkIndex(path);
+  }
+
+  /** The changed chunk at `path` whole: its envelope, checked against the root at `index` (throws a ProofError for a lie). */
+  addChunk(path: Uint8Array, index: number, envelope: Uint8Array): void {
+    const core = this.#live();
+    if (core === undefined) return;
+    const chunk = verifyChunk(this.#root, index, envelope);
+    try {
+      core.addChunk(path, chunk);
+    } finally {
+      chunk.free();
+    }
+  }
+
   /** Reads the old chunks the answers so far need and writes what they made; one settle at a time. */
   settle(): Promise<void> {
     const run = this.#settling.then(() => this.#settle());

@@ -171,6 +171,29 @@ it('a peer that predates catch-up is skipped, not banned', async () => {
   await expectHolds(path, next);
 });
 
+it('a changed chunk no peer serves leaves or entries of comes whole (CHUNK), its unchanged entries still taken from the store', async () => {
+  const { base, next } = chain(4000, 16, 30);
+  const path = await storeOf(base);
+  // One peer serves the tree's nodes only; the other predates catch-up: no peer serves LEAVES or ENTRIES.
+  const s = next.head();
+  const nodesOnly: ServedTree = { ...withoutCatchUp(next), exportSubtree: (p, l, m) => s.exportSubtree(p, l, m) };
+  const partial = await startPeer(new StaticTreeSource([nodesOnly]), { libp2pPort: null });
+  peers.push(partial);
+  const old = await serve(next, { old: true });
+  const events: CatchUpEvent[] = [];
+  const result = await run(path, next, [partial.wsUrl!, old.wsUrl!], (e) => events.push(e));
+  expect(result).toMatchObject({ version: 2, banned: [] });
+  expect(result.fetchedChunks).toBe(result.changedChunks);
+  expect(events.filter((e) => e.type === 'verified' && e.kind === 'chunk').length).toBe(result.changedChunks);
+  await expectHolds(path, next, 2);
+  // Entries the store held were not written again: version 2's entry records are only the changed ones.
+  const backend = await openNodeBackend({ path, tables: TABLES, readOnly: true });
+  let written = 0;
+  for await (const _ of backend.scan('entries', { start: versionKey(2) })) written++;
+  await backend.close();
+  expect(written).toBeLessThanOrEqual(30);
+});
+
 it('peers that serve a stored state (bpavl serve --db) serve the catch-up too, at any retained version', async () => {
   const { base, next } = chain(5000, 16, 40);
   // A store that holds both versions, caught up from peers in memory, then served from storage.

@@ -41,6 +41,10 @@ export interface CatchUpSession {
   add(piece: CatchUpPiece, payload: Uint8Array, source: number): void;
   /** The first chunk's envelope after the top's `NODES` was answered `OUT_OF_RANGE`: false if the tree has more chunks. */
   addTopChunk(envelope: Uint8Array): boolean;
+  /** The index of the changed chunk at `path`, once known. */
+  chunkIndex(path: Uint8Array): number | undefined;
+  /** The changed chunk at `path` whole, as chunk `index`'s envelope (throws an error with the ban `code` for a lie). */
+  addChunk(path: Uint8Array, index: number, envelope: Uint8Array): void;
   /** Does the store work the answers so far lead to. */
   settle(): Promise<void>;
   /** Commits the new version; returns it and the tags of peers whose key copies lied. */
@@ -161,6 +165,23 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   const inflight = new Map<string, Promise<void>>();
   const perPeer = opts.inflightPerPeer ?? 8;
   try {
+    /** Every peer, those that predate the catch-up kinds included: they serve whole chunks. */
+    const anyPeer: AskContext = { ...ctx, skip: new Set() };
+    /**
+     * A changed chunk whole (`CHUNK` by index) when no peer left serves its
+     * leaves or entries, only peers that predate them (`spec/wire.md`,
+     * "Catch-up"); the entries the store holds are still taken from it.
+     */
+    const whole = async (piece: CatchUpPiece, why: unknown): Promise<void> => {
+      const index = piece.kind === 'nodes' || old.size === 0 ? undefined : session.chunkIndex(piece.path);
+      if (index === undefined) throw why;
+      requests++;
+      await ask(anyPeer, { kind: Kind.Chunk, root: opts.root, index }, 'chunk', (payload) => {
+        bytes += payload.length;
+        session.addChunk(piece.path, index, payload);
+        if (piece.kind === 'leaves') fetchedChunks++;
+      }, opts.signal);
+    };
     /** Asks for one piece until an honest answer is in and settled. */
     const fetch = async (piece: CatchUpPiece): Promise<void> => {
       requests++;
@@ -177,7 +198,11 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
           return undefined;
         },
         { signal: opts.signal, onRefused: (peer) => old.add(peer), ...(top && { accept: new Set([Status.OutOfRange]) }) },
-      );
+      ).catch(async (e: unknown) => {
+        if (!(e instanceof SyncError) || e.code !== 'NO_HONEST_PEERS' || opts.signal?.aborted) throw e;
+        await whole(piece, e);
+        return undefined;
+      });
       if (outOfRange !== undefined) {
         const envelope = await ask(ctx, { kind: Kind.Chunk, root: opts.root, index: 0 }, 'chunk', (payload) => {
           bytes += payload.length;
