@@ -16,6 +16,9 @@ export {
   Loader,
   StoredHead,
   CatchUp,
+  verifySubtree,
+  verifyLeaves,
+  verifyEntries,
   StoreSync,
   Pages,
   PagedRange,
@@ -41,6 +44,7 @@ export {
   type VersionRecord,
   type CatchUpFetch,
   type CaughtUp,
+  type VerifiedSubtree,
 } from './pkg/bpavl_wasm.js';
 
 /**

@@ -11,6 +11,23 @@ use crate::{Snapshot, VerifiedChunk};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
+/** A subtree that checked (`verifySubtree`). */
+export interface VerifiedSubtree {
+  capacity: number;
+  nodes: {
+    path: Uint8Array;
+    height: number;
+    chunkCount: number;
+    entryCount: number;
+    leftIsChunk: boolean;
+    rightIsChunk: boolean;
+    left: Uint8Array;
+    right: Uint8Array;
+    hash: Uint8Array;
+    keyCopy: Uint8Array;
+  }[];
+}
+
 /** A request a catch-up makes of a peer (`spec/wire.md`, "Catch-up"): a path in the new tree, and for `entries` the positions as a bitmap. */
 export type CatchUpFetch =
   | { kind: 'nodes'; path: Uint8Array }
@@ -36,6 +53,84 @@ extern "C" {
     fn caught_up(write_set: JsValue, liars: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = progressItem)]
     fn progress_item(path: &[u8], levels: f64, answer: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = verifiedSubtree)]
+    #[allow(clippy::too_many_arguments)]
+    fn verified_subtree(
+        capacity: f64,
+        paths: &[u8],
+        path_ends: &[u32],
+        heights: &[u8],
+        counts: &[f64],
+        kinds: &[u8],
+        hashes: &[u8],
+        keys: &[u8],
+        key_ends: &[u32],
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = hashList)]
+    fn hash_list(flat: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = positionedEntries)]
+    fn positioned_entries(positions: &[u32], flat: &[u8], ends: &[u32]) -> JsValue;
+}
+
+/// Checks a `NODES` answer (`spec/catchup.md`, "Subtree"): `anchor` is the
+/// trusted root for the top path, the position's hash below it; `capacity`
+/// the client's. Returns `{ capacity, nodes }`, each node with its path,
+/// counts, kinds, child hashes, hash and key copy. Throws a ProofError.
+#[wasm_bindgen(js_name = verifySubtree, unchecked_return_type = "VerifiedSubtree")]
+pub fn verify_subtree(
+    path_bytes: &Bytes,
+    anchor: &Bytes,
+    levels: &Number,
+    capacity: &Number,
+    answer: &Bytes,
+) -> Result<JsValue, JsValue> {
+    let levels = u8::try_from(uint(levels, "levels")?).unwrap_or(u8::MAX);
+    let capacity = usize::try_from(uint(capacity, "capacity")?).unwrap_or(usize::MAX);
+    let anchor = crate::convert::root(anchor)?;
+    let sub = core::verify_subtree(&path(path_bytes)?, &anchor, levels, capacity, &bytes(answer, "answer")?)
+        .map_err(throw)?;
+    let (mut paths, mut path_ends, mut heights, mut counts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut kinds, mut hashes, mut keys, mut key_ends) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (p, w) in &sub.nodes {
+        paths.extend(p.to_bytes());
+        path_ends.push(paths.len() as u32);
+        heights.push(w.height);
+        counts.extend([w.chunks as f64, w.entries as f64]);
+        kinds.push(u8::from(w.left_is_chunk) | (u8::from(w.right_is_chunk) << 1));
+        hashes.extend(w.left.iter().chain(&w.right).chain(&w.hash()));
+        keys.extend(&w.key_copy);
+        key_ends.push(keys.len() as u32);
+    }
+    let capacity = sub.capacity as f64;
+    Ok(verified_subtree(capacity, &paths, &path_ends, &heights, &counts, &kinds, &hashes, &keys, &key_ends))
+}
+
+/// Checks a `LEAVES` answer against the chunk hash its parent names, in a
+/// tree of `capacity`; returns the entry hashes. Throws a ProofError.
+#[wasm_bindgen(js_name = verifyLeaves, unchecked_return_type = "Uint8Array[]")]
+pub fn verify_leaves(chunk_hash: &Bytes, capacity: &Number, answer: &Bytes) -> Result<JsValue, JsValue> {
+    let capacity = usize::try_from(uint(capacity, "capacity")?).unwrap_or(usize::MAX);
+    let chunk = crate::convert::root(chunk_hash)?;
+    let leaves = core::verify_leaves(&chunk, capacity, &bytes(answer, "answer")?).map_err(throw)?;
+    Ok(hash_list(&leaves.concat()))
+}
+
+/// Checks an `ENTRIES` answer to a request with `bitmap` against the
+/// chunk's `leaves`; returns `[position, key, value][]`. Throws a ProofError.
+#[wasm_bindgen(js_name = verifyEntries, unchecked_return_type = "[position: number, key: Uint8Array, value: Uint8Array][]")]
+pub fn verify_entries(leaves: Vec<Bytes>, bitmap: &Bytes, answer: &Bytes) -> Result<JsValue, JsValue> {
+    let leaves = leaves.iter().map(|l| crate::convert::root(l)).collect::<Result<Vec<_>, _>>()?;
+    let answer = bytes(answer, "answer")?;
+    let got = core::verify_entries(&leaves, &bytes(bitmap, "bitmap")?, &answer).map_err(throw)?;
+    let (mut flat, mut ends, mut positions) = (Vec::new(), Vec::new(), Vec::new());
+    for (p, k, v) in got {
+        positions.push(p as u32);
+        flat.extend_from_slice(k);
+        ends.push(flat.len() as u32);
+        flat.extend_from_slice(v);
+        ends.push(flat.len() as u32);
+    }
+    Ok(positioned_entries(&positions, &flat, &ends))
 }
 
 fn path(v: &Bytes) -> Result<core::TreePath, JsValue> {

@@ -210,3 +210,40 @@ export function caughtUp(writeSet, liars) {
 export function progressItem(path, levels, answer) {
   return [path.slice(), levels, answer.slice()];
 }
+
+/** A subtree that checked (`verifySubtree`): the capacity it carries and its nodes (views of wasm memory, copied here). */
+export function verifiedSubtree(capacity, paths, pathEnds, heights, counts, kinds, hashes, keys, keyEnds) {
+  const nodes = new Array(heights.length);
+  let p = 0;
+  let k = 0;
+  for (let i = 0; i < nodes.length; i++) {
+    nodes[i] = {
+      path: paths.slice(p, pathEnds[i]),
+      height: heights[i],
+      chunkCount: counts[2 * i],
+      entryCount: counts[2 * i + 1],
+      leftIsChunk: (kinds[i] & 1) !== 0,
+      rightIsChunk: (kinds[i] & 2) !== 0,
+      left: hashes.slice(96 * i, 96 * i + 32),
+      right: hashes.slice(96 * i + 32, 96 * i + 64),
+      hash: hashes.slice(96 * i + 64, 96 * i + 96),
+      keyCopy: keys.slice(k, keyEnds[i]),
+    };
+    p = pathEnds[i];
+    k = keyEnds[i];
+  }
+  return { capacity, nodes };
+}
+
+/** Hashes laid end to end (`verifyLeaves`), as 32-byte arrays. */
+export function hashList(flat) {
+  const out = new Array(flat.length / 32);
+  for (let i = 0; i < out.length; i++) out[i] = flat.slice(32 * i, 32 * i + 32);
+  return out;
+}
+
+/** Entries that checked (`verifyEntries`): `[position, key, value][]`. */
+export function positionedEntries(positions, flat, ends) {
+  const kv = pairs(flat, ends);
+  return kv.map(([k, v], i) => [positions[i], k, v]);
+}

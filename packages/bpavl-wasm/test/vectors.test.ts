@@ -1,8 +1,9 @@
 // spec/vectors through the WebAssembly build: every valid case verifies with
 // exactly the expected outputs, every invalid case throws a ProofError with
 // exactly the expected code, every tree of trees.json is reproduced by
-// replaying its operations through the WASM Tree, and every case of
-// rebuild.json goes through the WASM Rebuilder.
+// replaying its operations through the WASM Tree, every case of
+// rebuild.json goes through the WASM Rebuilder, and every catch-up piece of
+// catchup.json through verifySubtree, verifyLeaves and verifyEntries.
 import { describe, expect, it } from 'vitest';
 import {
   init,
@@ -15,6 +16,9 @@ import {
   verifyExistence,
   verifyExistenceBatch,
   verifyRange,
+  verifySubtree,
+  verifyLeaves,
+  verifyEntries,
 } from '../index.js';
 import { hex, loadVectors, thrown, toHex } from './helpers.js';
 
@@ -188,6 +192,45 @@ describe('rebuild.json', () => {
     const failing = c.at === null ? () => r.finish(c.version) : () => addAll(r, { adds: [c.adds[at]] });
     const e = thrown(failing);
     expect([e.name, e.code]).toEqual(['RebuildError', code]);
+  });
+});
+
+describe('catchup.json', () => {
+  const v = loadVectors('catchup');
+  const subtree = (c: Case) => verifySubtree(hex(c.path), hex(c.anchor), c.levels, c.capacity, hex(c.answer));
+  it.each(valid(v.subtree.valid, (c, i) => `subtree ${i} of ${c.tree}`))('valid: %s', (_d, c) => {
+    const got = subtree(c);
+    expect(got.capacity).toBe(c.capacity_carried);
+    const shown = got.nodes.map((n) => ({
+      path: toHex(n.path),
+      height: n.height,
+      chunk_count: n.chunkCount,
+      entry_count: n.entryCount,
+      left_is_chunk: n.leftIsChunk,
+      right_is_chunk: n.rightIsChunk,
+      left: toHex(n.left),
+      right: toHex(n.right),
+      key_copy: toHex(n.keyCopy),
+      hash: toHex(n.hash),
+    }));
+    expect(shown).toEqual(c.nodes);
+  });
+  it.each(invalid(v.subtree.invalid))('subtree invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => subtree(c))).toBe(code);
+  });
+  const leaves = (c: Case) => verifyLeaves(hex(c.chunk_hash), c.capacity, hex(c.answer));
+  it.each(valid(v.leaves.valid, (_c, i) => `leaves ${i}`))('valid: %s', (_d, c) => {
+    expect(leaves(c).map(toHex)).toEqual(c.leaves);
+  });
+  it.each(invalid(v.leaves.invalid))('leaves invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => leaves(c))).toBe(code);
+  });
+  const entries = (c: Case) => verifyEntries(c.leaves.map(hex), hex(c.bitmap), hex(c.answer));
+  it.each(valid(v.entries.valid, (_c, i) => `entries ${i}`))('valid: %s', (_d, c) => {
+    expect(entries(c).map(([p, k, val]) => [p, toHex(k), toHex(val)])).toEqual(c.entries);
+  });
+  it.each(invalid(v.entries.invalid))('entries invalid %s: %s', (code, _w, c) => {
+    expect(proofCode(() => entries(c))).toBe(code);
   });
 });
 
