@@ -37,6 +37,7 @@ import { cpSync, existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { splitmix } from './files.mjs';
+import { installCleanupHandlers, startPeer, stopPeers } from './sync/peers.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -63,7 +64,6 @@ const VALUE_LEN = 512;
 const ENTRY_BYTES = 32 + VALUE_LEN;
 const ZIPF_S = 1.1;
 const BIN = fileURLToPath(new URL('../packages/peer/bin/bpavl.mjs', import.meta.url));
-const TESTNET = fileURLToPath(new URL('../packages/testnet/bin/bpavl-testnet.mjs', import.meta.url));
 const src = `${args.dir}/source-${n}`;
 const clientBase = `${args.dir}/client-${n}`;
 const client = `${args.dir}/client`;
@@ -152,40 +152,9 @@ function run(script, argv) {
   });
 }
 
-/** Starts `bpavl-testnet serve --db SRC` (lying if `liar`) and resolves with its info line. */
-function serve(liar) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [TESTNET, 'serve', '--db', src, '--json', '--ws-port', '0', '--libp2p-port', 'off', '--exit-on-stdin-end', ...(liar ? ['--byzantine', 'corrupt-value'] : [])],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    children.add(child);
-    let buf = '';
-    const t = setTimeout(() => reject(new Error('serve --db did not start in 120 s')), 120_000);
-    child.stdout.on('data', (d) => {
-      buf += d;
-      if (buf.includes('\n')) {
-        clearTimeout(t);
-        resolve({ child, info: JSON.parse(buf.split('\n')[0]) });
-      }
-    });
-    child.on('exit', (code) => code !== 0 && code !== null && reject(new Error(`serve exited ${code}`)));
-  });
-}
-
-async function stop(peers) {
-  await Promise.all(
-    peers.map(
-      ({ child }) =>
-        new Promise((r) => {
-          child.once('exit', r);
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
-  for (const { child } of peers) children.delete(child);
-}
+/** `bpavl-testnet serve --db SRC` (lying if `liar`): its info line and process (bench/sync/peers.mjs). */
+const serve = (liar, k) =>
+  startPeer(['--db', src, ...(liar ? ['--byzantine', 'corrupt-value'] : [])], { timeoutMs: 120_000, label: `peer ${k}${liar ? ' (liar)' : ''}` });
 
 let failed = false;
 const check = (ok, what) => {
@@ -213,6 +182,8 @@ async function sameValues(indexes) {
 }
 
 const runs = [];
+// Peer processes (bench/sync/peers.mjs) are stopped on exit and on Ctrl-C, as bench:sync's.
+installCleanupHandlers(log);
 try {
   if (!existsSync(src) || !existsSync(clientBase)) {
     rmSync(args.dir, { recursive: true, force: true });
@@ -229,7 +200,7 @@ try {
       check(moved.code === 0 && moved.json?.version === 2, `the source move ended ${moved.code}`);
       const root = moved.json.root;
       for (const liars of args.liars.split(',').map(Number)) {
-        const peers = await Promise.all(Array.from({ length: Number(args.peers) }, (_, k) => serve(k < liars)));
+        const peers = await Promise.all(Array.from({ length: Number(args.peers) }, (_, k) => serve(k < liars, k)));
         const peerArgs = peers.flatMap((p) => ['--peer', p.info.ws]);
         log(`${pattern} ${fraction}, ${liars} liars: catching up`);
         const caught = await run(BIN, ['sync', '--root', root, ...peerArgs, '--db', client, '--json']);
@@ -238,7 +209,7 @@ try {
         log(`${pattern} ${fraction}, ${liars} liars: full sync`);
         const full = await run(BIN, ['sync', '--root', root, ...peerArgs, '--json']);
         check(full.code === 0 && full.json?.root === root, `the full sync ended ${full.code}`);
-        await stop(peers);
+        await stopPeers(peers);
         const back = await run(BIN, ['rollback', '--db', client, '--to', '1', '--json']);
         check(back.code === 0, 'the client rolled back to version 1');
         const r = {

@@ -528,44 +528,47 @@ impl CatchUp {
         }
         let entries: Vec<KeyValue> = chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
         if self.want_entries.remove(&c) {
-            let ChunkState::WantEntries { slots, mut fetched, .. } =
+            let ChunkState::WantEntries { leaves, slots, mut fetched } =
                 std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
             else {
                 unreachable!("listed")
             };
-            self.fill(c, slots, &mut fetched, &entries);
+            self.fill(c, slots, &mut fetched, &entries, &leaves);
             return Ok(());
         }
         if !self.want_leaves.remove(&c) {
             return Ok(());
         }
         self.given.insert(c, entries);
-        let chunk = &self.chunks[c];
-        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
+        // The envelope's entry hashes were computed when it was verified.
+        let leaves = chunk.chunk.leaves();
+        let new = &self.chunks[c];
+        let candidates = self.old.around(new.lower.as_deref(), new.upper.as_deref());
         for &j in &candidates {
             self.waiting.entry(j).or_default().push(c);
         }
-        self.chunks[c].state =
-            ChunkState::Matching { leaves: chunk_leaves_of(&self.given[&c]), candidates, restored: None };
+        self.chunks[c].state = ChunkState::Matching { leaves, candidates, restored: None };
         self.matching += 1;
         self.try_match(c);
         Ok(())
     }
 
-    /// Completes chunk `c` with the entries it lacks from `entries` (the whole chunk, in order).
+    /// Completes chunk `c` with the entries it lacks from `entries` (the
+    /// whole chunk, in order, whose entry hashes are `leaves`).
     fn fill(
         &mut self,
         c: usize,
         slots: Vec<Option<Slot>>,
         fetched: &mut Vec<(Ref, Vec<u8>)>,
-        entries: &[(Vec<u8>, Vec<u8>)],
+        entries: &[KeyValue],
+        leaves: &[Hash],
     ) {
         let slots: Vec<Slot> = slots
             .into_iter()
-            .zip(entries)
-            .map(|(slot, (k, v))| {
+            .zip(entries.iter().zip(leaves))
+            .map(|(slot, ((k, v), hash))| {
                 slot.unwrap_or_else(|| {
-                    let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
+                    let entry = Ref { birth: self.version, hash: *hash };
                     fetched.push((entry, encode_entry(k, v)));
                     Slot { key: k.clone(), entry }
                 })
@@ -684,7 +687,7 @@ impl CatchUp {
         }
         self.unwait(c, candidates);
         if let Some(entries) = self.given.remove(&c) {
-            self.fill(c, slots, &mut Vec::new(), &entries);
+            self.fill(c, slots, &mut Vec::new(), &entries, &leaves);
         } else if slots.iter().all(Option::is_some) {
             self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
         } else {
@@ -988,9 +991,4 @@ fn stale_nodes(old: &Old, top: Option<OldChild>, out: &mut Vec<(Table, Ref)>) {
             }
         }
     }
-}
-
-/// The entry hashes of a chunk's entries, in order.
-fn chunk_leaves_of(entries: &[KeyValue]) -> Vec<Hash> {
-    entries.iter().map(|(k, v)| entry_hash(k, v)).collect()
 }

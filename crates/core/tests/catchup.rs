@@ -151,21 +151,38 @@ fn put_all(store: &mut Store, puts: Vec<(Table, Ref, Vec<u8>)>) {
     }
 }
 
+/// Runs `cu` to the end: store reads, records written, and every fetch handed to `answer`.
+fn drive(cu: &mut CatchUp, store: &mut Store, mut answer: impl FnMut(&mut CatchUp, &Fetch)) {
+    for _ in 0..100_000 {
+        feed(cu, store).unwrap();
+        put_all(store, cu.take_puts());
+        if cu.is_fetched() && cu.needed().unwrap().is_empty() {
+            return;
+        }
+        for f in cu.fetches(usize::MAX) {
+            answer(cu, &f);
+        }
+    }
+    panic!("a catch-up ends");
+}
+
 /// Catches the store's head up to `peer.target`, answering every fetch.
 fn catch_up(store: &mut Store, head: &Tree, peer: &Peer) -> (WriteSet, Vec<u32>) {
     let mut cu = CatchUp::new(head, peer.target.root()).unwrap();
-    for _ in 0..100_000 {
-        feed(&mut cu, store).unwrap();
-        put_all(store, cu.take_puts());
-        if cu.is_fetched() && cu.needed().unwrap().is_empty() {
-            break;
-        }
-        for f in cu.fetches(usize::MAX) {
-            peer.answer(&mut cu, &f).unwrap();
-        }
-    }
-    let (ws, liars) = cu.finish().unwrap();
-    (ws, liars)
+    drive(&mut cu, store, |cu, f| peer.answer(cu, f).unwrap());
+    cu.finish().unwrap()
+}
+
+/// Writes the caught-up version `v + 1`: it loads to exactly `target`, and
+/// the store holds exactly what its versions reach, before and after `v` is pruned.
+fn commit_and_check(store: &mut Store, ws: &WriteSet, v: u64, capacity: usize, target: &Tree, round: u64) {
+    store.write(ws);
+    let caught = store.load(v + 1, capacity).unwrap();
+    assert_eq!(caught.head().root(), target.head().root(), "round {round}");
+    assert_eq!(entries(&caught), entries(target), "round {round}");
+    assert_no_garbage(store, capacity);
+    store.prune(v + 1);
+    assert_no_garbage(store, capacity);
 }
 
 /// A base state of `n` random writes, stored over a few commits; then the
@@ -296,20 +313,13 @@ fn every_lie_is_caught_and_changes_nothing() {
         let liar = Peer { target: target.head(), levels: 3, lie, tag: 7 };
         let honest = Peer { target: target.head(), levels: 3, lie: Lie::None, tag: 1 };
         let mut caught = Vec::new();
-        for _ in 0..100_000 {
-            feed(&mut cu, &store).unwrap();
-            put_all(&mut store, cu.take_puts());
-            if cu.is_fetched() && cu.needed().unwrap().is_empty() {
-                break;
+        drive(&mut cu, &mut store, |cu, f| {
+            // The liar answers first; what it got wrong is asked again of the honest peer.
+            if let Err(e) = liar.answer(cu, f) {
+                caught.push(e);
+                honest.answer(cu, f).unwrap();
             }
-            for f in cu.fetches(usize::MAX) {
-                // The liar answers first; what it got wrong is asked again of the honest peer.
-                if let Err(e) = liar.answer(&mut cu, &f) {
-                    caught.push(e);
-                    honest.answer(&mut cu, &f).unwrap();
-                }
-            }
-        }
+        });
         let expected = match lie {
             Lie::FlipSubtree => &[ProofError::NodeMismatch, ProofError::FlagsInvalid, ProofError::HeightInvalid][..],
             Lie::FlipLeaves => &[ProofError::LeavesMismatch][..],
@@ -321,11 +331,7 @@ fn every_lie_is_caught_and_changes_nothing() {
         // A flipped key copy hashes as before: it is blamed at the end instead.
         assert!(liars.iter().all(|&s| s == 7) && (lie == Lie::FlipSubtree || liars.is_empty()));
         assert!(!caught.is_empty() || !liars.is_empty(), "{lie:?}");
-        store.write(&ws);
-        let caught_up = store.load(v + 1, capacity).unwrap();
-        assert_eq!(caught_up.head().root(), target.head().root());
-        assert_eq!(entries(&caught_up), entries(&target));
-        assert_no_garbage(&store, capacity);
+        commit_and_check(&mut store, &ws, v, capacity, &target, round as u64);
     }
 }
 
@@ -356,11 +362,7 @@ fn wrong_key_copies_are_blamed_and_never_used() {
         let peer = Peer { target: target.head(), levels: 2, lie: Lie::KeyCopies, tag: 7 };
         let (ws, liars) = catch_up(&mut store, &head, &peer);
         assert!(!liars.is_empty() && liars.iter().all(|&s| s == 7));
-        store.write(&ws);
-        let caught = store.load(v + 1, capacity).unwrap();
-        assert_eq!(caught.head().root(), target.head().root());
-        assert_eq!(entries(&caught), entries(&target));
-        assert_no_garbage(&store, capacity);
+        commit_and_check(&mut store, &ws, v, capacity, &target, capacity as u64);
     }
 }
 
@@ -466,22 +468,15 @@ fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
             cu.restore_subtree(p, *levels, answer).unwrap();
         }
         let mut leaves_asked = BTreeSet::new();
-        for _ in 0..100_000 {
-            feed(&mut cu, &store).unwrap();
-            put_all(&mut store, cu.take_puts());
-            if cu.is_fetched() && cu.needed().unwrap().is_empty() {
-                break;
+        drive(&mut cu, &mut store, |cu, f| {
+            if let Fetch::Nodes(p) = f {
+                assert!(!kept.iter().any(|k| &k.0 == p), "round {round}: a kept subtree asked again");
             }
-            for f in cu.fetches(usize::MAX) {
-                if let Fetch::Nodes(p) = &f {
-                    assert!(!kept.iter().any(|k| &k.0 == p), "round {round}: a kept subtree asked again");
-                }
-                if let Fetch::Leaves(p) = &f {
-                    leaves_asked.insert(p.clone());
-                }
-                peer.answer(&mut cu, &f).unwrap();
+            if let Fetch::Leaves(p) = f {
+                leaves_asked.insert(p.clone());
             }
-        }
+            peer.answer(cu, f).unwrap();
+        });
         let damaged_back = usize::from(round % 3 == 0 && damaged.is_some());
         assert_eq!(cu.restored_chunks() + damaged_back, written.len(), "round {round}");
         assert_eq!(
@@ -491,13 +486,7 @@ fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
         );
         let (ws, liars) = cu.finish().unwrap();
         assert!(liars.is_empty());
-        store.write(&ws);
-        let caught = store.load(v + 1, capacity).unwrap();
-        assert_eq!(caught.head().root(), target.head().root(), "round {round}");
-        assert_eq!(entries(&caught), entries(&target));
-        assert_no_garbage(&store, capacity);
-        store.prune(v + 1);
-        assert_no_garbage(&store, capacity);
+        commit_and_check(&mut store, &ws, v, capacity, &target, round);
     }
 }
 
@@ -513,16 +502,10 @@ fn changed_chunks_that_come_whole_are_taken_as_well() {
         let peer = Peer { target: target.head(), levels: [1, 3, 48][round as usize % 3], lie: Lie::Whole, tag: 1 };
         let (ws, liars) = catch_up(&mut store, &head, &peer);
         assert!(liars.is_empty());
-        store.write(&ws);
-        let caught = store.load(v + 1, capacity).unwrap();
-        assert_eq!(caught.head().root(), target.head().root(), "round {round}");
-        assert_eq!(entries(&caught), entries(&target));
-        assert_no_garbage(&store, capacity);
-        // Entries the head holds are still taken from it.
         let (old_sets, new_sets) = (record_hashes(&store.load(v, capacity).unwrap()), record_hashes(&target));
+        commit_and_check(&mut store, &ws, v, capacity, &target, round);
+        // Entries the head holds are still taken from it.
         let (fetched, new) = (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
         assert!(fetched <= new || target.chunk_count() == 1, "round {round}: {fetched} > {new}");
-        store.prune(v + 1);
-        assert_no_garbage(&store, capacity);
     }
 }
