@@ -541,16 +541,22 @@ impl CatchUp {
         }
         self.given.insert(c, entries);
         // The envelope's entry hashes were computed when it was verified.
-        let leaves = chunk.chunk.leaves();
-        let new = &self.chunks[c];
-        let candidates = self.old.around(new.lower.as_deref(), new.upper.as_deref());
+        self.start_matching(c, chunk.chunk.leaves(), None);
+        Ok(())
+    }
+
+    /// Chunk `c` waits for the head's chunks around it to be read: to take
+    /// the entries they hold (`leaves`), or to mark which of them the
+    /// chunk an earlier run wrote took (`restored`).
+    fn start_matching(&mut self, c: usize, leaves: Vec<Hash>, restored: Option<Vec<Slot>>) {
+        let chunk = &self.chunks[c];
+        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
         for &j in &candidates {
             self.waiting.entry(j).or_default().push(c);
         }
-        self.chunks[c].state = ChunkState::Matching { leaves, candidates, restored: None };
+        self.chunks[c].state = ChunkState::Matching { leaves, candidates, restored };
         self.matching += 1;
         self.try_match(c);
-        Ok(())
     }
 
     /// Completes chunk `c` with the entries it lacks from `entries` (the
@@ -617,14 +623,7 @@ impl CatchUp {
         if !self.want_leaves.remove(&c) {
             return Ok(());
         }
-        let chunk = &self.chunks[c];
-        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
-        for &j in &candidates {
-            self.waiting.entry(j).or_default().push(c);
-        }
-        self.chunks[c].state = ChunkState::Matching { leaves, candidates, restored: None };
-        self.matching += 1;
-        self.try_match(c);
+        self.start_matching(c, leaves, None);
         Ok(())
     }
 
@@ -845,14 +844,7 @@ impl CatchUp {
             self.want_leaves.insert(c);
             return;
         };
-        let chunk = &self.chunks[c];
-        let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
-        for &j in &candidates {
-            self.waiting.entry(j).or_default().push(c);
-        }
-        self.chunks[c].state = ChunkState::Matching { leaves: Vec::new(), candidates, restored: Some(slots) };
-        self.matching += 1;
-        self.try_match(c);
+        self.start_matching(c, Vec::new(), Some(slots));
     }
 
     fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, base: Option<Ref>) -> Result<(), StoreError> {
