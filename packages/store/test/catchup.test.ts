@@ -132,7 +132,7 @@ it('a catch-up commits the newer root as the next version, fetching a small part
   expect(again).toMatchObject({ version: 2, bytes: 0, requests: 0 });
 });
 
-it('every liar is banned at its first bad answer, with its code, and the state is still exact', async () => {
+it('every liar is banned at its first bad answer, with its code, and the state is still exact', { timeout: 30_000 }, async () => {
   const { base, next } = chain(4000, 8, 60);
   const other = chain(4000, 8, 61).next;
   // The lies that apply to catch-up answers, and the codes they earn.
