@@ -94,7 +94,7 @@ function pidAlive(pid) {
 
 /** scripts/demo.mjs --json: resolves to { child, info } once it prints its JSON line. */
 function startNetwork(byzantine) {
-  const argv = ['scripts/demo.mjs', '--json', ...(args['no-build'] ? ['--no-build'] : []), '--entries', args.entries, '--chunk', args.chunk, '--peers', args.peers, '--byzantine', byzantine, '--port', '0'];
+  const argv = ['scripts/demo.mjs', '--json', ...(args['no-build'] ? ['--no-build'] : []), '--entries', args.entries, '--chunk', args.chunk, '--peers', args.peers, '--byzantine', byzantine, '--port', '0', '--follow', '0'];
   const child = spawn(process.execPath, argv, { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   const net = { child, info: undefined, stderr: '' };
   launchers.add(net);

@@ -6,7 +6,12 @@
 // the trusted root filled in. Ctrl-C (SIGINT) or SIGTERM stops everything.
 //
 //   node scripts/demo.mjs [--entries N] [--chunk C] [--peers N] [--byzantine MODES]
-//                         [--seed S] [--port P] [--no-build] [--json]
+//                         [--seed S] [--follow S] [--follow-writes K] [--port P] [--no-build] [--json]
+//
+// With --follow (default every 5 s) the head moves: the launcher tells every
+// peer to commit the next batch of one seeded write stream (stdin "advance",
+// packages/testnet/src/advance.ts), checks that they all committed the same
+// root, and publishes it on /head.json, which stands in for a header feed.
 //
 // Every flag has an environment variable (BPAVL_DEMO_ENTRIES, …); flags win.
 import { spawn, spawnSync } from 'node:child_process';
@@ -27,6 +32,11 @@ const BPAVL = join(ROOT, 'packages/testnet/bin/bpavl-testnet.mjs');
 const DIST = join(ROOT, 'packages/demo-web/dist');
 const DEFAULT_PORT = 5180;
 const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
+const DEFAULT_FOLLOW_SECONDS = 5;
+const DEFAULT_FOLLOW_WRITES = 100;
+/** Versions each peer serves while the head moves, and heads /head.json lists. */
+const KEEP_VERSIONS = 24;
+const FEED_HEADS = 64;
 
 const USAGE = `npm start [-- options]        (or: node scripts/demo.mjs [options])
 
@@ -41,6 +51,11 @@ page. Prints the page's URL with the trusted root filled in. Ctrl-C stops it all
                                                          (BPAVL_DEMO_BYZANTINE, default ${DEFAULT_BYZANTINE})
                     modes: ${MODES.join(', ')}
   --seed S          workload seed                        (BPAVL_DEMO_SEED, default 0: the standard workload)
+  --follow S        the head moves: every S seconds the peers commit a new version (a batch of the
+                    seeded write stream) and the page may catch up to it; 0 = a fixed state
+                                                         (BPAVL_DEMO_FOLLOW, default ${DEFAULT_FOLLOW_SECONDS})
+  --follow-writes K writes per new version (updates, inserts, deletes)
+                                                         (BPAVL_DEMO_FOLLOW_WRITES, default ${DEFAULT_FOLLOW_WRITES})
   --port P          the page's port on 127.0.0.1; 0 = any free port
                                                          (BPAVL_DEMO_PORT, default ${DEFAULT_PORT}, or a free
                                                          port when ${DEFAULT_PORT} is taken and none was asked for)
@@ -72,6 +87,8 @@ function options(argv) {
         peers: { type: 'string' },
         byzantine: { type: 'string' },
         seed: { type: 'string' },
+        follow: { type: 'string' },
+        'follow-writes': { type: 'string' },
         port: { type: 'string' },
         'no-build': { type: 'boolean' },
         'build-only': { type: 'boolean' },
@@ -94,6 +111,8 @@ function options(argv) {
   const entries = int('entries', v.entries ?? env.BPAVL_DEMO_ENTRIES, 100_000, 1, 100_000_000);
   const chunk = int('chunk', v.chunk ?? env.BPAVL_DEMO_CHUNK, 256, 2, 4096);
   const peers = int('peers', v.peers ?? env.BPAVL_DEMO_PEERS, 8, 1, 64);
+  const follow = int('follow', v.follow ?? env.BPAVL_DEMO_FOLLOW, DEFAULT_FOLLOW_SECONDS, 0, 3600);
+  const followWrites = int('follow-writes', v['follow-writes'] ?? env.BPAVL_DEMO_FOLLOW_WRITES, DEFAULT_FOLLOW_WRITES, 1, 100_000);
   const portText = v.port ?? env.BPAVL_DEMO_PORT;
   const port = int('port', portText, DEFAULT_PORT, 0, 65535);
   const seed = v.seed ?? env.BPAVL_DEMO_SEED ?? '0';
@@ -119,6 +138,8 @@ function options(argv) {
     port,
     portAsked: portText !== undefined && portText !== '',
     seed,
+    follow,
+    followWrites,
     byzantine,
     build: !v['no-build'],
     buildOnly: !!v['build-only'],
@@ -258,8 +279,8 @@ function buildLocked(build, snapshot) {
 
 // ---------------------------------------------------------------- processes
 
-/** Runs `bpavl` with `args`; resolves with its first stdout line parsed as JSON. */
-function bpavl(args, { name, children, timeoutMs = 120_000 }) {
+/** Runs `bpavl` with `args`; `first` resolves with its first stdout line parsed as JSON, `onLine` gets the later ones. */
+function bpavl(args, { name, children, timeoutMs = 120_000, onLine }) {
   const child = spawn(process.execPath, [BPAVL, ...args], {
     cwd: ROOT,
     // stdin is a pipe we never write: it ends when this launcher dies, even by
@@ -278,6 +299,7 @@ function bpavl(args, { name, children, timeoutMs = 120_000 }) {
     const timer = setTimeout(() => fail(new Error(`${name} did not start within ${timeoutMs / 1000} s`)), timeoutMs);
     const lines = createInterface({ input: child.stdout });
     lines.once('line', (line) => {
+      if (onLine) lines.on('line', onLine);
       clearTimeout(timer);
       try {
         ok(JSON.parse(line));
@@ -315,6 +337,52 @@ async function stopChildren(children, ms = 5000) {
   );
 }
 
+// ---------------------------------------------------------------- moving head
+
+/**
+ * The moving head: every `seconds`, tells each running peer to commit the
+ * next batch of the seeded write stream, and once all of them have, publishes
+ * the root they agree on (peers that disagree are reported, and nothing is
+ * published). A tick while the last batch is still being committed is skipped.
+ * Returns `onLine(i, line)` for peer `i`'s output, `peerExited()`, and `stop()`.
+ */
+function moveHead({ peers, seconds, bytesPerEntry, publish }) {
+  let step = 0;
+  let committed; // peer index → what it printed for `step`, while a step runs
+  const running = () => peers.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+  const settle = () => {
+    if (!committed || committed.size < running().length) return;
+    const roots = new Set([...committed.values()].map((a) => a.root));
+    const a = [...committed.values()][0];
+    committed = undefined;
+    if (a === undefined) return;
+    if (roots.size !== 1) return log(`step ${step}: the peers committed ${roots.size} different roots (a bug): not published`);
+    publish({ version: a.version, root: a.root, entryCount: a.entryCount, chunkCount: a.chunkCount, bytes: Math.round(bytesPerEntry * a.entryCount), at: Date.now() });
+  };
+  const timer = setInterval(() => {
+    if (committed) return;
+    step++;
+    committed = new Map();
+    for (const p of running()) p.child.stdin.write('advance\n');
+  }, seconds * 1000);
+  return {
+    onLine(i, line) {
+      let a;
+      try {
+        a = JSON.parse(line);
+      } catch {
+        return;
+      }
+      if (committed && a.step === step) {
+        committed.set(i, a);
+        settle();
+      }
+    },
+    peerExited: settle,
+    stop: () => clearInterval(timer),
+  };
+}
+
 // ---------------------------------------------------------------- page server
 
 const TYPES = {
@@ -339,8 +407,8 @@ const CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-/** A static server for `dir` plus `/peers.json`, on 127.0.0.1:`port`. */
-function pageServer(dir, peersJson) {
+/** A static server for `dir` plus `/peers.json` and `/head.json`, on 127.0.0.1:`port`. */
+function pageServer(dir, peersJson, headJson) {
   const root = resolve(dir);
   return createServer(async (req, res) => {
     const headers = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'content-security-policy': CSP };
@@ -352,6 +420,7 @@ function pageServer(dir, peersJson) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
       const { pathname } = new URL(req.url ?? '/', 'http://127.0.0.1');
       if (pathname === '/peers.json') return send(200, 'application/json', peersJson());
+      if (pathname === '/head.json') return send(200, 'application/json', headJson());
       const rel = decodeURIComponent(pathname.endsWith('/') ? `${pathname}index.html` : pathname);
       const file = resolve(join(root, rel));
       if (file !== root && !file.startsWith(root + sep)) return send(403, 'text/plain', 'forbidden\n');
@@ -393,6 +462,7 @@ async function main() {
   const tmp = mkdtempSync(join(tmpdir(), 'bpavl-demo-'));
   const page = join(tmp, 'page');
   let server;
+  let head; // the moving head, with --follow
   let stopping = false;
   const cleanupSync = () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -403,6 +473,7 @@ async function main() {
     if (stopping) return;
     stopping = true;
     if (why) log(why);
+    head?.stop();
     server?.closeAllConnections?.();
     server?.close();
     await stopChildren(children);
@@ -416,7 +487,8 @@ async function main() {
 
     // 1. The page's port first: a taken port fails before anything starts.
     let peersJson = '{}';
-    server = pageServer(page, () => peersJson);
+    let headJson = '{"heads":[]}';
+    server = pageServer(page, () => peersJson, () => headJson);
     let port;
     try {
       port = await listen(server, opt.port);
@@ -451,7 +523,8 @@ async function main() {
       const spec = modeOf(i);
       const args = ['serve', '--file', treeFile, '--root', tree.root, '--json', '--exit-on-stdin-end'];
       if (spec) args.push('--byzantine', spec);
-      return bpavl(args, { name: `peer ${i + 1} (bpavl serve)`, children });
+      if (opt.follow > 0) args.push('--advance-on-stdin', '--advance-writes', String(opt.followWrites), '--keep-versions', String(KEEP_VERSIONS));
+      return bpavl(args, { name: `peer ${i + 1} (bpavl serve)`, children, onLine: (line) => head?.onLine(i, line) });
     });
     const infos = await Promise.all(started.map((s) => s.first));
     const peers = infos.map((info, i) => {
@@ -467,9 +540,23 @@ async function main() {
       };
     });
     for (const [i, s] of started.entries()) {
+      s.child.stdin.on('error', () => {}); // a peer that died: its exit is reported below
       s.child.once('exit', (code, signal) => {
         if (!stopping) log(`peer ${i + 1} exited unexpectedly (${signal ?? `code ${code}`})${s.stderr() ? `: ${s.stderr().trim()}` : ''}`);
+        head?.peerExited();
       });
+    }
+    const follow = opt.follow > 0 ? { seconds: opt.follow, writes: opt.followWrites } : null;
+    if (follow) {
+      const bytesPerEntry = tree.entryCount > 0 ? statSync(treeFile).size / tree.entryCount : 0;
+      const heads = [{ version: 1, root: tree.root, entryCount: tree.entryCount, chunkCount: tree.chunkCount, bytes: statSync(treeFile).size, at: Date.now() }];
+      const publish = (h) => {
+        heads.push(h);
+        heads.splice(0, heads.length - FEED_HEADS);
+        headJson = JSON.stringify({ heads });
+      };
+      headJson = JSON.stringify({ heads });
+      head = moveHead({ peers: started, seconds: opt.follow, bytesPerEntry, publish });
     }
     const config = {
       root: tree.root,
@@ -477,10 +564,12 @@ async function main() {
       chunk: tree.capacity,
       chunkCount: tree.chunkCount,
       seed: tree.seed,
+      follow,
       peers: peers.map(({ pid: _pid, ...p }) => p),
     };
     peersJson = JSON.stringify(config);
-    const url = `http://127.0.0.1:${port}/?root=${tree.root}`;
+    // A moving head: the page takes the newest root from /head.json (the first one is gone after a while).
+    const url = follow ? `http://127.0.0.1:${port}/` : `http://127.0.0.1:${port}/?root=${tree.root}`;
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
 
     if (opt.json) {
@@ -490,7 +579,7 @@ async function main() {
       const lines = [
         '',
         `bpavl demo: ${opt.peers} peers serving ${tree.entryCount.toLocaleString('en-US')} entries in ${tree.chunkCount} chunks (capacity ${tree.capacity}), ready in ${seconds} s`,
-        `trusted root  ${tree.root}`,
+        follow ? `head          moves every ${follow.seconds} s (${follow.writes} writes each); the page shows the newest root` : `trusted root  ${tree.root}`,
         '',
         ...peers.map((p) => {
           const mode = p.mode ? `${p.mode}${p.rate !== null && p.rate !== 1 ? `:${p.rate}` : ''}` : 'honest';

@@ -1,28 +1,16 @@
 // The demo end to end: scripts/demo.mjs starts its own small network on free
-// ports (8 peers, 20,000 entries, chunk capacity 64, 2 of the peers lying),
-// and headless Chromium (tests/browser/chromium.mjs, via playwright.config.ts)
-// drives packages/demo-web against it. Every wait is on a selector or an
+// ports (8 peers, 20,000 entries, chunk capacity 64, 2 of the peers lying, a
+// fixed state: tests/e2e/follow.spec.ts moves the head), and headless
+// Chromium (tests/browser/chromium.mjs, via playwright.config.ts) drives
+// packages/demo-web against it. Every wait is on a selector or an
 // event with a bound, never a fixed sleep. A screenshot of the finished sync
 // is written to test-results/demo-sync-finished.png.
 import { expect, type Page, test } from '@playwright/test';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { type Demo, type DemoInfo, repoRoot, startDemo, stopDemo, watch } from './demo-process.ts';
 
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const SCREENSHOT = join(repoRoot, 'test-results', 'demo-sync-finished.png');
-
-/** What `scripts/demo.mjs --json` prints. */
-interface DemoInfo {
-  url: string;
-  root: string;
-  entryCount: number;
-  chunk: number;
-  chunkCount: number;
-  peers: { name: string; ws: string; libp2p: string; mode: string | null; pid: number }[];
-}
 
 /** The code an honest client gets from each lying mode the test starts. */
 const EXPECTED_CODE: Record<string, string> = {
@@ -30,66 +18,20 @@ const EXPECTED_CODE: Record<string, string> = {
   'wrong-index': 'CHUNK_INDEX_MISMATCH',
 };
 
-let demo: ChildProcess | undefined;
+let demo: Demo | undefined;
 let info: DemoInfo;
-let stderr = '';
 
 test.describe.configure({ mode: 'serial' });
 
 test.beforeAll(async () => {
   // Builds the demo page first if it is stale (a few seconds; the WASM build, if missing, much longer).
   test.setTimeout(600_000);
-  const args = ['scripts/demo.mjs', '--json', '--port', '0', '--entries', '20000', '--chunk', '64', '--peers', '8'];
-  args.push('--byzantine', Object.keys(EXPECTED_CODE).join(','));
-  const child = spawn(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-  demo = child;
-  child.stderr!.on('data', (d) => {
-    stderr = (stderr + d).slice(-8000);
-  });
-  info = await new Promise<DemoInfo>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', (line) => resolve(JSON.parse(line) as DemoInfo));
-    child.once('exit', (code) => reject(new Error(`scripts/demo.mjs exited (${code}) before it was ready:\n${stderr}`)));
-  });
+  // A fixed state (--follow 0): tests/e2e/follow.spec.ts has the moving head.
+  demo = await startDemo(['--entries', '20000', '--chunk', '64', '--peers', '8', '--follow', '0', '--byzantine', Object.keys(EXPECTED_CODE).join(',')]);
+  info = demo.info;
 });
 
-test.afterAll(async () => {
-  const child = demo;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.kill('SIGTERM');
-  const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  const code = await exited;
-  clearTimeout(force);
-  // The launcher stopped every peer it started.
-  for (const p of info?.peers ?? []) expect(alive(p.pid), `${p.name} (pid ${p.pid}) still running`).toBe(false);
-  expect(code).toBe(0);
-});
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Fails the test on page errors, console errors and any request off this machine. */
-function watch(page: Page): string[] {
-  const problems: string[] = [];
-  const local = (url: string) => /^(https?|wss?):\/\/127\.0\.0\.1[:/]/.test(url) || url.startsWith('data:');
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
-  });
-  page.on('request', (r) => {
-    if (!local(r.url())) problems.push(`request off the machine: ${r.url()}`);
-  });
-  page.on('websocket', (ws) => {
-    if (!local(ws.url())) problems.push(`WebSocket off the machine: ${ws.url()}`);
-  });
-  return problems;
-}
+test.afterAll(() => stopDemo(demo));
 
 async function open(page: Page, transport: 'ws' | 'libp2p' | 'both' = 'ws'): Promise<void> {
   await page.goto(info.url);

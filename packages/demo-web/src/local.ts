@@ -1,29 +1,26 @@
 /**
- * The state this page keeps in the browser: `@bpavl/store` on IndexedDB,
- * one database per trusted root, so that a sync interrupted by a reload or
- * a closed tab resumes from what it stored, and a finished one is read
- * again after a reload without syncing.
+ * The state this page keeps in the browser: `@bpavl/store` on IndexedDB, one
+ * database, so that a sync interrupted by a reload or a closed tab resumes
+ * from what it stored, a finished one is read again after a reload without
+ * syncing, and a kept state catches up to a newer root instead of being
+ * fetched again (as `bpavl sync --db` does).
  * @module
  */
 
 import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
 import { openState, type State, TABLES } from '@bpavl/store';
-import { toHex } from './format.js';
 
 const PREFIX = 'bpavl-demo-';
+const NAME = `${PREFIX}state`;
 
-/** The open state of one root at a time (a page is its one writer). */
+/** The page's one kept state (a page is its one writer). */
 export class LocalState {
-  #root: string | undefined;
   #state: Promise<State> | undefined;
 
-  /** The state kept for `root`, opened once and kept open. */
-  of(root: Uint8Array): Promise<State> {
-    const hex = toHex(root);
-    if (this.#root !== hex || this.#state === undefined) {
-      void this.#close();
-      this.#root = hex;
-      const opening = openIndexedDbBackend({ name: PREFIX + hex, tables: TABLES }).then((backend) => openState({ backend }));
+  /** The kept state, opened once and kept open. */
+  open(): Promise<State> {
+    if (this.#state === undefined) {
+      const opening = openIndexedDbBackend({ name: NAME, tables: TABLES }).then((backend) => openState({ backend }));
       opening.catch(() => {
         if (this.#state === opening) this.#state = undefined;
       });
@@ -52,7 +49,6 @@ export class LocalState {
   async #close(): Promise<void> {
     const state = this.#state;
     this.#state = undefined;
-    this.#root = undefined;
     await state?.then((s) => s.close(), () => {});
   }
 }

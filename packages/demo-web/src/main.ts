@@ -5,10 +5,11 @@
  * @module
  */
 
-import { SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
+import { type CatchUpResult, catchUp, SyncError, type SyncEvent, syncState } from '@bpavl/light-client/sync';
 import type { State } from '@bpavl/store';
 import { ThroughputChart } from './chart.js';
-import { bytesText, count, fromHex, mb, msText, rateText, secondsText, toHex } from './format.js';
+import { bytesText, count, fromHex, mb, msText, rateText, secondsText, shortHex, toHex } from './format.js';
+import { CatchUpList, type PublishedHead, pollHeads } from './follow.js';
 import { ChunkGrid } from './grid.js';
 import { LocalState } from './local.js';
 import { SyncModel } from './model.js';
@@ -35,14 +36,22 @@ const progressBar = $<HTMLProgressElement>('#progress');
 const progressText = $('#progress-text');
 const logList = $<HTMLOListElement>('#log');
 const logEmpty = $('#log-empty');
+const followCard = $('#follow');
+const headStatus = $('#head-status');
+const followBox = $<HTMLInputElement>('#follow-head');
 
 let config: DemoConfig | undefined;
 let current: { ctl: AbortController; model: SyncModel; dials: Map<string, Dial>; timer: ReturnType<typeof setInterval> } | undefined;
 /** The model of the last sync (kept after it ends, for the grid's tooltips). */
 let lastModel: SyncModel | undefined;
 let lastDials = new Map<string, Dial>();
-/** Where syncs are written: IndexedDB, one store per trusted root. */
+/** Where syncs are written, and caught up: one store in IndexedDB. */
 const local = new LocalState();
+/** The running catch-up, if any (a sync is `current`). */
+let catching: AbortController | undefined;
+/** The moving head's published heads, oldest first (empty: a fixed state). */
+let heads: PublishedHead[] = [];
+const catchUps = new CatchUpList($<HTMLOListElement>('#follow-log'));
 /** The kept state whose head is the trusted root, once one is. */
 let synced: State | undefined;
 
@@ -120,7 +129,7 @@ function describeChunk(index: number): { label: string; html: string } {
 }
 
 function renderIdleTable(): void {
-  if (current) return;
+  if (current || catching) return;
   const ds = currentDials();
   table.setDials(ds);
   query.refreshPeers();
@@ -229,7 +238,7 @@ function setRunning(running: boolean): void {
 }
 
 async function start(): Promise<void> {
-  if (current) return;
+  if (current || catching) return;
   const root = trustedRoot();
   const ds = currentDials();
   if (ds.length === 0) {
@@ -237,6 +246,10 @@ async function start(): Promise<void> {
   }
   if (!root) return rootInput.focus();
   if (ds.length === 0) return peerList.focus();
+  // A kept state at another root catches up to this one: only what changed is fetched.
+  const kept = await local.open().catch(() => undefined);
+  const keptHead = kept?.head();
+  if (kept && keptHead && toHex(keptHead.root) !== toHex(root) && !(await kept.pendingSync())) return follow(kept, root, ds);
 
   synced = undefined;
   query.setTreeAvailable(false);
@@ -265,7 +278,10 @@ async function start(): Promise<void> {
 
   const onEvent = (e: SyncEvent) => model.apply(e, performance.now());
   try {
-    const state = await local.of(root);
+    const state = await local.open();
+    // The user asked for this root: an unfinished sync of another root is dropped.
+    const pending = await state.pendingSync();
+    if (pending && toHex(pending.root) !== toHex(root)) await state.discardSync();
     const result = await syncState({ root, peers: ds.map((d) => d.address), signal: ctl.signal, onEvent, store: state });
     const rebuilt = toHex(state.head()!.root);
     if (rebuilt === toHex(root)) synced = state;
@@ -314,7 +330,7 @@ async function start(): Promise<void> {
     chart.update(model.samples, true);
     const focus = document.activeElement;
     setRunning(false);
-    void showLocal();
+    void showLocal().then(followHead);
     // Move focus to the outcome only if the user was on the sync's buttons (not typing elsewhere).
     if (focus === stopButton || focus === startButton || focus === document.body || focus === null) banner.focus();
   }
@@ -324,37 +340,155 @@ form.addEventListener('submit', (e) => {
   e.preventDefault();
   void start();
 });
-stopButton.addEventListener('click', () => current?.ctl.abort(new DOMException('stopped by the user', 'AbortError')));
+stopButton.addEventListener('click', () => (current?.ctl ?? catching)?.abort(new DOMException('stopped by the user', 'AbortError')));
+followBox.addEventListener('change', followHead);
 clearButton.addEventListener('click', () => void clearLocal());
 
 // ---------------------------------------------------------------- local state
 
-/** Says what this browser keeps for the trusted root, and lets the query panel read a finished sync. */
+/** Says what this browser keeps, and lets the query panel read it when its root is the trusted root. */
 async function showLocal(): Promise<void> {
+  if (current || catching) return;
   const root = fromHex(rootInput.value);
-  if (!root || root.length !== 32 || current) return;
+  const asked = root?.length === 32 ? toHex(root) : undefined;
   try {
-    const state = await local.of(root);
+    const state = await local.open();
     const head = state.head();
     const pending = head ? undefined : await state.pendingSync();
-    const have = head !== undefined && toHex(head.root) === toHex(root);
+    const have = head !== undefined && toHex(head.root) === asked;
+    const partial = pending !== undefined && toHex(pending.root) === asked;
     synced = have ? state : undefined;
     query.setTreeAvailable(have);
-    localStatus.dataset.kept = have ? 'synced' : pending ? 'partial' : 'none';
-    localStatus.dataset.chunks = String(have ? head.chunkCount : (pending?.chunksStored ?? 0));
+    localStatus.dataset.kept = have ? 'synced' : head ? 'other' : partial ? 'partial' : 'none';
+    localStatus.dataset.chunks = String(head ? head.chunkCount : (pending?.chunksStored ?? 0));
     localStatus.textContent = have
       ? `This browser keeps the synced state of this root (${count(head.entryCount)} entries): the query panel reads it without syncing again.`
-      : pending
-        ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of this root: Start sync resumes from them.`
-        : 'Nothing of this root is kept in this browser yet.';
+      : head
+        ? `This browser keeps the state at another root (${count(head.entryCount)} entries, root ${shortHex(toHex(head.root))}): Start sync catches it up to the trusted root, fetching only what changed.`
+        : partial
+          ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of this root: Start sync resumes from them.`
+          : pending
+            ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of another root: Start sync drops them.`
+            : 'Nothing of this state is kept in this browser yet.';
   } catch (e) {
     localStatus.dataset.kept = 'error';
     localStatus.textContent = `The local state cannot be read: ${(e as { code?: string }).code ?? (e as Error).message}.`;
   }
 }
 
+// ---------------------------------------------------------------- catch-up
+
+/** Catches the kept state up to `root` from the peers `ds`: only what changed is fetched and verified. */
+async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void> {
+  const ctl = new AbortController();
+  catching = ctl;
+  synced = undefined;
+  query.setTreeAvailable(false);
+  banner.hidden = true;
+  delete banner.dataset.state;
+  lastDials = new Map(ds.map((d) => [d.address, d]));
+  setRunning(true);
+  const hex = toHex(root);
+  const published = heads.find((h) => h.root === hex);
+  const from = state.head()!;
+  const what = published ? `head ${published.version}` : `root ${shortHex(hex)}`;
+  progressText.textContent = `Catching up from version ${from.version} to ${what}…`;
+  try {
+    // The user (or the head) asked for this root: an unfinished catch-up to another root is dropped.
+    const other = state.pendingCatchUp();
+    if (other && toHex(other) !== hex) await state.discardSync();
+    const r = await catchUp({
+      store: state,
+      root,
+      peers: ds.map((d) => d.address),
+      signal: ctl.signal,
+      onEvent: (e) => {
+        if (e.type === 'progress') progressText.textContent = `Catching up to ${what}: ${mb(e.bytes)} fetched, ${count(e.changedChunks)} changed chunks found so far`;
+      },
+    });
+    const head = state.head()!;
+    synced = state;
+    query.setTreeAvailable(true);
+    rootInput.value = hex;
+    catchUps.add(caughtUpRow(r, published, head.chunkCount), peerLabel);
+    progressText.textContent = `Caught up to ${what}: ${mb(r.bytes)} fetched${published ? ` of ≈ ${mb(published.bytes)} for a full sync` : ''}.`;
+    showBanner(
+      'verified',
+      `<h2>✓ Caught up: root verified</h2>
+       <p class="root">root <code data-field="root">${hex}</code></p>
+       <ul class="stats">
+         <li><strong data-field="fetched">${mb(r.bytes)}</strong> fetched${published ? ` of ≈ ${mb(published.bytes)} that a full sync fetches` : ''}</li>
+         <li><strong data-field="changed">${count(r.changedChunks)}</strong> of ${count(head.chunkCount)} chunks changed</li>
+         <li><strong>${secondsText(r.seconds)}</strong> to catch up</li>
+         <li><strong data-field="banned">${r.banned.length}</strong> peer${r.banned.length === 1 ? '' : 's'} banned${r.banned.length ? `: ${r.banned.map((b) => `${esc(peerLabel(b.peer))} <code class="code">${esc(b.code)}</code>`).join(', ')}` : ''}</li>
+       </ul>
+       <p class="muted">The state kept in this browser moved from version ${r.fromVersion} to version ${r.version}: the chunks and nodes that did not change are shared with the old version, and every new piece was verified against the trusted root on arrival.</p>`,
+    );
+  } catch (e) {
+    if (ctl.signal.aborted) {
+      showBanner('stopped', '<h2>■ Stopped</h2><p>You stopped the catch-up. What it verified is kept in this browser: the next catch-up to this root takes it back.</p>');
+    } else {
+      const code = (e as { code?: unknown }).code;
+      showBanner(
+        'failed',
+        `<h2>✗ Catch-up failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>`,
+      );
+    }
+    progressText.textContent = `The catch-up to ${what} did not finish.`;
+  } finally {
+    catching = undefined;
+    setRunning(false);
+    await showLocal();
+    followHead();
+  }
+}
+
+function caughtUpRow(r: CatchUpResult, published: PublishedHead | undefined, chunkCount: number) {
+  return {
+    fromVersion: r.fromVersion,
+    feedVersion: published?.version,
+    root: toHex(r.root),
+    bytes: r.bytes,
+    fullBytes: published?.bytes,
+    changedChunks: r.changedChunks,
+    chunkCount,
+    seconds: r.seconds,
+    banned: r.banned.map((b) => ({ peer: b.peer, code: b.code })),
+  };
+}
+
+/** With "Follow the head" on and nothing running: catches the kept state up to the newest published root. */
+function followHead(): void {
+  const newest = heads.at(-1);
+  if (!newest || !followBox.checked || current || catching) return;
+  void local.open().then(
+    async (state) => {
+      const head = state.head();
+      if (!head || toHex(head.root) === newest.root || current || catching || (await state.pendingSync())) return;
+      const ds = currentDials();
+      if (ds.length > 0) await follow(state, fromHex(newest.root)!, ds);
+    },
+    () => {},
+  );
+}
+
+/** A new head was published: the trusted root field follows it (unless the user typed another), and so may the kept state. */
+function onHeads(next: PublishedHead[]): void {
+  const previous = heads.at(-1)?.root;
+  heads = next;
+  const newest = next.at(-1)!;
+  const ago = Math.max(0, (Date.now() - newest.at) / 1000);
+  headStatus.innerHTML = `Head: <strong data-field="head-version">version ${newest.version}</strong>, root <code data-field="head-root">${newest.root}</code> (${count(newest.entryCount)} entries; ${ago < 1 ? 'just published' : `published ${ago.toFixed(0)} s ago`})`;
+  headStatus.dataset.version = String(newest.version);
+  if (!current && !catching && (rootInput.value === '' || rootInput.value === previous)) {
+    rootInput.value = newest.root;
+    void showLocal();
+  }
+  followHead();
+}
+
 async function clearLocal(): Promise<void> {
-  if (current) return;
+  if (current || catching) return;
   synced = undefined;
   query.setTreeAvailable(false);
   await local.clear();
@@ -382,6 +516,8 @@ async function loadConfig(): Promise<void> {
   if (fromUrl) {
     rootInput.value = fromUrl;
     rootHelp.textContent = 'From the link you opened. Everything is checked against this hash and nothing else.';
+  } else if (config?.follow) {
+    rootHelp.textContent = 'The newest root of the head feed below. In real use it comes from a source you trust, never from a peer.';
   } else if (config) {
     rootInput.value = config.root;
     rootHelp.textContent = 'Filled in from this demo. In real use it comes from a source you trust, never from a peer.';
@@ -399,6 +535,17 @@ async function loadConfig(): Promise<void> {
     (form.querySelector<HTMLInputElement>(`input[name=transport][value=${t}]`)!).checked = true;
   }
   renderIdleTable();
+  if (config?.follow) {
+    followCard.hidden = false;
+    // The first head fills the trusted root; a feed that does not answer leaves the form to the user.
+    await new Promise<void>((resolve) => {
+      setTimeout(resolve, 3000);
+      pollHeads(1000, (h) => {
+        onHeads(h);
+        resolve();
+      });
+    });
+  }
   await showLocal();
   document.body.dataset.ready = 'true';
 }

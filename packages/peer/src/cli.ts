@@ -19,7 +19,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
-import { type AnyServedTree, CachedTree, fromHex, StaticTreeSource, toHex } from './source.ts';
+import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_USAGE, RANGE_USAGE, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
@@ -147,6 +147,10 @@ export interface ServeContext {
   readonly workload: WorkloadArgs;
   /** Whether the tree came from `--file`. */
   readonly fromFile: boolean;
+  /** The served versions; a harness may add newer ones. */
+  readonly source: MovingHead;
+  /** The tree in memory whose head is served (not with `--db`). */
+  readonly tree?: Tree;
 }
 
 /** What a `ServeExtension` adds to a running peer. */
@@ -156,6 +160,8 @@ export interface ServeSetup {
   info: Record<string, unknown>;
   /** Printed without `--json`, before "serving". */
   lines: string[];
+  /** Called once the peer serves and its first line is out. */
+  started?: () => void;
 }
 
 /** Option values as `parseArgs` returns them. */
@@ -228,6 +234,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
       await init();
       let served: AnyServedTree[];
+      let tree: Tree | undefined;
       let state: State | undefined;
       let workload: WorkloadArgs;
       if (v.db !== undefined) {
@@ -243,19 +250,25 @@ export function serveCommand(ext?: ServeExtension): Command {
         let snapshot: Snapshot;
         if (v.file !== undefined) {
           const loaded = await readTreeFile(v.file, expectedRoot);
-          snapshot = loaded.tree.head();
+          tree = loaded.tree;
+          snapshot = tree.head();
           workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
         } else {
           workload = workloadArgs(v);
-          snapshot = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity).head();
+          tree = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity);
+          snapshot = tree.head();
         }
         served = [v['cache-chunks'] ? new CachedTree(snapshot) : snapshot];
       }
       const head = served.at(-1)!;
-      const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined })) ?? { info: {}, lines: [] };
+      const source = new MovingHead(served);
+      const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined, source, ...(tree ? { tree } : {}) })) ?? {
+        info: {},
+        lines: [],
+      };
       // Loaded here so that help, usage errors and `generate` do not pay for libp2p.
       const { startPeer } = await import('./peer.ts');
-      const peer = await startPeer(new StaticTreeSource(served), {
+      const peer = await startPeer(source, {
         host,
         wsPort,
         libp2pPort,
@@ -293,6 +306,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
       }
+      extra.started?.();
       // Only now: a signal that came during startup is acted on here.
       const signal = await stopSignal;
       stopCollecting();

@@ -94,6 +94,41 @@ export class StaticTreeSource implements TreeSource {
 }
 
 /**
+ * The versions a peer serves while its head moves: `add` serves a newly
+ * committed head and stops serving the oldest versions beyond `keep`, so
+ * that memory stays bounded while clients still catching up to a recent
+ * root find it (`bpavl-testnet serve --advance-on-stdin`).
+ *
+ * @example
+ * ```ts
+ * const source = new MovingHead([tree.head()]);
+ * tree.insert(key, value);
+ * tree.commit();
+ * source.add(tree.head(), 8);
+ * ```
+ */
+export class MovingHead implements TreeSource {
+  #served: StaticTreeSource;
+
+  constructor(trees: readonly AnyServedTree[]) {
+    this.#served = new StaticTreeSource(trees);
+  }
+
+  trees(): readonly AnyServedTree[] {
+    return this.#served.trees();
+  }
+
+  lookup(root: Uint8Array): AnyServedTree | undefined {
+    return this.#served.lookup(root);
+  }
+
+  /** Serves `tree` as the newest version, and only the newest `keep` (≥ 1) versions. */
+  add(tree: AnyServedTree, keep: number): void {
+    this.#served = new StaticTreeSource([...this.#served.trees(), tree].slice(-Math.max(1, keep)));
+  }
+}
+
+/**
  * A served tree whose chunk envelopes are all exported once, up front, and
  * then served from memory (`bpavl serve --cache-chunks`; about the size of
  * the state). Everything else is delegated to `tree`.

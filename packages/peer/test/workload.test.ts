@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { workloadEntry } from '../src/workload.ts';
+import { headWrites, workloadEntry } from '../src/workload.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -36,5 +36,20 @@ describe('workload', () => {
     expect(hex(k)).toBe(createHash('sha256').update(seed).update(idx).digest('hex'));
     expect(hex(v.subarray(0, 8))).toBe(hex(idx));
     expect(hex(v.subarray(8, 40))).toBe(createHash('sha256').update(k).update(Uint8Array.of(0)).digest('hex'));
+  });
+});
+
+describe('headWrites', () => {
+  it('is one seeded stream: the same batch twice, another for another step or seed; puts carry their step', () => {
+    const a = headWrites(0n, 1000, 3, 200);
+    expect(headWrites(0n, 1000, 3, 200)).toEqual(a);
+    expect(headWrites(0n, 1000, 4, 200)).not.toEqual(a);
+    expect(headWrites(1n, 1000, 3, 200)).not.toEqual(a);
+    const deletes = a.filter((w) => w.value === undefined).length;
+    // 1 in 10 deletes, at the stream's odds: far from none and from all.
+    expect(deletes).toBeGreaterThan(5);
+    expect(deletes).toBeLessThan(40);
+    for (const w of a) if (w.value) expect(Buffer.from(w.value.subarray(0, 8)).readBigUInt64BE()).toBe(3n);
+    expect(() => headWrites(0n, 1000, 0, 1)).toThrow(RangeError);
   });
 });

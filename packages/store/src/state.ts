@@ -231,6 +231,12 @@ export class State {
     return { root: this.#syncing.slice(), chunksStored };
   }
 
+  /** The root of an unfinished catch-up this store keeps (run it again to finish it, or `discardSync()`), or `undefined`. */
+  pendingCatchUp(): Uint8Array | undefined {
+    this.#open();
+    return this.#catchUpRoot?.slice();
+  }
+
   /**
    * The sink that `syncState({ store })` writes the state under `root`
    * into (`docs/store.md`, "Syncing into a store"): a new sync into an

@@ -140,6 +140,7 @@ it('every liar is banned at its first bad answer, with its code, and the state i
     ['corrupt-value', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
     ['corrupt-key', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
     ['wrong-root', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
+    ['wrong-index', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
     ['corrupt-proof', /^(KEY_COPY_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH|TRUNCATED|VALUE_TOO_LONG)$/],
     ['random-bytes', /^[A-Z_]+$/],
   ];

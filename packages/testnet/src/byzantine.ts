@@ -14,7 +14,7 @@
  * | `corrupt-value` | flips a bit in an entry's value (CHUNK, RANGE, absence PROOF: in the entries; present PROOF: the value sent beside the proof); catch-up answers: NODES the first node's left hash, LEAVES the first entry hash, ENTRIES the first value | `ROOT_MISMATCH`; `NODE_MISMATCH`, `LEAVES_MISMATCH`, `ENTRY_MISMATCH` |
  * | `corrupt-key` | flips the low bit of a key's last byte (CHUNK, RANGE, absence PROOF; a present PROOF carries no key and is answered honestly) | `ROOT_MISMATCH` (rarely `KEYS_NOT_SORTED`, `ABSENCE_INVALID`) |
  * | `corrupt-proof` | CHUNK: flips a bit in a chunk-path sibling hash (single-chunk tree: bumps the key-height); PROOF, RANGE: flips a bit in the last byte of the proof | `ROOT_MISMATCH` (single chunk: `KEY_HEIGHT_MISMATCH`) |
- * | `wrong-index` | CHUNK: sends the valid envelope of chunk `(i + 1) mod n` (honest when n = 1) | `CHUNK_INDEX_MISMATCH` |
+ * | `wrong-index` | CHUNK: sends the valid envelope of chunk `(i + 1) mod n` (honest when n = 1); NODES, LEAVES, ENTRIES at a path: the valid answer for the sibling position (honest at the top, or when the sibling has no such piece) | `CHUNK_INDEX_MISMATCH`; `NODE_MISMATCH`, `LEAVES_MISMATCH`, `ENTRY_MISMATCH` |
  * | `wrong-root` | sends a valid answer from another tree (same size, another seed) | `ROOT_MISMATCH` |
  * | `random-bytes` | replaces the payload with as many random bytes | a decoding code or `ROOT_MISMATCH` |
  * | `truncate` | sends the frame's length prefix and half its body, then nothing more on that connection | a response that never completes (timeout) |
@@ -306,8 +306,11 @@ export class Byzantine {
     if (tree === undefined) return undefined;
     switch (this.mode) {
       case 'wrong-index': {
-        if (req.kind !== Kind.Chunk || tree.chunkCount < 2) return undefined;
-        return tamper(tree.exportChunk((req.index + 1) % tree.chunkCount));
+        if (req.kind === Kind.Chunk) return tree.chunkCount < 2 ? undefined : tamper(tree.exportChunk((req.index + 1) % tree.chunkCount));
+        // A catch-up piece: the answer for the sibling position, valid under the root but not what was asked.
+        if (req.kind !== Kind.Nodes && req.kind !== Kind.Leaves && req.kind !== Kind.Entries) return undefined;
+        const sibling = siblingPath(req.path);
+        return sibling === undefined ? undefined : tamper(answerFrom(tree, { ...req, path: sibling }));
       }
       case 'wrong-key':
       case 'absence-for-present':
@@ -330,7 +333,16 @@ function tamper(p: Uint8Array | undefined): Lie | undefined {
   return p === undefined ? undefined : { kind: 'payload', payload: p };
 }
 
-/** The other tree's OK payload for the same request (`wrong-root`), or undefined if it has none. */
+/** The tree path (`spec/catchup.md`: depth u8 ‖ turns, MSB first) of the position beside `path`'s, or undefined for the top. */
+function siblingPath(path: Uint8Array): Uint8Array | undefined {
+  const depth = path[0] ?? 0;
+  if (depth === 0 || path.length !== 1 + Math.ceil(depth / 8)) return undefined;
+  const out = path.slice();
+  out[1 + ((depth - 1) >> 3)]! ^= 0x80 >> ((depth - 1) & 7);
+  return out;
+}
+
+/** The tree's OK payload for the request (the other tree's: `wrong-root`), or undefined if it has none. */
 function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind.Roots }>): Uint8Array | undefined {
   try {
     switch (req.kind) {

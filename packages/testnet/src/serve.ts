@@ -8,9 +8,14 @@
 import { COMMANDS, type OptionValues, type ServeExtension, serveCommand, UsageError } from '../../peer/src/cli.ts';
 import { toHex } from '../../peer/src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../../peer/src/workload.ts';
+import { advanceOnStdin } from './advance.ts';
 import { baselineBuilder, DEFAULT_BASELINE_CHUNK_BYTES } from './baseline.ts';
 import { BYZANTINE_MODES, Byzantine, DEFAULT_SLOW_MS, parseByzantine } from './byzantine.ts';
 import { testnetHook } from './hook.ts';
+
+/** Writes per batch of a moving head, and versions it serves at once. */
+const DEFAULT_ADVANCE_WRITES = 100;
+const DEFAULT_KEEP_VERSIONS = 16;
 
 const USAGE = `
 Test network (packages/testnet):
@@ -27,7 +32,13 @@ Test network (packages/testnet):
                        (the round trip; requests are not delayed). Default 0
   --rate-mb-s R        emulate a link of R megabytes (10^6 bytes) per second per connection:
                        a token bucket (64 KiB deep) paces each connection's output. Default unlimited
+  --advance-on-stdin   a moving head (the demo's): each line "advance" on stdin commits the next
+                       batch of the workload's seeded write stream and serves the new version; prints
+                       {step, version, root, entryCount, chunkCount} (a JSON line with --json). Not with --db
+  --advance-writes K   writes per batch (default ${DEFAULT_ADVANCE_WRITES})
+  --keep-versions N    versions served at once while the head moves, the newest included (default ${DEFAULT_KEEP_VERSIONS})
 `;
+
 
 function wrapUsage<T>(f: () => T): T {
   try {
@@ -75,6 +86,9 @@ export const testnetServe: ServeExtension = {
     'baseline-chunk-bytes': { type: 'string' },
     'delay-ms': { type: 'string' },
     'rate-mb-s': { type: 'string' },
+    'advance-on-stdin': { type: 'boolean' },
+    'advance-writes': { type: 'string' },
+    'keep-versions': { type: 'string' },
   },
   usage: USAGE,
   prepare(v, fromFile) {
@@ -87,7 +101,16 @@ export const testnetServe: ServeExtension = {
     const delayMs = int(v, 'delay-ms', 0, 0, 60_000);
     const rateMBs = rate(v['rate-mb-s']);
     const link = delayMs > 0 || rateMBs !== undefined ? { delayMs, bytesPerSecond: (rateMBs ?? Infinity) * 1e6 } : undefined;
-    return async ({ workload }) => {
+    const advance = v['advance-on-stdin'] === true;
+    if (advance && v.db !== undefined) throw new UsageError('--advance-on-stdin needs a tree in memory (not --db)');
+    if (!advance && (v['advance-writes'] !== undefined || v['keep-versions'] !== undefined)) {
+      throw new UsageError('--advance-writes and --keep-versions need --advance-on-stdin');
+    }
+    const writes = int(v, 'advance-writes', DEFAULT_ADVANCE_WRITES, 1, 1_000_000);
+    const keep = int(v, 'keep-versions', DEFAULT_KEEP_VERSIONS, 1, 1024);
+    // Listening now: an "advance" sent while the tree loads waits for it.
+    const commands = advance ? advanceOnStdin() : undefined;
+    return async ({ workload, source, tree }) => {
       let baseline;
       if (v.baseline) {
         const builder = await baselineBuilder(chunkBytes);
@@ -106,6 +129,16 @@ export const testnetServe: ServeExtension = {
       if (baseline) lines.push(`baseline  ${toHex(baseline.root)} (${baseline.chunks.length} chunks, ${baseline.bytes} bytes; benchmark-only kinds 5, 6)`);
       if (link) lines.push(`link      ${delayMs} ms one way (responses +${2 * delayMs} ms), ${rateMBs === undefined ? 'unlimited' : `${rateMBs} MB/s`} per connection (emulated)`);
       if (byzantine) lines.push(`byzantine ${byzantine.mode}:${byzantine.rate}  (this peer LIES)`);
+      const started =
+        commands && tree
+          ? () =>
+              commands.start(tree, source, { seed: workload.seed, entryCount: workload.entryCount, writes, keep }, (a) =>
+                v.json === true ? JSON.stringify(a) : `advanced  step ${a.step}: version ${a.version}, root ${a.root}, ${a.entryCount} entries`,
+              )
+          : undefined;
+      if (started) {
+        lines.push(`advance   on each "advance" line of stdin: ${writes} writes, the last ${keep} versions served`);
+      }
       const hook = testnetHook({ byzantine, baseline, link });
       return {
         ...(hook ? { hook } : {}),
@@ -113,8 +146,10 @@ export const testnetServe: ServeExtension = {
           byzantine: byzantine ? { mode: byzantine.mode, rate: byzantine.rate } : null,
           baseline: baseline ? { root: toHex(baseline.root), chunkCount: baseline.chunks.length, bytes: baseline.bytes, chunkBytes } : null,
           link: link ? { delayMs, rttMs: 2 * delayMs, rateMBs: rateMBs ?? null } : null,
+          advance: advance ? { writes, keep } : null,
         },
         lines,
+        ...(started ? { started } : {}),
       };
     };
   },
