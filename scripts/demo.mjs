@@ -35,7 +35,7 @@ const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
 const DEFAULT_FOLLOW_SECONDS = 5;
 const DEFAULT_FOLLOW_WRITES = 100;
 /** Versions each peer serves while the head moves, and heads /head.json lists. */
-const KEEP_VERSIONS = 24;
+const KEEP_VERSIONS = 8;
 const FEED_HEADS = 64;
 
 const USAGE = `npm start [-- options]        (or: node scripts/demo.mjs [options])

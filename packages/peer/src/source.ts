@@ -122,9 +122,12 @@ export class MovingHead implements TreeSource {
     return this.#served.lookup(root);
   }
 
-  /** Serves `tree` as the newest version, and only the newest `keep` (≥ 1) versions. */
-  add(tree: AnyServedTree, keep: number): void {
-    this.#served = new StaticTreeSource([...this.#served.trees(), tree].slice(-Math.max(1, keep)));
+  /** Serves `tree` as the newest version, and only the newest `keep` (≥ 1) versions; returns the versions no longer served. */
+  add(tree: AnyServedTree, keep: number): AnyServedTree[] {
+    const trees = [...this.#served.trees(), tree];
+    const dropped = trees.splice(0, Math.max(0, trees.length - Math.max(1, keep)));
+    this.#served = new StaticTreeSource(trees);
+    return dropped;
   }
 }
 

@@ -41,7 +41,8 @@ export function advanceHead(tree: Tree, source: MovingHead, opts: AdvanceOptions
   }
   const { version, root } = tree.commit();
   const head = tree.head();
-  source.add(head, opts.keep);
+  // Answers from memory are made synchronously: nothing holds a version once it is no longer served, so free it now (not at some later GC).
+  for (const old of source.add(head, opts.keep)) (old as { free?: () => void }).free?.();
   return { step, version, root: toHex(root), entryCount: tree.len, chunkCount: head.chunkCount };
 }
 

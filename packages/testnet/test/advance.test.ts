@@ -21,11 +21,12 @@ beforeAll(wasmReady);
 const fromHex = (h: string) => Uint8Array.from(Buffer.from(h, 'hex'));
 
 describe('advanceHead', () => {
-  it('two trees of one workload advanced by the same batches commit the same roots; the source serves the newest `keep`', () => {
+  it('two trees of one workload advanced by the same batches commit the same roots; the source serves the newest `keep` and frees the others', () => {
     const opts = { seed: 0n, entryCount: 3000, writes: 40, keep: 3 };
     const a = buildWorkloadTree({ entryCount: 3000, seed: 0n }, 16);
     const b = buildWorkloadTree({ entryCount: 3000, seed: 0n }, 16);
     const first = a.head();
+    const firstRoot = first.root;
     const source = new MovingHead([first]);
     const other = new MovingHead([b.head()]);
     const roots: string[] = [];
@@ -38,7 +39,9 @@ describe('advanceHead', () => {
     }
     expect(new Set(roots).size).toBe(4);
     expect(source.trees().map((t) => toHex(t.root))).toEqual(roots.slice(-3));
-    expect(source.lookup(first.root)).toBeUndefined();
+    expect(source.lookup(firstRoot)).toBeUndefined();
+    // A version no longer served is freed at once.
+    expect(() => first.root).toThrow();
     expect(source.lookup(fromHex(roots[0]!))).toBeUndefined();
     expect(source.lookup(fromHex(roots[3]!))?.version).toBe(5);
   });
