@@ -105,5 +105,25 @@ test('the page syncs, then follows the moving head: each catch-up fetches a frac
   await expect(page.locator('#banner')).toHaveAttribute('data-state', 'verified');
   await expect(page.locator('#banner')).toContainText('Caught up');
   expect(Number(await catchUps(page).first().getAttribute('data-version'))).toBeGreaterThan(lastVersion);
+
+  // Stop pressed as the next catch-up starts (from inside the page: mid-catch-up by construction):
+  // it stops, following is off, and the next head starts nothing.
+  await page.evaluate(() => {
+    const progress = document.querySelector('#progress-text')!;
+    new MutationObserver((_, obs) => {
+      if (progress.textContent?.startsWith('Catching up')) {
+        obs.disconnect();
+        document.querySelector<HTMLButtonElement>('#stop')!.click();
+      }
+    }).observe(progress, { childList: true, characterData: true, subtree: true });
+  });
+  await expect(page.locator('#banner')).toHaveAttribute('data-state', 'stopped', { timeout: 30_000 });
+  await expect(page.getByLabel('Follow the head')).not.toBeChecked();
+  const shown = await catchUps(page).count();
+  // Two heads later (a catch-up the first one started would be over or running by then).
+  const seen = Number(await page.locator('#head-status').getAttribute('data-version'));
+  await expect.poll(async () => Number(await page.locator('#head-status').getAttribute('data-version')), { timeout: 30_000 }).toBeGreaterThan(seen + 1);
+  await expect(page.locator('body')).toHaveAttribute('data-sync', 'idle');
+  expect(await catchUps(page).count()).toBe(shown);
   expect(problems).toEqual([]);
 });

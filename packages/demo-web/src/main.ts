@@ -426,7 +426,12 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
     );
   } catch (e) {
     if (ctl.signal.aborted) {
-      showBanner('stopped', '<h2>■ Stopped</h2><p>You stopped the catch-up. What it verified is kept in this browser: the next catch-up to this root takes it back.</p>');
+      // Stopped by the user: not restarted by the next head.
+      followBox.checked = false;
+      showBanner(
+        'stopped',
+        '<h2>■ Stopped</h2><p>You stopped the catch-up, and following the head is off. What it verified is kept in this browser: the next catch-up to this root takes it back.</p>',
+      );
     } else {
       const code = (e as { code?: unknown }).code;
       showBanner(
