@@ -19,7 +19,8 @@ const DEFAULT_KEEP_VERSIONS = 16;
 
 const USAGE = `
 Test network (packages/testnet):
-  --byzantine MODE[:RATE]  lie on RATE (0 < RATE ≤ 1, default 1) of the CHUNK/PROOF/RANGE answers.
+  --byzantine MODE[:RATE]  lie on RATE (0 < RATE ≤ 1, default 1) of the CHUNK, PROOF, MULTIPROOF,
+                       RANGE and catch-up (NODES, LEAVES, ENTRIES) answers.
                        MODE: ${BYZANTINE_MODES.join(', ')}
                        (see packages/testnet/README.md for what each does)
   --byzantine-seed S   seed of the RNG that picks the lies (default: --seed)
