@@ -469,7 +469,7 @@ function followHead(): void {
   void local.open().then(
     async (state) => {
       const head = state.head();
-      if (!head || toHex(head.root) === newest.root || current || catching || (await state.pendingSync())) return;
+      if (!followBox.checked || !head || toHex(head.root) === newest.root || current || catching || (await state.pendingSync())) return;
       const ds = currentDials();
       if (ds.length > 0) await follow(state, fromHex(newest.root)!, ds);
     },
@@ -477,7 +477,11 @@ function followHead(): void {
   );
 }
 
-/** A new head was published: the trusted root field follows it (unless the user typed another), and so may the kept state. */
+/**
+ * A new head was published: while "Follow the head" is on, the trusted root
+ * field follows it (unless the user typed another root), and so does the
+ * kept state. An empty field takes it in any case.
+ */
 function onHeads(next: PublishedHead[]): void {
   const previous = heads.at(-1)?.root;
   heads = next;
@@ -485,7 +489,7 @@ function onHeads(next: PublishedHead[]): void {
   const ago = Math.max(0, (Date.now() - newest.at) / 1000);
   headStatus.innerHTML = `Head: <strong data-field="head-version">version ${newest.version}</strong>, root <code data-field="head-root">${newest.root}</code> (${count(newest.entryCount)} entries; ${ago < 1 ? 'just published' : `published ${ago.toFixed(0)} s ago`})`;
   headStatus.dataset.version = String(newest.version);
-  if (!current && !catching && (rootInput.value === '' || rootInput.value === previous)) {
+  if (!current && !catching && (rootInput.value === '' || (followBox.checked && rootInput.value === previous))) {
     rootInput.value = newest.root;
     void showLocal();
   }
