@@ -2,8 +2,9 @@
 // The bpavl demo network (`npm start`): builds what is missing, generates one
 // workload tree, starts N `bpavl serve --file` peers on 127.0.0.1 (each on a
 // free WebSocket port and a free libp2p port; some of them lying), serves the
-// demo page (packages/demo-web/dist) with /peers.json, and prints the URL with
-// the trusted root filled in. Ctrl-C (SIGINT) or SIGTERM stops everything.
+// demo page (packages/demo-web/dist) with /peers.json, and prints the URL
+// (with the trusted root filled in when the head does not move). Ctrl-C
+// (SIGINT) or SIGTERM stops everything.
 //
 //   node scripts/demo.mjs [--entries N] [--chunk C] [--peers N] [--byzantine MODES]
 //                         [--seed S] [--follow S] [--follow-writes K] [--port P] [--no-build] [--json]
@@ -34,15 +35,17 @@ const DEFAULT_PORT = 5180;
 const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
 const DEFAULT_FOLLOW_SECONDS = 5;
 const DEFAULT_FOLLOW_WRITES = 100;
-/** Versions each peer serves while the head moves, and heads /head.json lists. */
+/** Versions each peer serves while the head moves. */
 const KEEP_VERSIONS = 8;
+/** Heads /head.json lists, newest last. */
 const FEED_HEADS = 64;
 
 const USAGE = `npm start [-- options]        (or: node scripts/demo.mjs [options])
 
 Starts the bpavl demo network on 127.0.0.1: N serving peers (WebSocket and
 libp2p each) sharing one generated state, some of them lying, and the demo
-page. Prints the page's URL with the trusted root filled in. Ctrl-C stops it all.
+page. Prints the page's URL (the page takes the newest root of the moving head,
+or the fixed root with --follow 0). Ctrl-C stops it all.
 
   --entries N       entries of the generated state      (BPAVL_DEMO_ENTRIES, default 100000)
   --chunk C         chunk capacity, 2 … 4096             (BPAVL_DEMO_CHUNK, default 256)
@@ -283,8 +286,8 @@ function buildLocked(build, snapshot) {
 function bpavl(args, { name, children, timeoutMs = 120_000, onLine }) {
   const child = spawn(process.execPath, [BPAVL, ...args], {
     cwd: ROOT,
-    // stdin is a pipe we never write: it ends when this launcher dies, even by
-    // SIGKILL, and `serve --exit-on-stdin-end` then stops the peer.
+    // stdin is a pipe that carries only "advance" (--follow): it ends when this
+    // launcher dies, even by SIGKILL, and `serve --exit-on-stdin-end` then stops the peer.
     stdio: ['pipe', 'pipe', 'pipe'],
     // Its own process group: Ctrl-C reaches only this launcher, which stops
     // the peers in order (and reports it) instead of all at once.
@@ -548,8 +551,10 @@ async function main() {
     }
     const follow = opt.follow > 0 ? { seconds: opt.follow, writes: opt.followWrites } : null;
     if (follow) {
-      const bytesPerEntry = tree.entryCount > 0 ? statSync(treeFile).size / tree.entryCount : 0;
-      const heads = [{ version: 1, root: tree.root, entryCount: tree.entryCount, chunkCount: tree.chunkCount, bytes: statSync(treeFile).size, at: Date.now() }];
+      // A full sync fetches about the tree file's bytes (its chunk envelopes); later heads, in proportion to their entries.
+      const bytes = statSync(treeFile).size;
+      const bytesPerEntry = tree.entryCount > 0 ? bytes / tree.entryCount : 0;
+      const heads = [{ version: 1, root: tree.root, entryCount: tree.entryCount, chunkCount: tree.chunkCount, bytes, at: Date.now() }];
       const publish = (h) => {
         heads.push(h);
         heads.splice(0, heads.length - FEED_HEADS);

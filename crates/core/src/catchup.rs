@@ -526,20 +526,20 @@ impl CatchUp {
         if chunk.root != self.root || chunk.chunk.hash() != self.chunks[c].hash {
             return Err(ProofError::ChunkIndexMismatch);
         }
-        let entries: Vec<KeyValue> = chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        let entries = || -> Vec<KeyValue> { chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect() };
         if self.want_entries.remove(&c) {
             let ChunkState::WantEntries { leaves, slots, mut fetched } =
                 std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
             else {
                 unreachable!("listed")
             };
-            self.fill(c, slots, &mut fetched, &entries, &leaves);
+            self.fill(c, slots, &mut fetched, &entries(), &leaves);
             return Ok(());
         }
         if !self.want_leaves.remove(&c) {
             return Ok(());
         }
-        self.given.insert(c, entries);
+        self.given.insert(c, entries());
         // The envelope's entry hashes were computed when it was verified.
         self.start_matching(c, chunk.chunk.leaves(), None);
         Ok(())

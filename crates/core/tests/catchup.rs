@@ -219,6 +219,17 @@ fn states(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize) -> (S
     (store, tree, target)
 }
 
+/// Round `round` of a model test: its capacity (2, 3, 4, 16 in turn),
+/// `states` at it, the stored head version `v`, loaded paged every other
+/// round, and the target.
+fn round_states(rng: &mut SplitMix64, round: u64, n: usize, changes: usize) -> (usize, Store, u64, Tree, Tree) {
+    let capacity = [2, 3, 4, 16][round as usize % 4];
+    let (store, _, target) = states(rng, capacity, n, changes);
+    let v = *store.version_numbers().last().unwrap();
+    let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+    (capacity, store, v, head, target)
+}
+
 fn hashes_of(store: &Store, t: Table, birth: u64) -> usize {
     store.records.get(&(t as u8)).map_or(0, |r| r.keys().filter(|k| k[..8] == birth.to_be_bytes()).count())
 }
@@ -227,13 +238,9 @@ fn hashes_of(store: &Store, t: Table, birth: u64) -> usize {
 fn a_catch_up_commits_exactly_the_new_tree_and_shares_the_rest() {
     let mut rng = SplitMix64::new(11);
     for round in 0..240u64 {
-        let capacity = [2, 3, 4, 16][round as usize % 4];
         let n = 1 + rng.below(400) as usize;
         let changes = [0, 1, 3, n / 20 + 1, n / 3 + 1, 2 * n][(round / 4) as usize % 6];
-        let (mut store, _, target) = states(&mut rng, capacity, n, changes);
-        let v = *store.version_numbers().last().unwrap();
-        let paged = round % 2 == 0;
-        let head = store.load_as(v, capacity, paged).unwrap();
+        let (capacity, mut store, v, head, target) = round_states(&mut rng, round, n, changes);
         let levels = [1, 2, 5, 48][(round / 2) as usize % 4];
         let peer = Peer { target: target.head(), levels, lie: Lie::None, tag: 1 };
         let (ws, liars) = catch_up(&mut store, &head, &peer);
@@ -430,11 +437,8 @@ fn a_stored_version_serves_the_pieces_a_tree_in_memory_serves() {
 fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
     let mut rng = SplitMix64::new(33);
     for round in 0..60u64 {
-        let capacity = [2, 3, 4, 16][round as usize % 4];
         let n = 50 + rng.below(400) as usize;
-        let (mut store, _, target) = states(&mut rng, capacity, n, n / 4 + 1);
-        let v = *store.version_numbers().last().unwrap();
-        let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+        let (capacity, mut store, v, head, target) = round_states(&mut rng, round, n, n / 4 + 1);
         let peer = Peer { target: target.head(), levels: 2, lie: Lie::None, tag: 1 };
         // A first run, stopped after a few rounds of answers: what it wrote stays, with its subtrees.
         let mut first = CatchUp::new(&head, target.head().root()).unwrap();
@@ -494,11 +498,8 @@ fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
 fn changed_chunks_that_come_whole_are_taken_as_well() {
     let mut rng = SplitMix64::new(44);
     for round in 0..80u64 {
-        let capacity = [2, 3, 4, 16][round as usize % 4];
         let n = 1 + rng.below(400) as usize;
-        let (mut store, _, target) = states(&mut rng, capacity, n, n / 5 + 1);
-        let v = *store.version_numbers().last().unwrap();
-        let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+        let (capacity, mut store, v, head, target) = round_states(&mut rng, round, n, n / 5 + 1);
         let peer = Peer { target: target.head(), levels: [1, 3, 48][round as usize % 3], lie: Lie::Whole, tag: 1 };
         let (ws, liars) = catch_up(&mut store, &head, &peer);
         assert!(liars.is_empty());

@@ -19,17 +19,16 @@ export interface PublishedHead {
   at: number;
 }
 
-/** Polls `/head.json` every `everyMs`; calls `onHeads` when the newest head changes. */
-export function pollHeads(everyMs: number, onHeads: (heads: PublishedHead[]) => void): () => void {
+/** Polls `/head.json` every `everyMs` for the page's life; calls `onHeads` when the newest head changes. */
+export function pollHeads(everyMs: number, onHeads: (heads: PublishedHead[]) => void): void {
   let newest = '';
-  let stopped = false;
   const poll = async () => {
     try {
       const res = await fetch('head.json', { cache: 'no-store' });
       if (!res.ok) return;
       const { heads } = (await res.json()) as { heads: PublishedHead[] };
       const last = heads.at(-1);
-      if (last && last.root !== newest && !stopped) {
+      if (last && last.root !== newest) {
         newest = last.root;
         onHeads(heads);
       }
@@ -38,16 +37,11 @@ export function pollHeads(everyMs: number, onHeads: (heads: PublishedHead[]) => 
     }
   };
   void poll();
-  const timer = setInterval(() => void poll(), everyMs);
-  return () => {
-    stopped = true;
-    clearInterval(timer);
-  };
+  setInterval(() => void poll(), everyMs);
 }
 
 /** One finished catch-up, as the list shows it. */
 export interface CatchUpRow {
-  fromVersion: number;
   /** The feed's version of the root caught up to (the store numbers its own versions). */
   feedVersion: number | undefined;
   root: string;

@@ -249,7 +249,10 @@ async function start(): Promise<void> {
   // A kept state at another root catches up to this one: only what changed is fetched.
   const kept = await local.open().catch(() => undefined);
   const keptHead = kept?.head();
-  if (kept && keptHead && toHex(keptHead.root) !== toHex(root) && !(await kept.pendingSync())) return follow(kept, root, ds);
+  const other = kept !== undefined && keptHead !== undefined && toHex(keptHead.root) !== toHex(root) && !(await kept.pendingSync());
+  // Another run may have started while the store was opened.
+  if (current || catching) return;
+  if (other) return follow(kept, root, ds);
 
   synced = undefined;
   query.setTreeAvailable(false);
@@ -450,7 +453,6 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
 
 function caughtUpRow(r: CatchUpResult, published: PublishedHead | undefined, chunkCount: number) {
   return {
-    fromVersion: r.fromVersion,
     feedVersion: published?.version,
     root: toHex(r.root),
     bytes: r.bytes,
@@ -500,6 +502,7 @@ async function clearLocal(): Promise<void> {
   if (current || catching) return;
   synced = undefined;
   query.setTreeAvailable(false);
+  catchUps.clear();
   await local.clear();
   await showLocal();
 }

@@ -341,12 +341,7 @@ export class State {
           release: () => {
             this.#catchingUp = false;
           },
-          abandon: async () => {
-            await this.#backend.write({ deletes: [['meta', CATCHUP_KEY]] });
-            this.#catchUpRoot = undefined;
-            await removeKeys(this.#backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
-            await removeUnborn(this.#backend, this.#head);
-          },
+          abandon: () => this.#forgetUnfinished(),
         };
         if (equal(head.root, root) && pending === undefined) return StoreCatchUp.upToDate(host, root, this.#head);
         const tree = await this.#loadHead();
@@ -373,7 +368,12 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (this.#sink !== undefined || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
     if (this.#syncing === undefined && this.#catchUpRoot === undefined) return;
-    // The marker first: a crash after it leaves records that the next open removes.
+    await this.#forgetUnfinished();
+  }
+
+  /** Drops an unfinished sync or catch-up and every record it stored. */
+  async #forgetUnfinished(): Promise<void> {
+    // The markers first: a crash after them leaves records that the next open removes.
     await this.#backend.write({ deletes: [['meta', SYNC_KEY], ['meta', CATCHUP_KEY]] });
     this.#syncing = undefined;
     this.#catchUpRoot = undefined;
@@ -381,7 +381,6 @@ export class State {
     await removeKeys(this.#backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     await removeUnborn(this.#backend, this.#head);
   }
-
 
   /** The head with the pending batch, loaded if it is not (STORE_READ_ONLY on a reader). */
   async #writable(): Promise<StoredHead> {

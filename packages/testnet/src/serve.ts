@@ -40,7 +40,6 @@ Test network (packages/testnet):
   --keep-versions N    versions served at once while the head moves, the newest included (default ${DEFAULT_KEEP_VERSIONS})
 `;
 
-
 function wrapUsage<T>(f: () => T): T {
   try {
     return f();
