@@ -225,8 +225,13 @@ fn hash_pairs(level: &[Hash]) -> Vec<Hash> {
 /// leaves `[i·2^l, min((i+1)·2^l, M))`, which is exactly the set an RFC 6962
 /// subtree over `[a, a + n)` covers, at `l = ⌈log2 n⌉` and `i = a >> l`.
 pub fn inchunk_tree(leaves: &[Hash]) -> Vec<Hash> {
+    preorder(&inchunk_levels(leaves))
+}
+
+/// The pre-order in-chunk tree ([`inchunk_tree`]) of its levels ([`inchunk_levels`]).
+pub(crate) fn preorder(levels: &[Vec<Hash>]) -> Vec<Hash> {
     fn fill(levels: &[Vec<Hash>], a: usize, n: usize, out: &mut [Hash]) {
-        let level = (usize::BITS - (n - 1).leading_zeros()) as usize;
+        let level = subtree_level(n);
         out[0] = levels[level][a >> level];
         if n > 1 {
             let k = left_size(n);
@@ -235,6 +240,16 @@ pub fn inchunk_tree(leaves: &[Hash]) -> Vec<Hash> {
             fill(levels, a + k, n - k, right);
         }
     }
+    let m = levels[0].len();
+    let mut out = vec![[0u8; 32]; 2 * m - 1];
+    fill(levels, 0, m, &mut out);
+    out
+}
+
+/// The in-chunk tree over one or more entry hashes level by level, the
+/// leaves first and the chunk root last: node `i` of level `l` is the MTH of
+/// leaves `[i·2^l, min((i+1)·2^l, M))` (see [`inchunk_tree`]).
+pub(crate) fn inchunk_levels(leaves: &[Hash]) -> Vec<Vec<Hash>> {
     assert!(!leaves.is_empty(), "a chunk holds at least one entry");
     let mut levels = vec![leaves.to_vec()];
     while let Some(level) = levels.last().filter(|l| l.len() > 1) {
@@ -244,9 +259,13 @@ pub fn inchunk_tree(leaves: &[Hash]) -> Vec<Hash> {
         }
         levels.push(up);
     }
-    let mut out = vec![[0u8; 32]; 2 * leaves.len() - 1];
-    fill(&levels, 0, leaves.len(), &mut out);
-    out
+    levels
+}
+
+/// The level of the in-chunk tree that holds the subtree over `n` leaves:
+/// `⌈log2 n⌉`.
+pub(crate) fn subtree_level(n: usize) -> usize {
+    (usize::BITS - (n - 1).leading_zeros()) as usize
 }
 
 /// Sets leaf `i` of the pre-order in-chunk tree `tree` over `m` leaves
@@ -274,17 +293,37 @@ pub(crate) fn update_inchunk_leaf(tree: &mut [Hash], m: usize, i: usize, leaf: H
 /// read from its cached tree: the hashes of the maximal subtrees outside the
 /// range, in left-to-right depth-first order.
 pub fn multiproof(tree: &[Hash], m: usize, lo: usize, hi: usize) -> Vec<Hash> {
-    fn walk(tree: &[Hash], p: usize, a: usize, n: usize, lo: usize, hi: usize, out: &mut Vec<Hash>) {
+    multiproof_by(m, lo, hi, |p, _, _| tree[p])
+}
+
+/// [`multiproof`], each maximal subtree outside the range hashed by
+/// `subtree(p, a, n)`: the node at `p` of the pre-order tree, over leaves
+/// `[a, a + n)`.
+pub(crate) fn multiproof_by(
+    m: usize,
+    lo: usize,
+    hi: usize,
+    mut subtree: impl FnMut(usize, usize, usize) -> Hash,
+) -> Vec<Hash> {
+    fn walk(
+        p: usize,
+        a: usize,
+        n: usize,
+        lo: usize,
+        hi: usize,
+        subtree: &mut impl FnMut(usize, usize, usize) -> Hash,
+        out: &mut Vec<Hash>,
+    ) {
         if a + n <= lo || a >= hi {
-            out.push(tree[p]);
+            out.push(subtree(p, a, n));
         } else if n > 1 {
             let k = left_size(n);
-            walk(tree, p + 1, a, k, lo, hi, out);
-            walk(tree, p + 2 * k, a + k, n - k, lo, hi, out);
+            walk(p + 1, a, k, lo, hi, subtree, out);
+            walk(p + 2 * k, a + k, n - k, lo, hi, subtree, out);
         }
     }
     let mut out = Vec::new();
-    walk(tree, 0, 0, m, lo, hi, &mut out);
+    walk(0, 0, m, lo, hi, &mut subtree, &mut out);
     out
 }
 

@@ -1,8 +1,8 @@
 //! Reads from a stored version with bounded memory (`docs/store.md`,
 //! "Bounded memory" and "Nothing from storage is trusted"): inner nodes are
-//! loaded on demand and kept; verified chunks (keys, entry refs and in-chunk
-//! tree, no values) live in a cache bounded in bytes, least recently used
-//! first. No I/O: a lookup that reaches a record it does not hold says so,
+//! loaded on demand and kept; verified chunks (keys, entry refs and the
+//! upper levels of the in-chunk tree, no values) live in a cache bounded in
+//! bytes, least recently used first. No I/O: a lookup that reaches a record it does not hold says so,
 //! the caller fetches it, hands it to [`Pages::supply`] and asks again.
 //!
 //! A lookup answers with the entry records that prove its answer: the
@@ -15,30 +15,64 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::envelope::ChunkEnvelope;
 use crate::error::{ProofError, StoreError, TreeError};
-use crate::hash::{multiproof, Hash};
+use crate::hash::{inchunk_node, left_size, multiproof_by, subtree_level, Hash};
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
 use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
-use crate::record::{apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table};
+use crate::record::{
+    apply_edits, decode_entry, verify_slot_levels, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table,
+};
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
-/// Resident bytes counted for a cached chunk besides its keys: per slot the
-/// entry ref, the key's bookkeeping and two in-chunk hashes (its leaf and
-/// about one inner node).
-const SLOT_BYTES: usize = 40 + 24 + 64;
-const CHUNK_BYTES: usize = 64;
+/// Resident bytes counted for a cached chunk besides its keys and its stored
+/// in-chunk hashes: per slot the entry ref, and the key's vector and heap
+/// header.
+const SLOT_BYTES: usize = 40 + 24 + 16;
+const CHUNK_BYTES: usize = 96;
+
+/// The lowest level of the in-chunk tree a cached chunk keeps. The levels
+/// below hold three in four of its inner nodes; a proof hashes again the
+/// few it needs from the leaves (at most `2^UPPER_LEVEL − 1` a subtree: 4
+/// for an existence proof), so that a cache of a given size holds about
+/// 1.5 times the chunks it held with the whole tree.
+const UPPER_LEVEL: usize = 3;
 
 /// A chunk verified against its hash.
 struct CachedChunk {
     slots: Vec<Slot>,
-    /// The in-chunk tree (`hash::inchunk_tree`), which existence proofs read.
-    tree: Vec<Hash>,
+    /// The in-chunk tree from `UPPER_LEVEL` up (`hash::inchunk_levels`), which proofs read.
+    upper: Vec<Vec<Hash>>,
     bytes: usize,
     last_used: u64,
     /// When it was loaded, to tell a cache hit from a chunk loaded for the lookup at hand.
     loaded_at: u64,
+}
+
+impl CachedChunk {
+    /// The MTH of leaves `[a, a + n)`, a subtree of the in-chunk tree: kept,
+    /// or hashed from the leaves below `UPPER_LEVEL`.
+    fn subtree(&self, a: usize, n: usize) -> Hash {
+        let level = subtree_level(n);
+        if let Some(kept) = level.checked_sub(UPPER_LEVEL).and_then(|l| self.upper.get(l)) {
+            return kept[a >> level];
+        }
+        if n == 1 {
+            return self.slots[a].entry.hash;
+        }
+        let k = left_size(n);
+        inchunk_node(&self.subtree(a, k), &self.subtree(a + k, n - k))
+    }
+
+    fn root(&self) -> Hash {
+        self.subtree(0, self.slots.len())
+    }
+
+    /// The in-chunk multiproof of slots `[lo, hi)` (`hash::multiproof`).
+    fn multiproof(&self, lo: usize, hi: usize) -> Vec<Hash> {
+        multiproof_by(self.slots.len(), lo, hi, |_, a, n| self.subtree(a, n))
+    }
 }
 
 /// What a lookup found.
@@ -134,7 +168,7 @@ impl Pages {
         let capacity = capacity.max(MIN_CAPACITY);
         Pages {
             capacity,
-            budget: budget.max(2 * Self::chunk_bytes(capacity, MAX_KEY_LEN * capacity)),
+            budget: budget.max(2 * Self::chunk_bytes(capacity, MAX_KEY_LEN * capacity, capacity)),
             nodes: HashMap::new(),
             chunks: HashMap::new(),
             lru: BTreeMap::new(),
@@ -148,8 +182,9 @@ impl Pages {
         }
     }
 
-    fn chunk_bytes(m: usize, key_bytes: usize) -> usize {
-        CHUNK_BYTES + key_bytes + m * SLOT_BYTES
+    /// What a chunk of `m` slots holding `key_bytes` of keys and `hashes` in-chunk hashes counts for.
+    fn chunk_bytes(m: usize, key_bytes: usize, hashes: usize) -> usize {
+        CHUNK_BYTES + key_bytes + m * SLOT_BYTES + hashes * 32
     }
 
     /// Bytes of chunks cached now (counted from their contents, never above the budget).
@@ -203,11 +238,13 @@ impl Pages {
     }
 
     fn cache(&mut self, r: Ref, slots: Vec<Slot>) -> Result<(), StoreError> {
-        let tree = verify_slots(&slots, &r.hash)?;
+        let mut levels = verify_slot_levels(&slots, &r.hash)?;
         if self.chunks.contains_key(&r) {
             return Ok(());
         }
-        let bytes = Self::chunk_bytes(slots.len(), slots.iter().map(|s| s.key.len()).sum());
+        let upper = levels.split_off(UPPER_LEVEL.min(levels.len()));
+        let hashes = upper.iter().map(Vec::len).sum();
+        let bytes = Self::chunk_bytes(slots.len(), slots.iter().map(|s| s.key.len()).sum(), hashes);
         while self.resident + bytes > self.budget {
             let Some((_, old)) = self.lru.pop_first() else { break };
             self.resident -= self.chunks.remove(&old).expect("cached").bytes;
@@ -216,7 +253,7 @@ impl Pages {
         self.clock += 1;
         self.lru.insert(self.clock, r);
         self.resident += bytes;
-        self.chunks.insert(r, CachedChunk { slots, tree, bytes, last_used: self.clock, loaded_at: self.clock });
+        self.chunks.insert(r, CachedChunk { slots, upper, bytes, last_used: self.clock, loaded_at: self.clock });
         Ok(())
     }
 
@@ -401,7 +438,7 @@ impl Pages {
             let (taken, results, ends) = segment_len(keys, &cur.start, cur.end.as_deref(), cur.limit, cur.results);
             let hi = lo + taken;
             let entries = self.values(c, lo..hi)?;
-            let (inchunk, path) = (multiproof(&c.tree, m, lo, hi), chunk_path(&d.path, m)?);
+            let (inchunk, path) = (c.multiproof(lo, hi), chunk_path(&d.path, m)?);
             cur.segments.push(Segment { chunk_entries: m, lo, entries, inchunk, path });
             cur.results = results;
             self.entries.clear();
@@ -415,7 +452,7 @@ impl Pages {
         let capacity = self.capacity;
         answer(
             self.chunk_step(top, index, |_, c, path, _| {
-                Ok(ChunkProof { capacity, chunk_entries: c.slots.len(), chunk_root: c.tree[0], path })
+                Ok(ChunkProof { capacity, chunk_entries: c.slots.len(), chunk_root: c.root(), path })
             }),
             Paged::Need,
         )
@@ -651,7 +688,7 @@ impl Pages {
 /// The witness of the entry at `position` of chunk `c`, reached by `path`.
 fn entry_witness(path: &[PathNode], c: &CachedChunk, position: usize) -> Result<EntryWitness, StoreError> {
     let m = c.slots.len();
-    let inchunk = multiproof(&c.tree, m, position, position + 1);
+    let inchunk = c.multiproof(position, position + 1);
     Ok(EntryWitness { chunk_entries: m, position, inchunk, path: chunk_path(path, m)? })
 }
 
@@ -727,5 +764,36 @@ fn answer<T>(step: Result<T, Step>, need: impl FnOnce(Vec<(Table, Ref)>) -> T) -
         Ok(answer) => Ok(answer),
         Err(Step::Need(records)) => Ok(need(records)),
         Err(Step::Corrupt) => Err(StoreError::Corrupt),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::{entry_hash, inchunk_tree, multiproof};
+
+    /// The kept upper levels and the levels hashed again below them give
+    /// exactly the whole tree's root and multiproofs.
+    #[test]
+    fn a_cached_chunk_proves_as_its_whole_tree() {
+        for m in 1..=70usize {
+            let slots: Vec<Slot> = (0..m)
+                .map(|i| {
+                    let key = (i as u32).to_be_bytes().to_vec();
+                    Slot { entry: Ref { birth: 1, hash: entry_hash(&key, b"v") }, key }
+                })
+                .collect();
+            let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+            let tree = inchunk_tree(&leaves);
+            let mut levels = crate::hash::inchunk_levels(&leaves);
+            let upper = levels.split_off(UPPER_LEVEL.min(levels.len()));
+            let c = CachedChunk { slots, upper, bytes: 0, last_used: 0, loaded_at: 0 };
+            assert_eq!(c.root(), tree[0]);
+            for lo in 0..m {
+                for hi in lo + 1..=m {
+                    assert_eq!(c.multiproof(lo, hi), multiproof(&tree, m, lo, hi), "m = {m}, [{lo}, {hi})");
+                }
+            }
+        }
     }
 }

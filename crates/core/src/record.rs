@@ -6,7 +6,7 @@
 
 use crate::codec::{put_bytes, put_varint, Reader};
 use crate::error::StoreError;
-use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
+use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_levels, inner_hash, preorder, root_hash, Hash};
 use crate::limits::{MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
 
 pub const FORMAT_STORE: u8 = 0x06;
@@ -414,15 +414,20 @@ fn full_chunk_len(slots: &[Slot]) -> usize {
 /// Checks that `slots` hash to the chunk hash `expected`, and returns the
 /// chunk's in-chunk tree (`hash::inchunk_tree`), which verifies its entries.
 pub fn verify_slots(slots: &[Slot], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
+    verify_slot_levels(slots, expected).map(|levels| preorder(&levels))
+}
+
+/// [`verify_slots`], the tree level by level (`hash::inchunk_levels`).
+pub fn verify_slot_levels(slots: &[Slot], expected: &Hash) -> Result<Vec<Vec<Hash>>, StoreError> {
     let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
     if leaves.is_empty() {
         return Err(StoreError::Corrupt);
     }
-    let tree = inchunk_tree(&leaves);
-    if chunk_hash(slots.len(), &tree[0]) != *expected {
+    let levels = inchunk_levels(&leaves);
+    if chunk_hash(slots.len(), &levels[levels.len() - 1][0]) != *expected {
         return Err(StoreError::Corrupt);
     }
-    Ok(tree)
+    Ok(levels)
 }
 
 /// An entry record.

@@ -19,6 +19,7 @@ import { State } from './state.ts';
 export { StoreError, type StoreErrorCode } from './errors.ts';
 export { NODES_LEVELS, type CatchUpPiece, type StoreCatchUp } from './catchup.ts';
 export { TABLES } from './records.ts';
+export { DEFAULT_VALUE_CACHE_BYTES } from './value-cache.ts';
 export { DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
 
 /** Where the state lives: a directory (the Node backend) or any backend. */
@@ -40,6 +41,12 @@ export type OpenStateOptions = StateLocation & {
   readonly capacity?: number;
   /** Bytes of chunks that paged reads may cache (default 64 MiB). */
   readonly cacheBytes?: number;
+  /**
+   * Bytes of answers of reads at the head kept for the next read of the
+   * same key (default 16 MiB; 0 keeps none). About 320 bytes an answer
+   * besides its key and value.
+   */
+  readonly valueCacheBytes?: number;
 };
 
 /**
@@ -48,6 +55,10 @@ export type OpenStateOptions = StateLocation & {
  * file that is not a store is `STORE_NOT_A_DATABASE` (`spec/errors.md`).
  */
 export async function openState(options: OpenStateOptions): Promise<State> {
+  for (const name of ['cacheBytes', 'valueCacheBytes'] as const) {
+    const bytes = options[name];
+    if (bytes !== undefined && !(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`${name} must be a non-negative integer`);
+  }
   await init();
   let backend: StorageBackend;
   if ('backend' in options) backend = options.backend;
@@ -57,7 +68,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     backend = await openPathBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
   }
   try {
-    return await State.open(backend, options.capacity, options.cacheBytes);
+    return await State.open(backend, options.capacity, options.cacheBytes, options.valueCacheBytes);
   } catch (e) {
     await backend.close();
     throw e;

@@ -39,6 +39,7 @@ import { StoreError } from './errors.ts';
 import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
+import { cacheKey, DEFAULT_VALUE_CACHE_BYTES, ValueCache } from './value-cache.ts';
 
 /** A committed version: its number, root hash and counts. */
 export interface VersionInfo {
@@ -78,6 +79,11 @@ export interface StoreStats {
    * most `cacheBytes`.
    */
   readonly headChunkBytes: number;
+  /** Reads of the head answered by the value cache, and reads it could not answer. */
+  readonly valueCacheHits: number;
+  readonly valueCacheMisses: number;
+  /** Bytes of answers the value cache holds now (never above `valueCacheBytes`). */
+  readonly cachedValueBytes: number;
 }
 
 /** An unfinished sync that the store holds: its root and the chunks it has stored. */
@@ -145,6 +151,10 @@ export class State {
   #writing: Promise<unknown> = Promise.resolve();
   #loaded = new Map<number, Snapshot>();
   #pages: Pages;
+  /** Answers of reads at the head (`value-cache.ts`). */
+  readonly #values: ValueCache;
+  /** The keys written since the last commit (as `cacheKey`s): a commit drops their answers. */
+  readonly #written = new Set<string>();
   /** The root of the unfinished sync the store holds: no writes until it finishes or is discarded. */
   #syncing: Uint8Array | undefined;
   /** The sink of the sync running now, if one is (or one is being opened). */
@@ -163,6 +173,7 @@ export class State {
     capacity: number,
     versions: Map<number, VersionRecord>,
     cacheBytes: number,
+    valueCacheBytes: number,
     syncing: Uint8Array | undefined,
     catchUpRoot: Uint8Array | undefined,
   ) {
@@ -172,6 +183,7 @@ export class State {
     this.#versions = versions;
     this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
+    this.#values = new ValueCache(valueCacheBytes);
     this.#syncing = syncing;
     this.#catchUpRoot = catchUpRoot;
   }
@@ -186,7 +198,7 @@ export class State {
    * 256). Reads only the version records: the records they name are
    * checked when a read or a write reaches them.
    */
-  static async open(backend: StorageBackend, capacity = 256, cacheBytes = DEFAULT_CACHE_BYTES): Promise<State> {
+  static async open(backend: StorageBackend, capacity = 256, cacheBytes = DEFAULT_CACHE_BYTES, valueCacheBytes = DEFAULT_VALUE_CACHE_BYTES): Promise<State> {
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
       if (backend.readOnly) throw new StoreError('STORE_CORRUPT', 'a read-only open of an empty store');
@@ -206,7 +218,7 @@ export class State {
       if (syncing === undefined) await removeProgress(backend);
       if (catchingUp === undefined) await removeKeys(backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     }
-    return new State(backend, stored, versions, cacheBytes, syncing, catchingUp);
+    return new State(backend, stored, versions, cacheBytes, valueCacheBytes, syncing, catchingUp);
   }
 
   #open(): void {
@@ -411,9 +423,18 @@ export class State {
     throw new StoreError('STORE_CORRUPT', `version ${this.#head} is deeper than any tree`);
   }
 
-  /** Runs `write` on the head after the writes before it. */
-  #write(write: (head: StoredHead) => boolean | [RecordTable, Uint8Array][]): Promise<boolean> {
-    return this.#serially(async () => this.#apply(await this.#writable(), write));
+  /** Runs `write` of `key` on the head after the writes before it. */
+  #write(key: Uint8Array, write: (head: StoredHead) => boolean | [RecordTable, Uint8Array][]): Promise<boolean> {
+    return this.#serially(async () => {
+      const head = await this.#writable();
+      this.#wrote(key);
+      return this.#apply(head, write);
+    });
+  }
+
+  /** Notes a key written since the last commit (bad input included: the write itself refuses it). */
+  #wrote(key: Uint8Array): void {
+    if (key instanceof Uint8Array && this.#values.budget > 0) this.#written.add(cacheKey(key));
   }
 
   /** Runs `write` on `head`, fetching the records it names until it applies. */
@@ -438,6 +459,7 @@ export class State {
       for (let at = 0; at < batch.length; at += PREFETCH_WRITES) {
         const slice = batch.slice(at, at + PREFETCH_WRITES);
         const keys = slice.map(([key]) => key);
+        for (const key of keys) this.#wrote(key);
         for (let round = 0, wanted = head.prefetch(keys); wanted.length > 0; wanted = head.prefetch(keys)) {
           if (++round > MAX_ROUNDS) throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
           await fetchRecords(this.#backend, wanted, (t, k, v) => head.supply(t, k, v));
@@ -553,10 +575,24 @@ export class State {
     const [version, record] = this.#at(at);
     const top = record?.top;
     if (top === undefined) return undefined;
+    const cached = this.#cached(record!, key);
+    if (cached !== undefined) return cached ?? undefined;
     const answer = await this.#ask(version, () => this.#pages.lookup(top[0], top[1], key));
-    if ('found' in answer) return readEntry(this.#backend, answer.found, key);
-    for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
-    return undefined;
+    let value: Uint8Array | null = null;
+    if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
+    else for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
+    this.#remember(record!, key, value);
+    return value ?? undefined;
+  }
+
+  /** The value cache's answer for `key` in the version of `record`. */
+  #cached(record: VersionRecord, key: Uint8Array): Uint8Array | null | undefined {
+    return key instanceof Uint8Array ? this.#values.get(record.root, key) : undefined;
+  }
+
+  /** Keeps a checked answer read from the version of `record`, if that is the head's. */
+  #remember(record: VersionRecord, key: Uint8Array, value: Uint8Array | null): void {
+    this.#values.set(record.root, this.#versions.get(this.#head)?.root, key, value);
   }
 
   async has(key: Uint8Array, at?: AtVersion): Promise<boolean> {
@@ -575,8 +611,10 @@ export class State {
     if (top === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
     const answer = await this.#ask(version, () => this.#pages.proveExistence(top[0], top[1], key));
     if ('notFound' in answer) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
-    const value = await readEntry(this.#backend, answer.found, key);
+    // A cached value is checked by the proof too.
+    const value = this.#cached(record!, key) ?? (await readEntry(this.#backend, answer.found, key));
     proven(version, () => verifyExistence(record!.root, key, value, answer.proof));
+    this.#remember(record!, key, value);
     return { value, proof: answer.proof };
   }
 
@@ -700,12 +738,12 @@ export class State {
 
   /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */
   async put(key: Uint8Array, value: Uint8Array): Promise<void> {
-    await this.#write((head) => head.insert(key, value));
+    await this.#write(key, (head) => head.insert(key, value));
   }
 
   /** Deletes `key` in the pending batch; resolves to whether it was present. */
   async delete(key: Uint8Array): Promise<boolean> {
-    return this.#write((head) => head.remove(key));
+    return this.#write(key, (head) => head.remove(key));
   }
 
   /**
@@ -756,8 +794,11 @@ export class State {
       throw e;
     }
     const record = decodeVersionRecord(w.versionRecord, this.capacity);
+    const from = this.#versions.get(this.#head)?.root;
     this.#versions.set(w.version, record);
     this.#head = w.version;
+    this.#values.advance(from, record.root, this.#written);
+    this.#written.clear();
     head.evict(this.#cacheBytes);
     return info(w.version, record);
   }
@@ -832,6 +873,9 @@ export class State {
       cacheMisses: pages.misses,
       cachedChunkBytes: pages.residentBytes,
       headChunkBytes: (await this.#tree?.catch(() => undefined))?.residentBytes ?? 0,
+      valueCacheHits: this.#values.hits,
+      valueCacheMisses: this.#values.misses,
+      cachedValueBytes: this.#values.bytes,
     };
   }
 

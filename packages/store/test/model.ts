@@ -12,7 +12,13 @@ import type { State } from '../src/index.ts';
 
 /** Where a model run keeps its state; each `open` is a new backend on the same records. */
 export interface ModelPlace {
-  open(options?: { readonly capacity?: number; readonly cacheBytes?: number }): Promise<State>;
+  open(options?: { readonly capacity?: number } & Caches): Promise<State>;
+}
+
+/** The store's caches in a model run; each at its default if omitted. */
+export interface Caches {
+  readonly cacheBytes?: number;
+  readonly valueCacheBytes?: number;
 }
 
 export type Model = Map<string, Uint8Array>;
@@ -115,12 +121,12 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
 
 /**
  * `steps` random operations at chunk capacity `capacity` over keys
- * `key(0 … domain−1)`, with the store's chunk caches (paged reads and the
- * paged head) at `cacheBytes`, the default if omitted.
+ * `key(0 … domain−1)`, with the store's caches at `cache`: its chunk caches
+ * (paged reads and the paged head) and its value cache, whose answers a
+ * commit, a rollback or a reopen must never leave stale.
  */
-export async function runModel(place: ModelPlace, capacity: number, seed: number, steps: number, domain: number, cacheBytes?: number): Promise<void> {
+export async function runModel(place: ModelPlace, capacity: number, seed: number, steps: number, domain: number, cache: Caches = {}): Promise<void> {
   const pick = rng(seed);
-  const cache = cacheBytes === undefined ? {} : { cacheBytes };
   let state = await place.open({ capacity, ...cache });
   let model: Model = new Map();
   const models = new Map<number, Model>();

@@ -7,13 +7,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openState, StoreError, type State } from '../src/index.ts';
-import { hex, key, rng, runModel, value, type Model } from './model.ts';
+import { type Caches, hex, key, rng, runModel, value, type Model } from './model.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 
 /** A model run on `place`, which is removed afterwards. */
-async function run(place: Place, capacity: number, seed: number, steps: number, domain: number, cacheBytes?: number): Promise<void> {
+async function run(place: Place, capacity: number, seed: number, steps: number, domain: number, caches?: Caches): Promise<void> {
   try {
-    await runModel(place, capacity, seed, steps, domain, cacheBytes);
+    await runModel(place, capacity, seed, steps, domain, caches);
   } finally {
     place.remove();
   }
@@ -40,7 +40,14 @@ describe('the store against a model of every retained version', { timeout: 60_00
     [4, 12],
     [256, 13],
   ])('memory, C = %i, seed %i, a cache of nothing', async (capacity, seed) =>
-    run(inMemory(), capacity, seed, capacity === 256 ? 1000 : 400, capacity === 256 ? 1200 : 60, 0));
+    run(inMemory(), capacity, seed, capacity === 256 ? 1000 : 400, capacity === 256 ? 1200 : 60, { cacheBytes: 0, valueCacheBytes: 0 }));
+
+  // A value cache of about six answers: most reads evict one.
+  it.each([
+    [3, 14],
+    [256, 15],
+  ])('memory, C = %i, seed %i, a value cache of a few answers', async (capacity, seed) =>
+    run(inMemory(), capacity, seed, 400, capacity === 256 ? 1200 : 60, { valueCacheBytes: 2_000 }));
 
   it.each([
     [3, 8],
@@ -302,6 +309,90 @@ describe('putMany and deleteMany', () => {
     expect(await state.get(key(3))).toBeUndefined();
     await state.close();
     place.remove();
+  });
+});
+
+describe('the value cache', () => {
+  /** A state of `versions` commits of keys 0 … 199 (each commit rewrites every third key from its own). */
+  async function written(versions: number, valueCacheBytes?: number): Promise<{ state: State; models: Model[] }> {
+    const state = await inMemory().open({ capacity: 4, ...(valueCacheBytes !== undefined && { valueCacheBytes }) });
+    const models: Model[] = [];
+    const model: Model = new Map();
+    for (let v = 0; v < versions; v++) {
+      for (let k = v; k < 200; k += 3) {
+        await state.put(key(k), value(k, v));
+        model.set(hex(key(k)), value(k, v));
+      }
+      await state.commit();
+      models.push(new Map(model));
+    }
+    return { state, models };
+  }
+
+  it('answers a second read of the head from memory, within valueCacheBytes counted per answer', async () => {
+    const valueCacheBytes = 20 * (3 + 40 + 320);
+    const { state, models } = await written(2, valueCacheBytes);
+    const head = models[1]!;
+    for (const pass of [0, 1]) {
+      for (let k = 0; k < 20; k++) expect(await state.get(key(k))).toEqual(head.get(hex(key(k))));
+      const stats = await state.stats();
+      expect(stats.valueCacheHits).toBe(pass * 20);
+      expect(stats.cachedValueBytes).toBeLessThanOrEqual(valueCacheBytes);
+    }
+    // Older versions are read from their records.
+    for (let k = 0; k < 20; k++) expect(await state.get(key(k), { version: 1 })).toEqual(models[0]!.get(hex(key(k))));
+    expect((await state.stats()).valueCacheHits).toBe(20);
+    // Past its budget the least recently used answers go, and the rest still hit.
+    for (let k = 20; k < 200; k++) await state.get(key(k));
+    expect((await state.stats()).cachedValueBytes).toBeLessThanOrEqual(valueCacheBytes);
+    const before = (await state.stats()).valueCacheHits;
+    expect(await state.get(key(199))).toEqual(head.get(hex(key(199))));
+    expect(await state.get(key(0))).toEqual(head.get(hex(key(0))));
+    expect((await state.stats()).valueCacheHits).toBe(before + 1);
+    await state.close();
+  });
+
+  it('keeps absent keys and proved values, and hands out copies', async () => {
+    const { state } = await written(1);
+    const absent = key(500);
+    expect(await state.get(absent)).toBeUndefined();
+    expect(await state.has(absent)).toBe(false);
+    const proved = await state.proveExistence(key(3));
+    const hits = (await state.stats()).valueCacheHits;
+    const got = (await state.get(key(3)))!;
+    expect(got).toEqual(proved.value);
+    got.fill(0xee);
+    expect(await state.get(key(3))).toEqual(value(3, 0));
+    expect((await state.stats()).valueCacheHits).toBe(hits + 2);
+    await state.close();
+  });
+
+  it('drops what a commit wrote, keeps the rest, and is never read at another root', async () => {
+    const { state, models } = await written(3);
+    for (let k = 0; k < 30; k++) await state.get(key(k));
+    await state.put(key(1), value(1, 9));
+    await state.delete(key(2));
+    await state.putMany([[key(4), value(4, 9)]]);
+    await state.deleteMany([key(5)]);
+    await state.commit();
+    expect(await state.get(key(1))).toEqual(value(1, 9));
+    expect(await state.get(key(2))).toBeUndefined();
+    expect(await state.get(key(4))).toEqual(value(4, 9));
+    expect(await state.get(key(5))).toBeUndefined();
+    const hits = (await state.stats()).valueCacheHits;
+    expect(await state.get(key(6))).toEqual(models[2]!.get(hex(key(6))));
+    expect((await state.stats()).valueCacheHits).toBe(hits + 1);
+    // Back to version 2: the answers of version 4 (the head until now) are not its.
+    await state.rollback(2);
+    for (let k = 0; k < 30; k++) expect(await state.get(key(k))).toEqual(models[1]!.get(hex(key(k))));
+    expect((await state.stats()).valueCacheHits).toBe(hits + 1);
+    await state.close();
+  });
+
+  it('refuses a budget that is not a non-negative integer', async () => {
+    for (const valueCacheBytes of [-1, 1.5, Number.NaN]) {
+      await expect(inMemory().open({ valueCacheBytes })).rejects.toThrow(RangeError);
+    }
   });
 });
 

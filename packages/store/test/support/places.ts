@@ -15,6 +15,7 @@ import { openState, TABLES, type State } from '../../src/index.ts';
 export interface OpenOptions {
   readonly capacity?: number;
   readonly cacheBytes?: number;
+  readonly valueCacheBytes?: number;
   readonly readOnly?: boolean;
 }
 
