@@ -24,7 +24,10 @@
 //    bytes), `update10k_commit_s` the median of the puts plus the commit;
 //    after each, updated keys read back their new values and prove them;
 // 6. prune: down to the last --keep versions (`prune_s`, disk before and
-//    after); the kept versions still read.
+//    after, `prune_disk_after_unpacked`), then the same prune with `vacuum`,
+//    which has nothing left to delete and packs the database
+//    (`prune_vacuum_s`; `prune_disk_after` is the packed size); the kept
+//    versions still read.
 // Values read are compared with the workload's; roots are compared between
 // the two imports; every proof is verified. Progress on stderr; one JSON
 // line last: {"runs": [{"n": …, "bulk_import_s": …, …}, …]}.
@@ -194,6 +197,10 @@ async function child(phase) {
     const t = performance.now();
     await state.prune({ keepLast: Number(args.keep) });
     out.prune_s = seconds(t);
+    out.disk_unpacked = (await state.stats()).bytesOnDisk;
+    const tv = performance.now();
+    await state.prune({ keepLast: Number(args.keep), vacuum: true });
+    out.prune_vacuum_s = seconds(tv);
     const kept = state.versions();
     if (kept.length !== Number(args.keep)) fail(`prune kept ${kept.length} versions`);
     for (const i of picks(3, 100, n)) {
@@ -252,7 +259,9 @@ async function run(n) {
       update10k_commit_s: round(updates.update10k_commit_s, 3),
       update10k_commit_s_max: round(updates.update10k_commit_s_max, 3),
       prune_s: round(prune.prune_s),
+      prune_vacuum_s: round(prune.prune_vacuum_s),
       prune_disk_before: pruneDiskBefore,
+      prune_disk_after_unpacked: prune.disk_unpacked,
       prune_disk_after: pruneDiskAfter,
       one_version_disk: disk,
       peak_rss_mib: Math.max(bulk.peak_rss_mib, batched.peak_rss_mib, reads.peak_rss_mib, updates.peak_rss_mib, prune.peak_rss_mib),

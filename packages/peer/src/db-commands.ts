@@ -70,9 +70,12 @@ ${COMMON}`,
 Lists the retained versions with their roots, oldest first.
 
 ${COMMON}`,
-  prune: `bpavl prune --db DIR --keep N [--json]
+  prune: `bpavl prune --db DIR --keep N [--vacuum] [--json]
 
 Keeps the last N versions and gives back the space of what only older ones used.
+--vacuum also rewrites the database packed (SQLite VACUUM): the file shrinks to
+about what the kept versions hold, but the rewrite takes as long as writing the
+whole database and needs about twice its size free on disk meanwhile.
 
 ${COMMON}`,
   rollback: `bpavl rollback --db DIR --to V [--json]
@@ -101,6 +104,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   keep: { type: 'string' },
   to: { type: 'string' },
+  vacuum: { type: 'boolean' },
   utf8: { type: 'boolean' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -364,7 +368,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
     case 'prune': {
       const keep = int(v, 'keep', undefined, 1, Number.MAX_SAFE_INTEGER);
       return withState(dir, false, async (state) => {
-        await state.prune({ keepLast: keep });
+        await state.prune({ keepLast: keep, vacuum: v.vacuum === true });
         const versions = state.versions().map((x) => x.version);
         out({ kept: versions }, `kept versions ${versions.join(', ')}`);
         return 0;

@@ -5,7 +5,7 @@
  * `@bpavl/storage/indexeddb`; this entry loads no `node:` module.
  * @module
  */
-export type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
+export type { BackendOptions, CompactOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
 export { isStorageError, STORAGE_ERROR_CODES, StorageError, type StorageErrorCode } from './errors.ts';
 export { MAX_KEY_BYTES } from './checks.ts';
 export { MemoryDatabase, openMemoryBackend, type MemoryBackendOptions } from './memory.ts';

@@ -186,7 +186,7 @@ class IndexedDbBackend implements StorageBackend {
     return guarded('sizeBytes', async () => (await navigator.storage.estimate()).usage ?? 0);
   }
 
-  /** The browser manages the space of deleted records. */
+  /** The browser manages the space of deleted records (`full` or not). */
   async compact(): Promise<void> {
     this.#ensureOpen();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');

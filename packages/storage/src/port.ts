@@ -29,6 +29,12 @@ export interface BackendOptions {
   readonly readOnly?: boolean;
 }
 
+/** What `compact` does beyond giving free space back. */
+export interface CompactOptions {
+  /** Also rewrite the data so that partly empty pages are packed (SQLite `VACUUM`). */
+  readonly full?: boolean;
+}
+
 /** A storage backend. Errors carry a stable `code` (spec/errors.md). */
 export interface StorageBackend {
   /** `'sqlite'`, `'indexeddb'`, `'memory'`, … */
@@ -47,10 +53,13 @@ export interface StorageBackend {
   /**
    * Gives the space of deleted records back where the engine can (after a
    * prune): SQLite returns free pages to the file system and truncates its
-   * WAL; IndexedDB and memory have nothing to do. Records are unchanged.
-   * `STORE_READ_ONLY` on a read-only backend.
+   * WAL; IndexedDB and memory have nothing to do. With `full`, SQLite also
+   * rewrites the database (`VACUUM`), packing the pages that deletes left
+   * partly empty: it writes the whole database again and needs about twice
+   * its size on disk meanwhile. Records are unchanged. `STORE_READ_ONLY` on
+   * a read-only backend.
    */
-  compact(): Promise<void>;
+  compact(options?: CompactOptions): Promise<void>;
   /** Releases the writer lock and every handle; later calls fail with `STORE_CLOSED`. */
   close(): Promise<void>;
 }

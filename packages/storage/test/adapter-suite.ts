@@ -303,9 +303,11 @@ export const adapterCases: AdapterCase[] = [
       await withWriter(place, async (b) => {
         await b.write({ puts: Array.from({ length: 16 }, (_, i) => ['nodes', bytes(i), pattern(70_000, i + 1)] as const) });
         await b.write({ deletes: Array.from({ length: 12 }, (_, i) => ['nodes', bytes(i)] as const) });
-        await b.compact();
-        same(await collect(b, 'nodes'), [12, 13, 14, 15].map((i) => hex(bytes(i))), 'keys after compact');
-        for (let i = 12; i < 16; i++) sameBytes(await b.get('nodes', bytes(i)), pattern(70_000, i + 1), `record ${i} after compact`);
+        for (const full of [false, true]) {
+          await b.compact({ full });
+          same(await collect(b, 'nodes'), [12, 13, 14, 15].map((i) => hex(bytes(i))), `keys after compact (full: ${full})`);
+          for (let i = 12; i < 16; i++) sameBytes(await b.get('nodes', bytes(i)), pattern(70_000, i + 1), `record ${i} after compact (full: ${full})`);
+        }
       });
       const reader = await place.open({ tables: TABLES, readOnly: true });
       try {

@@ -129,6 +129,22 @@ describe('Node backend and files that are not its database', () => {
     await writer.close();
   });
 
+  it('a full compact packs the pages that deletes left partly empty', async () => {
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    const value = new Uint8Array(600).fill(9);
+    const key = (i: number) => Uint8Array.of(i >> 8, i & 0xff);
+    await writer.write({ puts: Array.from({ length: 4000 }, (_, i) => ['items', key(i), value] as const) });
+    // Every other record: no page empties, so only a rewrite gives the space back.
+    await writer.write({ deletes: Array.from({ length: 2000 }, (_, i) => ['items', key(2 * i)] as const) });
+    await writer.compact();
+    const freed = await writer.sizeBytes();
+    await writer.compact({ full: true });
+    const packed = await writer.sizeBytes();
+    expect(packed).toBeLessThan(freed * 0.7);
+    for (const i of [1, 2, 3999]) expect(await writer.get('items', key(i))).toEqual(i % 2 === 1 ? value : undefined);
+    await writer.close();
+  });
+
   it('a table no writer has created yet reads as empty for a reader', async () => {
     const writer = await openNodeBackend({ path: dir, tables: ['items'] });
     await writer.write({ puts: [['items', Uint8Array.of(1), Uint8Array.of(2)]] });

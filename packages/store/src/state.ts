@@ -59,8 +59,13 @@ export interface RangeOptions extends AtVersion {
   readonly pageSize?: number;
 }
 
-/** Which versions `prune` keeps: the last `keepLast`, or every version from `before` on. */
-export type PruneOptions = { readonly keepLast: number } | { readonly before: number };
+/**
+ * Which versions `prune` keeps: the last `keepLast`, or every version from
+ * `before` on; with `vacuum`, the backend also packs what is left
+ * (`StorageBackend.compact({ full: true })`: SQLite rewrites the database,
+ * which takes as long as writing it and twice its size on disk meanwhile).
+ */
+export type PruneOptions = ({ readonly keepLast: number } | { readonly before: number }) & { readonly vacuum?: boolean };
 
 /** What `stats()` reports. */
 export interface StoreStats {
@@ -95,8 +100,14 @@ export interface PendingSync {
 /** The default chunk cache of paged reads. */
 export const DEFAULT_CACHE_BYTES = 64 << 20;
 
-/** Records deleted per atomic write when pruning or rolling back. */
-const DELETE_BATCH = 10_000;
+/**
+ * Records deleted per atomic write when pruning or rolling back. Each write
+ * of SQLite rewrites every page it touches, and random deletes touch most
+ * pages of a table, so fewer, larger writes cost less: pruning 100 versions
+ * of 10,000 updates of 100,000 entries to the last 10 took 87 s in writes
+ * of 10,000 stale marks, 44 s in writes of 100,000 (docs/store.md).
+ */
+const DELETE_BATCH = 100_000;
 /** Entries per range proof that `range()` reads. */
 const RANGE_PAGE = 1024;
 /** Old versions kept loaded for reads, most recent first. */
@@ -826,10 +837,12 @@ export class State {
     // Stale at s ≤ keepFrom: used only by versions before keepFrom.
     const end = versionKey(keepFrom + 1);
     for (let batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end); batch.length > 0; batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end)) {
-      const deletes = batch.flatMap((k) => [['stale', k] as const, [staleTable(k), staleRecord(k)] as const]);
+      // The records in key order, table by table: each table's pages are then met in order (44 s → 36 s in the run above).
+      const records = batch.map((k) => [staleTable(k), staleRecord(k)] as const).sort(([t, a], [u, b]) => (t < u ? -1 : t > u ? 1 : compareBytes(a, b)));
+      const deletes = [...batch.map((k) => ['stale', k] as const), ...records];
       await this.#backend.write({ deletes });
     }
-    await this.#backend.compact();
+    await this.#backend.compact({ full: options.vacuum === true });
   }
 
   #forget(version: number): void {
@@ -926,6 +939,12 @@ async function removeKeys(backend: StorageBackend, table: string, start: Uint8Ar
   for (let keys = await keysFrom(backend, table, start, end); keys.length > 0; keys = await keysFrom(backend, table, start, end)) {
     await backend.write({ deletes: keys.map((k) => [table, k] as const) });
   }
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {

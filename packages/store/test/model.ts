@@ -145,7 +145,7 @@ export async function runModel(place: ModelPlace, capacity: number, seed: number
         models.set(version, new Map(model));
       } else if (roll < 92 && models.size > 0) {
         const keepLast = 1 + pick(4);
-        await state.prune({ keepLast });
+        await state.prune({ keepLast, vacuum: keepLast === 4 });
         for (const v of [...models.keys()].slice(0, Math.max(0, models.size - keepLast))) models.delete(v);
       } else if (roll < 96 && models.size > 0) {
         const versions = [...models.keys()];

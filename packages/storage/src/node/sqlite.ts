@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
 import { asStorageError, StorageError, type StorageErrorCode } from '../errors.ts';
-import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
+import type { BackendOptions, CompactOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
 import { pagedScan, type PageQuery } from '../scan.ts';
 import { takeWriterLock, type WriterLock } from './lock.ts';
 
@@ -222,12 +222,13 @@ class SqliteBackend implements StorageBackend {
   /**
    * Returns the free pages to the file system (`incremental_vacuum`; a
    * database made before `auto_vacuum` was set keeps them for reuse
-   * instead), then truncates the WAL once no reader needs it.
+   * instead), or with `full` rewrites the database packed (`VACUUM`), then
+   * truncates the WAL once no reader needs it.
    */
-  async compact(): Promise<void> {
+  async compact(options: CompactOptions = {}): Promise<void> {
     const db = this.#open();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
-    guarded('compact', () => db.exec('PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)'));
+    guarded('compact', () => db.exec(`${options.full ? 'VACUUM' : 'PRAGMA incremental_vacuum'}; PRAGMA wal_checkpoint(TRUNCATE)`));
   }
 
   async close(): Promise<void> {
