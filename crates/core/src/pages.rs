@@ -27,10 +27,10 @@ use crate::record::{
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
 /// Resident bytes counted for a cached chunk besides its keys and its stored
-/// in-chunk hashes: per slot the entry ref, and the key's vector and heap
-/// header.
-const SLOT_BYTES: usize = 40 + 24 + 16;
-const CHUNK_BYTES: usize = 96;
+/// in-chunk hashes: per slot the entry ref and where its key ends; per
+/// chunk its vectors with their heap headers, its map and LRU entries.
+const SLOT_BYTES: usize = 40 + 4;
+const CHUNK_BYTES: usize = 512;
 
 /// The lowest level of the in-chunk tree a cached chunk keeps. The levels
 /// below hold three in four of its inner nodes; a proof hashes again the
@@ -39,9 +39,13 @@ const CHUNK_BYTES: usize = 96;
 /// 1.5 times the chunks it held with the whole tree.
 const UPPER_LEVEL: usize = 3;
 
-/// A chunk verified against its hash.
+/// A chunk verified against its hash, its keys in one buffer (a vector
+/// each cost 40 bytes more a slot, and as many frees at eviction).
 struct CachedChunk {
-    slots: Vec<Slot>,
+    keys: Vec<u8>,
+    /// Where each slot's key ends in `keys`.
+    key_ends: Vec<u32>,
+    entries: Vec<Ref>,
     /// The in-chunk tree from `UPPER_LEVEL` up (`hash::inchunk_levels`), which proofs read.
     upper: Vec<Vec<Hash>>,
     bytes: usize,
@@ -51,6 +55,40 @@ struct CachedChunk {
 }
 
 impl CachedChunk {
+    fn new(slots: Vec<Slot>, upper: Vec<Vec<Hash>>) -> CachedChunk {
+        let mut keys = Vec::with_capacity(slots.iter().map(|s| s.key.len()).sum());
+        let (mut key_ends, mut entries) = (Vec::with_capacity(slots.len()), Vec::with_capacity(slots.len()));
+        for s in slots {
+            keys.extend_from_slice(&s.key);
+            key_ends.push(keys.len() as u32);
+            entries.push(s.entry);
+        }
+        CachedChunk { keys, key_ends, entries, upper, bytes: 0, last_used: 0, loaded_at: 0 }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.key_ends[i - 1] as usize };
+        &self.keys[start..self.key_ends[i] as usize]
+    }
+
+    /// The slot holding `key`, or where it would go (`slice::binary_search`).
+    fn search(&self, key: &[u8]) -> Result<usize, usize> {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
     /// The MTH of leaves `[a, a + n)`, a subtree of the in-chunk tree: kept,
     /// or hashed from the leaves below `UPPER_LEVEL`.
     fn subtree(&self, a: usize, n: usize) -> Hash {
@@ -59,19 +97,19 @@ impl CachedChunk {
             return kept[a >> level];
         }
         if n == 1 {
-            return self.slots[a].entry.hash;
+            return self.entries[a].hash;
         }
         let k = left_size(n);
         inchunk_node(&self.subtree(a, k), &self.subtree(a + k, n - k))
     }
 
     fn root(&self) -> Hash {
-        self.subtree(0, self.slots.len())
+        self.subtree(0, self.len())
     }
 
     /// The in-chunk multiproof of slots `[lo, hi)` (`hash::multiproof`).
     fn multiproof(&self, lo: usize, hi: usize) -> Vec<Hash> {
-        multiproof_by(self.slots.len(), lo, hi, |_, a, n| self.subtree(a, n))
+        multiproof_by(self.len(), lo, hi, |_, a, n| self.subtree(a, n))
     }
 }
 
@@ -244,7 +282,8 @@ impl Pages {
         }
         let upper = levels.split_off(UPPER_LEVEL.min(levels.len()));
         let hashes = upper.iter().map(Vec::len).sum();
-        let bytes = Self::chunk_bytes(slots.len(), slots.iter().map(|s| s.key.len()).sum(), hashes);
+        let mut chunk = CachedChunk::new(slots, upper);
+        let bytes = Self::chunk_bytes(chunk.len(), chunk.keys.len(), hashes);
         while self.resident + bytes > self.budget {
             let Some((_, old)) = self.lru.pop_first() else { break };
             self.resident -= self.chunks.remove(&old).expect("cached").bytes;
@@ -253,7 +292,8 @@ impl Pages {
         self.clock += 1;
         self.lru.insert(self.clock, r);
         self.resident += bytes;
-        self.chunks.insert(r, CachedChunk { slots, upper, bytes, last_used: self.clock, loaded_at: self.clock });
+        (chunk.bytes, chunk.last_used, chunk.loaded_at) = (bytes, self.clock, self.clock);
+        self.chunks.insert(r, chunk);
         Ok(())
     }
 
@@ -304,8 +344,8 @@ impl Pages {
     fn place(&mut self, top: Child, key: &[u8]) -> Result<Place, Step> {
         let d = self.descend(top, key)?;
         let c = self.chunk(&d.at)?;
-        let (found, m) = (c.slots.binary_search_by(|s| s.key.as_slice().cmp(key)), c.slots.len());
-        if d.lower.as_deref().is_some_and(|l| l != c.slots[0].key.as_slice()) {
+        let (found, m) = (c.search(key), c.len());
+        if d.lower.as_deref().is_some_and(|l| l != c.key(0)) {
             return Err(Step::Corrupt);
         }
         match found {
@@ -321,7 +361,7 @@ impl Pages {
                     return Ok(Place::Between(Some((d, m - 1)), None));
                 }
                 let next = self.descend_index(top, index + 1)?;
-                if self.chunks[&next.at].slots[0].key.as_slice() <= key {
+                if self.chunks[&next.at].key(0) <= key {
                     return Err(Step::Corrupt);
                 }
                 Ok(Place::Between(Some((d, m - 1)), Some((next, 0))))
@@ -340,7 +380,7 @@ impl Pages {
             return Ok(Witness::NotFound);
         };
         let c = &self.chunks[&d.at];
-        Ok(Witness::Found(c.slots[position].entry, entry_witness(&d.path, c, position)?))
+        Ok(Witness::Found(c.entries[position], entry_witness(&d.path, c, position)?))
     }
 
     /// The absence proof of `key` in the version whose top is `top` (`None`:
@@ -359,7 +399,7 @@ impl Pages {
     fn absence_step(&mut self, top: Child, key: &[u8]) -> Result<Absence, Step> {
         let (left, right) = match self.place(top, key)? {
             Place::Found(d, i) => {
-                let entry = self.chunks[&d.at].slots[i].entry;
+                let entry = self.chunks[&d.at].entries[i];
                 return match self.entry_value(&entry, key)? {
                     Some(_) => Ok(Absence::Present),
                     None => Err((Table::Entries, entry).into()),
@@ -381,13 +421,13 @@ impl Pages {
     /// entry record is added to `need`.
     fn neighbour(&self, d: &Descent, position: usize, need: &mut Vec<(Table, Ref)>) -> Result<Option<Neighbour>, Step> {
         let c = self.chunks.get(&d.at).ok_or((Table::Chunks, d.at))?;
-        let slot = &c.slots[position];
-        let Some(value) = self.entry_value(&slot.entry, &slot.key)? else {
-            need.push((Table::Entries, slot.entry));
+        let (entry, key) = (c.entries[position], c.key(position));
+        let Some(value) = self.entry_value(&entry, key)? else {
+            need.push((Table::Entries, entry));
             return Ok(None);
         };
         let witness = entry_witness(&d.path, c, position)?;
-        Ok(Some(Neighbour { key: slot.key.clone(), value, witness }))
+        Ok(Some(Neighbour { key: key.to_vec(), value, witness }))
     }
 
     /// Builds `cursor`'s range proof in the version whose top is `top`
@@ -432,9 +472,9 @@ impl Pages {
         while let Some((index, lo)) = cur.next {
             let d = self.descend_index(top, index)?;
             let c = &self.chunks[&d.at];
-            let m = c.slots.len();
+            let m = c.len();
             let lo = lo.min(m - 1);
-            let keys = c.slots[lo..].iter().map(|s| s.key.as_slice());
+            let keys = (lo..m).map(|i| c.key(i));
             let (taken, results, ends) = segment_len(keys, &cur.start, cur.end.as_deref(), cur.limit, cur.results);
             let hi = lo + taken;
             let entries = self.values(c, lo..hi)?;
@@ -452,7 +492,7 @@ impl Pages {
         let capacity = self.capacity;
         answer(
             self.chunk_step(top, index, |_, c, path, _| {
-                Ok(ChunkProof { capacity, chunk_entries: c.slots.len(), chunk_root: c.root(), path })
+                Ok(ChunkProof { capacity, chunk_entries: c.len(), chunk_root: c.root(), path })
             }),
             Paged::Need,
         )
@@ -463,7 +503,7 @@ impl Pages {
         let capacity = self.capacity;
         let found = answer(
             self.chunk_step(top, index, |pages, c, path, key_height| {
-                let entries = pages.values(c, 0..c.slots.len())?;
+                let entries = pages.values(c, 0..c.len())?;
                 Ok(ChunkEnvelope { capacity, key_height, entries, path })
             }),
             Paged::Need,
@@ -538,7 +578,7 @@ impl Pages {
     ) -> Result<Paged<Result<Vec<u8>, TreeError>>, StoreError> {
         let step = self.follow(top, path).and_then(|found| {
             let Some(Child::Chunk(r)) = found else { return Ok(Err(TreeError::ChunkOutOfRange)) };
-            let leaves: Vec<Hash> = self.chunk(&r)?.slots.iter().map(|s| s.entry.hash).collect();
+            let leaves: Vec<Hash> = self.chunk(&r)?.entries.iter().map(|e| e.hash).collect();
             Ok(Ok(leaves_bytes(&leaves)))
         });
         answer(step.map(Paged::Done), Paged::Need)
@@ -559,15 +599,14 @@ impl Pages {
             let Some(Child::Chunk(r)) = found else { return Ok(Err(TreeError::ChunkOutOfRange)) };
             self.chunk(&r)?;
             let c = &self.chunks[&r];
-            let Ok(positions) = bitmap_positions(bitmap, c.slots.len()) else {
+            let Ok(positions) = bitmap_positions(bitmap, c.len()) else {
                 return Ok(Err(TreeError::QueryInvalid));
             };
             let (mut entries, mut need) = (Vec::with_capacity(positions.len()), Vec::new());
             for &p in &positions {
-                let s = &c.slots[p];
-                match self.entry_value(&s.entry, &s.key)? {
-                    Some(v) => entries.push((s.key.as_slice(), v)),
-                    None => need.push((Table::Entries, s.entry)),
+                match self.entry_value(&c.entries[p], c.key(p))? {
+                    Some(v) => entries.push((c.key(p), v)),
+                    None => need.push((Table::Entries, c.entries[p])),
                 }
             }
             if !need.is_empty() {
@@ -607,17 +646,17 @@ impl Pages {
         }
         let d = self.descend_index(top, index)?;
         let c = &self.chunks[&d.at];
-        let path = chunk_path(&d.path, c.slots.len())?;
+        let path = chunk_path(&d.path, c.len())?;
         then(self, c, path, d.key_height).map(Paged::Done)
     }
 
     /// The keys and values of slots `range` of chunk `c`, or every entry record missing.
     fn values(&self, c: &CachedChunk, range: std::ops::Range<usize>) -> Result<KeyValues, Step> {
         let (mut entries, mut need) = (Vec::with_capacity(range.len()), Vec::new());
-        for s in &c.slots[range] {
-            match self.entry_value(&s.entry, &s.key)? {
-                Some(v) => entries.push((s.key.clone(), v)),
-                None => need.push((Table::Entries, s.entry)),
+        for i in range {
+            match self.entry_value(&c.entries[i], c.key(i))? {
+                Some(v) => entries.push((c.key(i).to_vec(), v)),
+                None => need.push((Table::Entries, c.entries[i])),
             }
         }
         if need.is_empty() {
@@ -642,8 +681,8 @@ impl Pages {
     /// checks each of them).
     fn descend_index(&mut self, top: Child, index: u64) -> Result<Descent, Step> {
         let d = self.index_path(top, index)?;
-        let first = &self.chunk(&d.at)?.slots[0].key;
-        if d.lower.as_ref().is_some_and(|l| l != first) {
+        let first = self.chunk(&d.at)?.key(0);
+        if d.lower.as_deref().is_some_and(|l| l != first) {
             return Err(Step::Corrupt);
         }
         Ok(d)
@@ -669,11 +708,11 @@ impl Pages {
         let answered_at = self.answered_at;
         let place = self.place(top, key)?;
         let slot = |(d, i): &(Descent, usize)| {
-            let s = &self.chunks[&d.at].slots[*i];
-            (s.entry, s.key.clone())
+            let c = &self.chunks[&d.at];
+            (c.entries[*i], c.key(*i).to_vec())
         };
         let (answer, key_chunk) = match &place {
-            Place::Found(d, i) => (Lookup::Found(self.chunks[&d.at].slots[*i].entry), d.at),
+            Place::Found(d, i) => (Lookup::Found(self.chunks[&d.at].entries[*i]), d.at),
             Place::Between(left, right) => {
                 let key_chunk = left.as_ref().or(right.as_ref()).expect("a chunk holds a key").0.at;
                 (Lookup::Absent(left.iter().chain(right).map(slot).collect()), key_chunk)
@@ -687,7 +726,7 @@ impl Pages {
 
 /// The witness of the entry at `position` of chunk `c`, reached by `path`.
 fn entry_witness(path: &[PathNode], c: &CachedChunk, position: usize) -> Result<EntryWitness, StoreError> {
-    let m = c.slots.len();
+    let m = c.len();
     let inchunk = c.multiproof(position, position + 1);
     Ok(EntryWitness { chunk_entries: m, position, inchunk, path: chunk_path(path, m)? })
 }
@@ -787,7 +826,7 @@ mod tests {
             let tree = inchunk_tree(&leaves);
             let mut levels = crate::hash::inchunk_levels(&leaves);
             let upper = levels.split_off(UPPER_LEVEL.min(levels.len()));
-            let c = CachedChunk { slots, upper, bytes: 0, last_used: 0, loaded_at: 0 };
+            let c = CachedChunk::new(slots, upper);
             assert_eq!(c.root(), tree[0]);
             for lo in 0..m {
                 for hi in lo + 1..=m {
