@@ -5,7 +5,7 @@
 // prints the targets next to the figures, exits 0 when they are missed and
 // 1 when a check fails.
 //
-//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10]
+//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10 --cache-mib 64 --value-cache-mib 96]
 //
 // Per N, each phase in its own child process (so that its peak RSS is its
 // own), on a directory under /tmp/bpavl-bench-store-*, deleted afterwards:
