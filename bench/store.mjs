@@ -146,14 +146,20 @@ async function child(phase) {
     }
     const proofKeys = picks(1, Number(args.proofs), n).map((i) => workloadEntry(0n, i));
     const t = performance.now();
-    const items = [];
+    // Verified a thousand at a time, so that the proofs held do not count in the phase's RSS.
+    let items = [];
+    const verify = () => {
+      for (const r of verifyExistenceBatch(root, items)) if (r instanceof Error) fail(`a proof: ${r.code}`);
+      items = [];
+    };
     for (const [key, value] of proofKeys) {
       const p = await state.proveExistence(key);
       if (!sameBytes(p.value, value)) fail('a proved value');
       items.push({ key, value: p.value, proof: p.proof });
+      if (items.length === 1000) verify();
     }
-    for (const r of verifyExistenceBatch(root, items)) if (r instanceof Error) fail(`a proof: ${r.code}`);
-    out.prove_per_s = Math.round(items.length / seconds(t));
+    verify();
+    out.prove_per_s = Math.round(proofKeys.length / seconds(t));
     const stats = await state.stats();
     out.cache_hits = stats.cacheHits;
     out.cache_misses = stats.cacheMisses;
