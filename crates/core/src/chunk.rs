@@ -1,23 +1,18 @@
 //! A chunk: up to C sorted entries stored contiguously, with cached entry
 //! hashes and a cached chunk hash (`spec/hashing.md`, tags 0x00 and 0x02).
-//!
-//! Keys live in one sorted byte buffer with end offsets, so a binary search
-//! touches two small arrays instead of chasing a pointer per key.
+//! Its keys live in one sorted byte buffer (`keys::Keys`).
 
 use std::sync::Arc;
 
 use crate::hash::{
     chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, sparse_multiproof, update_inchunk_leaf, Hash,
 };
+use crate::keys::Keys;
 use crate::record::{Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
-    /// `key_ends[i]` is the exclusive end of key `i` in `keys`.
-    key_ends: Vec<u32>,
-    /// `prefixes[i]` is `prefix(key i)`: most comparisons stop here.
-    prefixes: Vec<u64>,
-    keys: Vec<u8>,
+    keys: Keys,
     /// `None` for an entry of a chunk loaded from a store that this head has
     /// not written: its record holds the value, and a commit needs its hash only.
     values: Vec<Option<Box<[u8]>>>,
@@ -67,19 +62,11 @@ pub(crate) struct StoredChunk {
 
 impl Chunk {
     pub fn len(&self) -> usize {
-        self.key_ends.len()
-    }
-
-    fn key_start(&self, i: usize) -> usize {
-        if i == 0 {
-            0
-        } else {
-            self.key_ends[i - 1] as usize
-        }
+        self.keys.len()
     }
 
     pub fn key(&self, i: usize) -> &[u8] {
-        &self.keys[self.key_start(i)..self.key_ends[i] as usize]
+        self.keys.key(i)
     }
 
     /// The value of entry `i`. Panics on an entry whose value stayed in the store.
@@ -93,17 +80,7 @@ impl Chunk {
 
     /// `Ok(i)` if key `i` equals `key`, else `Err(i)` where it would go.
     pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        let p = prefix(key);
-        let (mut lo, mut hi) = (0usize, self.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.prefixes[mid].cmp(&p).then_with(|| self.key(mid).cmp(key)) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        self.keys.search(key)
     }
 
     /// Index of the first key `≥ key`.
@@ -124,13 +101,7 @@ impl Chunk {
     }
 
     pub fn insert_at(&mut self, i: usize, key: &[u8], value: &[u8]) {
-        let start = self.key_start(i);
-        self.keys.splice(start..start, key.iter().copied());
-        for end in &mut self.key_ends[i..] {
-            *end += key.len() as u32;
-        }
-        self.key_ends.insert(i, (start + key.len()) as u32);
-        self.prefixes.insert(i, prefix(key));
+        self.keys.insert(i, key);
         self.values.insert(i, Some(value.into()));
         self.entry_hashes.insert(i, None);
         self.births.insert(i, None);
@@ -151,13 +122,7 @@ impl Chunk {
 
     /// Puts a moved entry at position `i`.
     pub fn put_entry(&mut self, i: usize, e: MovedEntry) {
-        let start = self.key_start(i);
-        self.keys.splice(start..start, e.key.iter().copied());
-        for end in &mut self.key_ends[i..] {
-            *end += e.key.len() as u32;
-        }
-        self.key_ends.insert(i, (start + e.key.len()) as u32);
-        self.prefixes.insert(i, prefix(&e.key));
+        self.keys.insert(i, &e.key);
         self.values.insert(i, e.value);
         self.entry_hashes.insert(i, e.hash);
         self.births.insert(i, e.birth);
@@ -205,13 +170,7 @@ impl Chunk {
 
     /// Removes entry `i`'s key and value (the caller removed its hash and birth).
     fn cut(&mut self, i: usize) -> (Box<[u8]>, Option<Box<[u8]>>) {
-        let (start, end) = (self.key_start(i), self.key_ends[i] as usize);
-        let key: Box<[u8]> = self.keys.drain(start..end).collect();
-        self.key_ends.remove(i);
-        self.prefixes.remove(i);
-        for e in &mut self.key_ends[i..] {
-            *e -= key.len() as u32;
-        }
+        let key = self.keys.remove(i);
         self.reshaped = true;
         self.changed();
         (key, self.values.remove(i))
@@ -219,14 +178,10 @@ impl Chunk {
 
     /// Moves entries `at..` into a new chunk (the right half of a split).
     pub fn split_off(&mut self, at: usize) -> Chunk {
-        let start = self.key_start(at);
-        let keys = self.keys.split_off(start);
-        let key_ends = self.key_ends.split_off(at).into_iter().map(|e| e - start as u32).collect();
+        let keys = self.keys.split_off(at);
         self.reshaped = true;
         self.changed();
         Chunk {
-            key_ends,
-            prefixes: self.prefixes.split_off(at),
             keys,
             values: self.values.split_off(at),
             entry_hashes: self.entry_hashes.split_off(at),
@@ -240,10 +195,7 @@ impl Chunk {
     /// stored records are no longer used.
     pub fn append(&mut self, mut other: Chunk) {
         self.dropped.append(&mut other.take_stored());
-        let base = self.keys.len() as u32;
-        self.keys.extend_from_slice(&other.keys);
-        self.key_ends.extend(other.key_ends.iter().map(|e| e + base));
-        self.prefixes.extend(other.prefixes);
+        self.keys.append(&other.keys);
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
         self.births.extend(other.births);
@@ -269,12 +221,10 @@ impl Chunk {
     /// and their chunk hash.
     pub fn from_verified(keys: &[&[u8]], values: &[&[u8]], tree: Vec<Hash>, hash: Hash) -> Chunk {
         let m = keys.len();
-        let mut c = Chunk { tree, hash: Some(hash), ..Chunk::default() };
-        c.keys.reserve(keys.iter().map(|k| k.len()).sum());
+        let capacity = Keys::with_capacity(m, keys.iter().map(|k| k.len()).sum());
+        let mut c = Chunk { keys: capacity, tree, hash: Some(hash), ..Chunk::default() };
         for (k, v) in keys.iter().zip(values) {
-            c.keys.extend_from_slice(k);
-            c.key_ends.push(c.keys.len() as u32);
-            c.prefixes.push(prefix(k));
+            c.keys.push(k);
             c.values.push(Some((*v).into()));
         }
         // Leaves sit in pre-order too; gather them rather than hashing again.
@@ -313,9 +263,7 @@ impl Chunk {
         let mut c =
             Chunk { hash: Some(stored.record.hash), tree, values, trusted, persisted: true, ..Chunk::default() };
         for s in slots {
-            c.keys.extend_from_slice(&s.key);
-            c.key_ends.push(c.keys.len() as u32);
-            c.prefixes.push(prefix(&s.key));
+            c.keys.push(&s.key);
             c.entry_hashes.push(Some(s.entry.hash));
             c.births.push(Some(s.entry.birth));
         }
@@ -389,7 +337,7 @@ impl Chunk {
         const PER_SLOT: usize = 24 + 40;
         let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
         let base = self.stored.as_ref().map_or(0, |s| s.base_slots.iter().map(|b| b.key.len() + PER_SLOT).sum());
-        256 + self.keys.len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
+        256 + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
 
     pub fn entries(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {
@@ -411,13 +359,4 @@ fn leaves_in_order(tree: &[Hash], m: usize) -> Vec<Hash> {
     let mut out = Vec::with_capacity(m);
     walk(tree, 0, m, &mut out);
     out
-}
-
-/// The first 8 bytes of `key`, zero-padded, as a big-endian integer. If
-/// `prefix(a) < prefix(b)` then `a < b`; equal prefixes need the full keys.
-pub(crate) fn prefix(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }

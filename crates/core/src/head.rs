@@ -14,8 +14,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::chunk::{prefix, Chunk, StoredChunk};
+use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
+use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
 use crate::record::{apply_edits, decode_entry, verify_slots, ChunkRecord, Edit, Ref, Slot, Table};

@@ -18,6 +18,7 @@ mod envelope;
 mod error;
 pub mod hash;
 mod head;
+mod keys;
 pub mod limits;
 mod load;
 mod multiproof;

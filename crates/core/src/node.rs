@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::chunk::{prefix, Chunk};
+use crate::chunk::Chunk;
 use crate::error::StoreError;
 use crate::hash::{inner_hash, Hash};
+use crate::keys::prefix;
 use crate::record::{Ref, Table};
 
 #[derive(Clone, Debug)]

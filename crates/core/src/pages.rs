@@ -2,8 +2,9 @@
 //! "Bounded memory" and "Nothing from storage is trusted"): inner nodes are
 //! loaded on demand and kept; verified chunks (keys, entry refs and the
 //! upper levels of the in-chunk tree, no values) live in a cache bounded in
-//! bytes, least recently used first. No I/O: a lookup that reaches a record it does not hold says so,
-//! the caller fetches it, hands it to [`Pages::supply`] and asks again.
+//! bytes, least recently used first. No I/O: a lookup that reaches a record
+//! it does not hold says so, the caller fetches it, hands it to
+//! [`Pages::supply`] and asks again.
 //!
 //! A lookup answers with the entry records that prove its answer: the
 //! entry found, or the adjacent entries that bracket an absent key. The
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::envelope::ChunkEnvelope;
 use crate::error::{ProofError, StoreError, TreeError};
 use crate::hash::{inchunk_node, left_size, multiproof_by, subtree_level, Hash};
+use crate::keys::Keys;
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
 use crate::path::{ChunkPath, PathStep};
 use crate::proof::{
@@ -27,9 +29,10 @@ use crate::record::{
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
 /// Resident bytes counted for a cached chunk besides its keys and its stored
-/// in-chunk hashes: per slot the entry ref and where its key ends; per
-/// chunk its vectors with their heap headers, its map and LRU entries.
-const SLOT_BYTES: usize = 40 + 4;
+/// in-chunk hashes: per slot the entry ref, where its key ends and its
+/// prefix; per chunk its vectors with their heap headers, its map and LRU
+/// entries.
+const SLOT_BYTES: usize = 40 + 4 + 8;
 const CHUNK_BYTES: usize = 512;
 
 /// The lowest level of the in-chunk tree a cached chunk keeps. The levels
@@ -39,12 +42,10 @@ const CHUNK_BYTES: usize = 512;
 /// 1.5 times the chunks it held with the whole tree.
 const UPPER_LEVEL: usize = 3;
 
-/// A chunk verified against its hash, its keys in one buffer (a vector
-/// each cost 40 bytes more a slot, and as many frees at eviction).
+/// A chunk verified against its hash, its keys in one buffer (`keys::Keys`;
+/// a vector a key cost 40 bytes more a slot, and as many frees at eviction).
 struct CachedChunk {
-    keys: Vec<u8>,
-    /// Where each slot's key ends in `keys`.
-    key_ends: Vec<u32>,
+    keys: Keys,
     entries: Vec<Ref>,
     /// The in-chunk tree from `UPPER_LEVEL` up (`hash::inchunk_levels`), which proofs read.
     upper: Vec<Vec<Hash>>,
@@ -56,14 +57,13 @@ struct CachedChunk {
 
 impl CachedChunk {
     fn new(slots: Vec<Slot>, upper: Vec<Vec<Hash>>) -> CachedChunk {
-        let mut keys = Vec::with_capacity(slots.iter().map(|s| s.key.len()).sum());
-        let (mut key_ends, mut entries) = (Vec::with_capacity(slots.len()), Vec::with_capacity(slots.len()));
+        let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
+        let mut entries = Vec::with_capacity(slots.len());
         for s in slots {
-            keys.extend_from_slice(&s.key);
-            key_ends.push(keys.len() as u32);
+            keys.push(&s.key);
             entries.push(s.entry);
         }
-        CachedChunk { keys, key_ends, entries, upper, bytes: 0, last_used: 0, loaded_at: 0 }
+        CachedChunk { keys, entries, upper, bytes: 0, last_used: 0, loaded_at: 0 }
     }
 
     fn len(&self) -> usize {
@@ -71,22 +71,7 @@ impl CachedChunk {
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.key_ends[i - 1] as usize };
-        &self.keys[start..self.key_ends[i] as usize]
-    }
-
-    /// The slot holding `key`, or where it would go (`slice::binary_search`).
-    fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            match self.key(mid).cmp(key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        Err(lo)
+        self.keys.key(i)
     }
 
     /// The MTH of leaves `[a, a + n)`, a subtree of the in-chunk tree: kept,
@@ -283,7 +268,7 @@ impl Pages {
         let upper = levels.split_off(UPPER_LEVEL.min(levels.len()));
         let hashes = upper.iter().map(Vec::len).sum();
         let mut chunk = CachedChunk::new(slots, upper);
-        let bytes = Self::chunk_bytes(chunk.len(), chunk.keys.len(), hashes);
+        let bytes = Self::chunk_bytes(chunk.len(), chunk.keys.byte_len(), hashes);
         while self.resident + bytes > self.budget {
             let Some((_, old)) = self.lru.pop_first() else { break };
             self.resident -= self.chunks.remove(&old).expect("cached").bytes;
@@ -344,7 +329,7 @@ impl Pages {
     fn place(&mut self, top: Child, key: &[u8]) -> Result<Place, Step> {
         let d = self.descend(top, key)?;
         let c = self.chunk(&d.at)?;
-        let (found, m) = (c.search(key), c.len());
+        let (found, m) = (c.keys.search(key), c.len());
         if d.lower.as_deref().is_some_and(|l| l != c.key(0)) {
             return Err(Step::Corrupt);
         }

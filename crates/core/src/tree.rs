@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
-use crate::chunk::{prefix, Chunk};
+use crate::chunk::Chunk;
 use crate::codec::{check_key, check_value};
 use crate::error::{ProofError, TreeError};
 use crate::hash::{empty_root, root_hash, Hash};
 use crate::head::Paging;
+use crate::keys::prefix;
 use crate::limits::{min_fill, DEFAULT_CAPACITY, MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
 use crate::node::{Inner, KeyCopy, Node};
 use crate::record::{Ref, Table};

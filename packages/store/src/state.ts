@@ -34,6 +34,7 @@ import {
   verifyRange,
   type VersionRecord,
 } from '@bpavl/wasm';
+import { compareBytes } from '../../storage/src/checks.ts';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
@@ -939,12 +940,6 @@ async function removeKeys(backend: StorageBackend, table: string, start: Uint8Ar
   for (let keys = await keysFrom(backend, table, start, end); keys.length > 0; keys = await keysFrom(backend, table, start, end)) {
     await backend.write({ deletes: keys.map((k) => [table, k] as const) });
   }
-}
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return a.length - b.length;
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {

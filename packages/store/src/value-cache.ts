@@ -13,6 +13,8 @@
  * @module
  */
 
+import { compareBytes } from '../../storage/src/checks.ts';
+
 /**
  * Bytes counted for an answer besides its key and value: V8's map entry,
  * key string, typed array and buffer headers (measured with `heapUsed` and
@@ -30,11 +32,7 @@ export function cacheKey(key: Uint8Array): string {
 
 const answerBytes = (id: string, value: Uint8Array | null): number => id.length + (value?.length ?? 0) + ANSWER_BYTES;
 
-function equal(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+const equal = (a: Uint8Array, b: Uint8Array): boolean => compareBytes(a, b) === 0;
 
 /** An answer: the value, or `null` for a key the version lacks; `used` if read since the sweep passed it. */
 interface Answer {
