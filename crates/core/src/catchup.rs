@@ -21,7 +21,7 @@ use crate::hash::{empty_root, entry_hash, Hash};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    apply_edits, encode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
+    encode_entry, slot_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaves, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -236,7 +236,7 @@ pub struct CatchUp {
     /// Old chunk records asked for (and deltas' bases), by ref.
     loading: HashMap<Ref, usize>,
     requested: HashSet<usize>,
-    deltas: HashMap<Ref, (Ref, Vec<Edit>)>,
+    deltas: HashMap<Ref, Delta>,
     slots: HashMap<usize, OldSlots>,
     recent: VecDeque<usize>,
     /// Per old chunk, which slots the new version took.
@@ -753,7 +753,9 @@ impl CatchUp {
         }
         let hash = self.chunks[c].hash;
         let first_key = slots[0].key.clone().into();
-        self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, ChunkRecord::Full(slots).encode()));
+        // The leaves were checked against `hash` when they arrived (or were read back); their tree is not kept.
+        let record = ChunkRecord::Full { groups: slot_groups(&slots), slots };
+        self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         self.chunks[c].state = ChunkState::Done { first_key };
         self.undone -= 1;
     }
@@ -792,9 +794,9 @@ impl CatchUp {
                 out.push((Table::Chunks, r));
             }
         }
-        for (base, _) in self.deltas.values() {
-            if !self.loading.contains_key(base) {
-                out.push((Table::Chunks, *base));
+        for delta in self.deltas.values() {
+            if !self.loading.contains_key(&delta.base) {
+                out.push((Table::Chunks, delta.base));
             }
         }
         out.sort_by_key(|(_, r)| r.key());
@@ -811,20 +813,20 @@ impl CatchUp {
         }
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match ChunkRecord::decode(bytes, self.capacity)? {
-            ChunkRecord::Delta { base, edits } => {
+            ChunkRecord::Delta(delta) => {
                 if self.loading.contains_key(r) {
-                    self.deltas.insert(*r, (base, edits));
+                    self.deltas.insert(*r, delta);
                 }
             }
-            ChunkRecord::Full(base_slots) => {
-                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, (b, _))| b == r).map(|(d, _)| *d).collect();
-                for delta in waiting {
-                    let (_, edits) = self.deltas.remove(&delta).expect("listed");
-                    let slots = apply_edits(&base_slots, &edits, self.capacity)?;
-                    self.loaded(&delta, slots, Some(*r))?;
+            ChunkRecord::Full { slots: base_slots, groups } => {
+                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
+                for at in waiting {
+                    let delta = self.deltas.remove(&at).expect("listed");
+                    let (slots, groups) = delta.apply(&base_slots, &groups, self.capacity)?;
+                    self.loaded(&at, slots, &groups, Some(*r))?;
                 }
                 if self.loading.contains_key(r) {
-                    self.loaded(r, base_slots, None)?;
+                    self.loaded(r, base_slots, &groups, None)?;
                 }
             }
         }
@@ -836,7 +838,7 @@ impl CatchUp {
     /// read; anything else (none, or one that does not check) is fetched.
     fn probed(&mut self, c: usize, r: &Ref, bytes: Option<&[u8]>) {
         let slots = bytes.and_then(|b| match ChunkRecord::decode(b, self.capacity) {
-            Ok(ChunkRecord::Full(slots)) if verify_slots(&slots, &r.hash).is_ok() => Some(slots),
+            Ok(ChunkRecord::Full { slots, groups }) if verify_slots(&slots, &groups, &r.hash).is_ok() => Some(slots),
             _ => None,
         });
         let Some(slots) = slots else {
@@ -847,10 +849,10 @@ impl CatchUp {
         self.start_matching(c, Vec::new(), Some(slots));
     }
 
-    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, base: Option<Ref>) -> Result<(), StoreError> {
+    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {
         let Some(j) = self.loading.remove(r) else { return Ok(()) };
         self.requested.remove(&j);
-        verify_slots(&slots, &r.hash)?;
+        verify_slots(&slots, groups, &r.hash)?;
         if j == 0 {
             self.old.first_key = Some(slots[0].key.clone().into());
         }

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use crate::hash::{
-    chunk_hash, entry_hashes, inchunk_tree, left_size, multiproof, sparse_multiproof, update_inchunk_leaf, Hash,
+    chunk_hash, entry_hashes, group_roots, inchunk_tree, left_size, multiproof, sparse_multiproof, update_inchunk_leaf,
+    Hash,
 };
 use crate::keys::Keys;
 use crate::record::{Ref, Slot, Table};
@@ -58,6 +59,7 @@ pub(crate) struct StoredChunk {
     pub record: Ref,
     pub base: Ref,
     pub base_slots: Arc<[Slot]>,
+    pub base_groups: Arc<[Hash]>,
 }
 
 impl Chunk {
@@ -302,6 +304,11 @@ impl Chunk {
         self.tree[0]
     }
 
+    /// The committed in-chunk tree's group nodes (`hash::GROUP_LEVEL`), which a chunk record stores.
+    pub fn group_roots(&self) -> Vec<Hash> {
+        group_roots(&self.tree, self.len())
+    }
+
     /// Hashes what changed since the last commit and returns the chunk hash.
     pub fn rehash(&mut self) -> Hash {
         if let Some(h) = self.hash {
@@ -336,7 +343,9 @@ impl Chunk {
         const PER_ENTRY: usize = 4 + 8 + 16 + 33 + 16;
         const PER_SLOT: usize = 24 + 40;
         let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
-        let base = self.stored.as_ref().map_or(0, |s| s.base_slots.iter().map(|b| b.key.len() + PER_SLOT).sum());
+        let base = self.stored.as_ref().map_or(0, |s| {
+            s.base_slots.iter().map(|b| b.key.len() + PER_SLOT).sum::<usize>() + 32 * s.base_groups.len()
+        });
         256 + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
 

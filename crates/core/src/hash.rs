@@ -262,6 +262,41 @@ pub(crate) fn inchunk_levels(leaves: &[Hash]) -> Vec<Vec<Hash>> {
     levels
 }
 
+/// The level of the in-chunk tree whose nodes a stored chunk keeps (its
+/// **groups**: node `j` is the MTH of leaves `[16j, min(16j + 16, M))`), so
+/// that a reader checks the chunk hash from about M/16 of them and hashes the
+/// leaves of a group only when it uses that group (`spec/store-format.md`).
+pub const GROUP_LEVEL: usize = 4;
+pub const GROUP_LEAVES: usize = 1 << GROUP_LEVEL;
+
+/// How many groups a chunk of `m` entries has.
+pub fn group_count(m: usize) -> usize {
+    m.div_ceil(GROUP_LEAVES)
+}
+
+/// The group nodes of an in-chunk tree given level by level
+/// ([`inchunk_levels`]); a chunk of at most 16 entries has one, its root.
+pub(crate) fn group_level(levels: &[Vec<Hash>]) -> &[Hash] {
+    &levels[GROUP_LEVEL.min(levels.len() - 1)]
+}
+
+/// The group nodes of a pre-order in-chunk tree over `m` leaves ([`inchunk_tree`]).
+pub(crate) fn group_roots(tree: &[Hash], m: usize) -> Vec<Hash> {
+    fn walk(tree: &[Hash], p: usize, n: usize, out: &mut Vec<Hash>) {
+        // Every split above a group is at a multiple of 16 (a left size of 16 or more).
+        if n <= GROUP_LEAVES {
+            out.push(tree[p]);
+        } else {
+            let k = left_size(n);
+            walk(tree, p + 1, k, out);
+            walk(tree, p + 2 * k, n - k, out);
+        }
+    }
+    let mut out = Vec::with_capacity(group_count(m));
+    walk(tree, 0, m, &mut out);
+    out
+}
+
 /// The level of the in-chunk tree that holds the subtree over `n` leaves:
 /// `⌈log2 n⌉`.
 pub(crate) fn subtree_level(n: usize) -> usize {
@@ -478,6 +513,19 @@ mod tests {
             let tree = inchunk_tree(&leaves);
             assert_eq!(tree.len(), 2 * m - 1);
             check(&tree, &leaves);
+        }
+    }
+
+    #[test]
+    fn groups_are_the_mth_of_each_16_leaves_and_give_the_root() {
+        for m in 1..=70usize {
+            let leaves: Vec<Hash> = (0..m).map(|i| entry_hash(&(i as u32).to_be_bytes(), b"g")).collect();
+            let groups: Vec<Hash> = leaves.chunks(GROUP_LEAVES).map(mth).collect();
+            assert_eq!(groups.len(), group_count(m));
+            assert_eq!(group_roots(&inchunk_tree(&leaves), m), groups, "m = {m}");
+            assert_eq!(group_level(&inchunk_levels(&leaves)), groups, "m = {m}");
+            // The levels above the groups are the levels of the groups' own tree.
+            assert_eq!(inchunk_levels(&groups).last().unwrap()[0], mth(&leaves), "m = {m}");
         }
     }
 

@@ -16,10 +16,11 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
+use crate::hash::Hash;
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
-use crate::record::{apply_edits, decode_entry, verify_slots, ChunkRecord, Edit, Ref, Slot, Table};
+use crate::record::{decode_entry, verify_slots, ChunkRecord, Delta, Ref, Slot, Table};
 use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
@@ -29,8 +30,8 @@ pub(crate) struct Paging {
     /// The stub each asked record loads into, by chunk index (no write
     /// runs between [`Tree::needed_for`] and the supplies it asks for).
     awaited: HashMap<Ref, u64>,
-    /// Deltas supplied before their base: the base and the edits.
-    deltas: HashMap<Ref, (Ref, Vec<Edit>)>,
+    /// Deltas supplied before their base.
+    deltas: HashMap<Ref, Delta>,
     /// Entry records to read before the commit, with the key their slot
     /// lists: they confirm where the batch's writes landed.
     unconfirmed: HashMap<Ref, Vec<u8>>,
@@ -186,7 +187,7 @@ impl Tree {
             if paging.awaited.insert(r, index).is_some() {
                 continue;
             }
-            let record = paging.deltas.get(&r).map_or(r, |(base, _)| *base);
+            let record = paging.deltas.get(&r).map_or(r, |d| d.base);
             if asked.insert(record) {
                 wanted.push((Table::Chunks, record));
             }
@@ -246,29 +247,37 @@ impl Tree {
 
     fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<(), StoreError> {
         match ChunkRecord::decode(bytes, self.capacity())? {
-            ChunkRecord::Delta { base, edits } => {
-                self.paging.deltas.insert(*r, (base, edits));
+            ChunkRecord::Delta(delta) => {
+                self.paging.deltas.insert(*r, delta);
             }
-            ChunkRecord::Full(slots) => {
-                let slots: Arc<[Slot]> = slots.into();
+            ChunkRecord::Full { slots, groups } => {
+                let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
                 let waiting: Vec<Ref> =
-                    self.paging.deltas.iter().filter(|(_, (b, _))| b == r).map(|(d, _)| *d).collect();
-                for delta in waiting {
-                    let (_, edits) = self.paging.deltas.remove(&delta).expect("listed");
-                    let applied = apply_edits(&slots, &edits, self.capacity())?;
-                    self.load(delta, applied, *r, slots.clone())?;
+                    self.paging.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
+                for at in waiting {
+                    let delta = self.paging.deltas.remove(&at).expect("listed");
+                    let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity())?;
+                    self.load(at, applied, &applied_groups, *r, slots.clone(), groups.clone())?;
                 }
                 if self.paging.awaited.contains_key(r) {
-                    self.load(*r, slots.to_vec(), *r, slots)?;
+                    self.load(*r, slots.to_vec(), &groups.clone(), *r, slots, groups)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn load(&mut self, r: Ref, slots: Vec<Slot>, base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
+    fn load(
+        &mut self,
+        r: Ref,
+        slots: Vec<Slot>,
+        groups: &[Hash],
+        base: Ref,
+        base_slots: Arc<[Slot]>,
+        base_groups: Arc<[Hash]>,
+    ) -> Result<(), StoreError> {
         let Some(index) = self.paging.awaited.remove(&r) else { return Ok(()) };
-        let tree = verify_slots(&slots, &r.hash)?;
+        let tree = verify_slots(&slots, groups, &r.hash)?;
         let top = self.top().expect("a stub is in the tree");
         let (_, lower, upper) = find(top, index);
         let (first, last) = (&slots[0].key, &slots[slots.len() - 1].key);
@@ -279,7 +288,8 @@ impl Tree {
         }
         let m = slots.len() as u64;
         let values = vec![None; slots.len()];
-        let mut chunk = Chunk::from_stored(&slots, values, tree, StoredChunk { record: r, base, base_slots });
+        let mut chunk =
+            Chunk::from_stored(&slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups });
         self.paging.clock += 1;
         chunk.loaded_at = self.paging.clock;
         attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)

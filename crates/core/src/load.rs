@@ -12,9 +12,12 @@ use crate::error::StoreError;
 use crate::hash::Hash;
 use crate::node::{Inner, KeyCopy, Node, Stub};
 use crate::record::{
-    apply_edits, decode_entry, verify_slots, Child, ChunkRecord, Edit, NodeRecord, Ref, Slot, Table, VersionRecord,
+    decode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
 use crate::tree::Tree;
+
+/// A full chunk record's slots and group nodes, as the base of deltas.
+type FullChunk = (Arc<[Slot]>, Arc<[Hash]>);
 
 /// A chunk whose record (and base) verified, waiting for its entries.
 struct LoadedChunk {
@@ -22,6 +25,7 @@ struct LoadedChunk {
     tree: Vec<Hash>,
     base: Ref,
     base_slots: Arc<[Slot]>,
+    base_groups: Arc<[Hash]>,
 }
 
 /// Loads the version a version record describes.
@@ -55,9 +59,9 @@ pub struct Loader {
     /// The chunks of the version (a full record may also be only a base).
     version_chunks: HashSet<Ref>,
     /// Deltas whose base is on its way, by the base they wait for.
-    deltas: HashMap<Ref, Vec<(Ref, Vec<Edit>)>>,
+    deltas: HashMap<Ref, Vec<(Ref, Delta)>>,
     /// Full records read so far, as bases for deltas that name them later.
-    fulls: HashMap<Ref, Arc<[Slot]>>,
+    fulls: HashMap<Ref, FullChunk>,
     /// Chunk records asked for (a base shared by many deltas is asked once).
     asked_chunks: HashSet<Ref>,
     chunks: HashMap<Ref, LoadedChunk>,
@@ -114,8 +118,8 @@ impl Loader {
             Child::Chunk(r) => {
                 self.version_chunks.insert(r);
                 // Read already as another chunk's base: it is here.
-                if let Some(slots) = self.fulls.get(&r).cloned() {
-                    return self.accept_chunk(r, slots.to_vec(), r, slots);
+                if let Some((slots, groups)) = self.fulls.get(&r).cloned() {
+                    return self.accept_chunk(r, slots.to_vec(), &groups.clone(), r, (slots, groups));
                 }
                 self.want_chunk(r);
             }
@@ -154,21 +158,22 @@ impl Loader {
                 self.nodes.insert(*r, node);
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.record.capacity)? {
-                ChunkRecord::Full(slots) => {
+                ChunkRecord::Full { slots, groups } => {
                     // A full record is the chunk itself, or the base some deltas wait for.
-                    let slots: Arc<[Slot]> = slots.into();
-                    for (delta, edits) in self.deltas.remove(r).unwrap_or_default() {
-                        self.accept_delta(delta, &edits, *r, slots.clone())?;
+                    let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
+                    for (at, delta) in self.deltas.remove(r).unwrap_or_default() {
+                        self.accept_delta(at, &delta, (slots.clone(), groups.clone()))?;
                     }
                     if self.version_chunks.contains(r) {
-                        self.accept_chunk(*r, slots.to_vec(), *r, slots.clone())?;
+                        self.accept_chunk(*r, slots.to_vec(), &groups.clone(), *r, (slots.clone(), groups.clone()))?;
                     }
-                    self.fulls.insert(*r, slots);
+                    self.fulls.insert(*r, (slots, groups));
                 }
-                ChunkRecord::Delta { base, edits } => match self.fulls.get(&base) {
-                    Some(base_slots) => self.accept_delta(*r, &edits, base, base_slots.clone())?,
+                ChunkRecord::Delta(delta) => match self.fulls.get(&delta.base) {
+                    Some(base) => self.accept_delta(*r, &delta, base.clone())?,
                     None => {
-                        self.deltas.entry(base).or_default().push((*r, edits));
+                        let base = delta.base;
+                        self.deltas.entry(base).or_default().push((*r, delta));
                         self.want_chunk(base);
                     }
                 },
@@ -182,18 +187,25 @@ impl Loader {
         Ok(())
     }
 
-    fn accept_delta(&mut self, r: Ref, edits: &[Edit], base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
-        let applied = apply_edits(&base_slots, edits, self.record.capacity)?;
-        self.accept_chunk(r, applied, base, base_slots)
+    fn accept_delta(&mut self, r: Ref, delta: &Delta, base: FullChunk) -> Result<(), StoreError> {
+        let (slots, groups) = delta.apply(&base.0, &base.1, self.record.capacity)?;
+        self.accept_chunk(r, slots, &groups, delta.base, base)
     }
 
-    fn accept_chunk(&mut self, r: Ref, slots: Vec<Slot>, base: Ref, base_slots: Arc<[Slot]>) -> Result<(), StoreError> {
-        let tree = verify_slots(&slots, &r.hash)?;
+    fn accept_chunk(
+        &mut self,
+        r: Ref,
+        slots: Vec<Slot>,
+        groups: &[Hash],
+        base: Ref,
+        (base_slots, base_groups): FullChunk,
+    ) -> Result<(), StoreError> {
+        let tree = verify_slots(&slots, groups, &r.hash)?;
         for s in &slots {
             self.entry_keys.insert(s.entry, s.key.clone());
             self.next.push((Table::Entries, s.entry));
         }
-        self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots });
+        self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots, base_groups });
         Ok(())
     }
 
@@ -224,7 +236,8 @@ impl Loader {
                     .iter()
                     .map(|s| self.values.remove(&s.entry).map(Some).ok_or(StoreError::Corrupt))
                     .collect::<Result<Vec<_>, _>>()?;
-                let stored = StoredChunk { record: r, base: c.base, base_slots: c.base_slots };
+                let stored =
+                    StoredChunk { record: r, base: c.base, base_slots: c.base_slots, base_groups: c.base_groups };
                 Ok(Node::leaf(Chunk::from_stored(&c.slots, values, c.tree, stored)))
             }
             Child::Node(r) => {

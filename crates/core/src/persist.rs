@@ -81,10 +81,12 @@ fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
 /// base or, when that is not small, whole (a new base).
 fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     let slots = c.slots(version, |k, v, entry| out.puts.push((Table::Entries, entry, encode_entry(k, v))));
-    let record = chunk_record(c.stored.as_ref().map(|s| (&s.base, &*s.base_slots)), &slots);
+    let groups = c.group_roots();
+    let base = c.stored.as_ref().map(|s| (&s.base, &*s.base_slots, &*s.base_groups));
+    let record = chunk_record(base, &slots, groups.clone());
     let stored = Ref { birth: version, hash: c.hash() };
     let old = c.stored.take();
-    let keep_base = matches!(record, ChunkRecord::Delta { .. });
+    let keep_base = matches!(record, ChunkRecord::Delta(_));
     if let Some(old) = &old {
         if old.record != old.base || !keep_base {
             out.stale.push((Table::Chunks, old.record));
@@ -96,8 +98,8 @@ fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     out.stale.append(&mut c.dropped);
     out.puts.push((Table::Chunks, stored, record.encode()));
     c.stored = Some(match old {
-        Some(old) if keep_base => StoredChunk { record: stored, base: old.base, base_slots: old.base_slots },
-        _ => StoredChunk { record: stored, base: stored, base_slots: slots.into() },
+        Some(old) if keep_base => StoredChunk { record: stored, ..old },
+        _ => StoredChunk { record: stored, base: stored, base_slots: slots.into(), base_groups: groups.into() },
     });
     c.persisted = true;
 }

@@ -6,7 +6,9 @@
 
 use crate::codec::{put_bytes, put_varint, Reader};
 use crate::error::StoreError;
-use crate::hash::{chunk_hash, empty_root, entry_hash, inchunk_levels, inner_hash, preorder, root_hash, Hash};
+use crate::hash::{
+    chunk_hash, empty_root, entry_hash, group_count, group_level, inchunk_levels, inner_hash, preorder, root_hash, Hash,
+};
 use crate::limits::{MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
 
 pub const FORMAT_STORE: u8 = 0x06;
@@ -69,17 +71,27 @@ pub fn stale_key(since: u64, table: Table, record: &Ref) -> [u8; 9 + RECORD_KEY_
     k
 }
 
-/// The store record: the capacity every version of the store shares.
+/// The layout of the records this code writes and reads
+/// (`spec/store-format.md`); 1, before chunk records held group nodes, had
+/// no layout byte.
+pub const STORE_LAYOUT: u8 = 2;
+
+/// The store record: the capacity every version of the store shares, and the layout.
 pub fn encode_store(capacity: usize) -> Vec<u8> {
     let mut out = vec![FORMAT_STORE];
     put_varint(&mut out, capacity as u64);
+    out.push(STORE_LAYOUT);
     out
 }
 
-/// The capacity from a store record.
+/// The capacity from a store record of this layout (another layout is
+/// `STORE_CORRUPT`: its chunk records would not read).
 pub fn decode_store(bytes: &[u8]) -> Result<usize, StoreError> {
     let mut r = Reader::new(bytes, FORMAT_STORE)?;
     let capacity = r.capacity()?;
+    if r.u8()? != STORE_LAYOUT {
+        return Err(StoreError::Corrupt);
+    }
     r.finish()?;
     Ok(capacity)
 }
@@ -231,26 +243,69 @@ pub enum Edit {
     Delete { position: usize },
 }
 
-/// A stored chunk: whole, or as edits of a whole (base) chunk.
+/// A stored chunk: whole, or as edits of a whole (base) chunk; either way
+/// with the group nodes of its in-chunk tree (`hash::GROUP_LEVEL`), which
+/// let a reader check it without hashing every entry hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChunkRecord {
-    Full(Vec<Slot>),
-    Delta { base: Ref, edits: Vec<Edit> },
+    Full { slots: Vec<Slot>, groups: Vec<Hash> },
+    Delta(Delta),
+}
+
+/// A chunk stored as the edits that turn its base (a full chunk) into it,
+/// and the group nodes that differ from the base's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delta {
+    pub base: Ref,
+    pub edits: Vec<Edit>,
+    /// How many groups the chunk the edits give has.
+    pub group_count: usize,
+    /// Its group nodes that differ from the base's at the same index
+    /// (every index past the base's last group among them), by index.
+    pub changed_groups: Vec<(usize, Hash)>,
+}
+
+impl Delta {
+    /// The delta of `base` (with its slots and group nodes) that gives the chunk `now` with its group nodes `groups`.
+    pub fn of(base: &Ref, base_slots: &[Slot], base_groups: &[Hash], now: &[Slot], groups: &[Hash]) -> Delta {
+        let changed_groups =
+            groups.iter().enumerate().filter(|&(i, g)| base_groups.get(i) != Some(g)).map(|(i, g)| (i, *g)).collect();
+        Delta { base: *base, edits: diff_slots(base_slots, now), group_count: groups.len(), changed_groups }
+    }
+
+    /// The chunk's slots and group nodes, from its base's: still to check
+    /// against the chunk hash (`verify_groups`, `verify_slots`).
+    pub fn apply(
+        &self,
+        base_slots: &[Slot],
+        base_groups: &[Hash],
+        capacity: usize,
+    ) -> Result<(Vec<Slot>, Vec<Hash>), StoreError> {
+        let slots = apply_edits(base_slots, &self.edits, capacity)?;
+        let mut groups: Vec<Option<Hash>> = (0..self.group_count).map(|i| base_groups.get(i).copied()).collect();
+        for &(i, g) in &self.changed_groups {
+            *groups.get_mut(i).ok_or(StoreError::Corrupt)? = Some(g);
+        }
+        let groups = groups.into_iter().collect::<Option<Vec<Hash>>>().ok_or(StoreError::Corrupt)?;
+        Ok((slots, groups))
+    }
 }
 
 impl ChunkRecord {
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            ChunkRecord::Full(slots) => {
-                let mut out = vec![FORMAT_FULL_CHUNK];
+            ChunkRecord::Full { slots, groups } => {
+                let mut out = Vec::with_capacity(full_chunk_len(slots));
+                out.push(FORMAT_FULL_CHUNK);
                 put_varint(&mut out, slots.len() as u64);
                 for s in slots {
                     put_bytes(&mut out, &s.key);
                     s.entry.put(&mut out);
                 }
+                groups.iter().for_each(|g| out.extend_from_slice(g));
                 out
             }
-            ChunkRecord::Delta { base, edits } => {
+            ChunkRecord::Delta(Delta { base, edits, group_count, changed_groups }) => {
                 let mut out = vec![FORMAT_CHUNK_DELTA];
                 base.put(&mut out);
                 put_varint(&mut out, edits.len() as u64);
@@ -273,6 +328,12 @@ impl ChunkRecord {
                         }
                     }
                 }
+                put_varint(&mut out, *group_count as u64);
+                put_varint(&mut out, changed_groups.len() as u64);
+                for (i, g) in changed_groups {
+                    put_varint(&mut out, *i as u64);
+                    out.extend_from_slice(g);
+                }
                 out
             }
         }
@@ -280,7 +341,8 @@ impl ChunkRecord {
 
     /// Decodes a full chunk or a delta of a store of `capacity`. A full
     /// chunk's keys must be strictly increasing; a delta is checked when it
-    /// is applied to its base.
+    /// is applied to its base, and the group nodes when the chunk is
+    /// verified (`verify_groups`, `verify_slots`).
     pub fn decode(bytes: &[u8], capacity: usize) -> Result<ChunkRecord, StoreError> {
         match bytes.first() {
             Some(&FORMAT_FULL_CHUNK) => {
@@ -294,8 +356,9 @@ impl ChunkRecord {
                     }
                     slots.push(Slot { key, entry: Ref::read(&mut r)? });
                 }
+                let groups = r.hashes(group_count(m))?;
                 r.finish()?;
-                Ok(ChunkRecord::Full(slots))
+                Ok(ChunkRecord::Full { slots, groups })
             }
             Some(&FORMAT_CHUNK_DELTA) => {
                 let mut r = Reader::new(bytes, FORMAT_CHUNK_DELTA)?;
@@ -315,8 +378,21 @@ impl ChunkRecord {
                         _ => return Err(StoreError::Corrupt),
                     });
                 }
+                let count = r.varint()?;
+                let changed = r.varint()?;
+                if count == 0 || count > group_count(capacity) as u64 || changed > count {
+                    return Err(StoreError::Corrupt);
+                }
+                let mut changed_groups: Vec<(usize, Hash)> = Vec::with_capacity(changed as usize);
+                for _ in 0..changed {
+                    let i = r.varint()?;
+                    if i >= count || changed_groups.last().is_some_and(|&(prev, _)| prev as u64 >= i) {
+                        return Err(StoreError::Corrupt);
+                    }
+                    changed_groups.push((i as usize, r.hash()?));
+                }
                 r.finish()?;
-                Ok(ChunkRecord::Delta { base, edits })
+                Ok(ChunkRecord::Delta(Delta { base, edits, group_count: count as usize, changed_groups }))
             }
             _ => Err(StoreError::Corrupt),
         }
@@ -389,42 +465,79 @@ pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
     edits
 }
 
-/// How a changed chunk is stored: as a delta of `base` when its encoding is
-/// at most a quarter of the full chunk's, else whole (a new base).
-pub fn chunk_record(base: Option<(&Ref, &[Slot])>, now: &[Slot]) -> ChunkRecord {
-    if let Some((base_ref, base_slots)) = base {
-        let edits = diff_slots(base_slots, now);
-        if !edits.is_empty() {
-            let delta = ChunkRecord::Delta { base: *base_ref, edits };
+/// A full chunk record's base, as a later delta names it: its ref, slots and group nodes.
+pub type Base<'a> = (&'a Ref, &'a [Slot], &'a [Hash]);
+
+/// How a changed chunk is stored, with `groups`, the group nodes of its
+/// in-chunk tree: as a delta of `base` when its encoding is at most a
+/// quarter of the full chunk's, else whole (a new base).
+pub fn chunk_record(base: Option<Base>, now: &[Slot], groups: Vec<Hash>) -> ChunkRecord {
+    if let Some((base_ref, base_slots, base_groups)) = base {
+        let delta = Delta::of(base_ref, base_slots, base_groups, now, &groups);
+        if !delta.edits.is_empty() {
+            let delta = ChunkRecord::Delta(delta);
             if 4 * delta.encode().len() <= full_chunk_len(now) {
                 return delta;
             }
         }
     }
-    ChunkRecord::Full(now.to_vec())
+    ChunkRecord::Full { slots: now.to_vec(), groups }
 }
 
-/// The length of `ChunkRecord::Full(slots).encode()`, without encoding it.
+/// The length of a full chunk record of `slots`, without encoding it.
 fn full_chunk_len(slots: &[Slot]) -> usize {
     let varint_len = |v: u64| (64 - v.max(1).leading_zeros() as usize).div_ceil(7);
     let slot_len = |s: &Slot| varint_len(s.key.len() as u64) + s.key.len() + varint_len(s.entry.birth) + 32;
-    1 + varint_len(slots.len() as u64) + slots.iter().map(slot_len).sum::<usize>()
+    1 + varint_len(slots.len() as u64) + slots.iter().map(slot_len).sum::<usize>() + 32 * group_count(slots.len())
 }
 
-/// Checks that `slots` hash to the chunk hash `expected`, and returns the
-/// chunk's in-chunk tree (`hash::inchunk_tree`), which verifies its entries.
-pub fn verify_slots(slots: &[Slot], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
-    verify_slot_levels(slots, expected).map(|levels| preorder(&levels))
+/// The group nodes of the chunk whose slots are `slots`, hashed from their
+/// entry hashes (writers that hold the in-chunk tree take them from it:
+/// `Chunk::group_roots`).
+pub fn slot_groups(slots: &[Slot]) -> Vec<Hash> {
+    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    group_level(&inchunk_levels(&leaves)).to_vec()
+}
+
+/// Checks a chunk of `m` entries by the group nodes its record stores: the
+/// tree above them must give the chunk hash `expected`. Returns that tree
+/// level by level, the group nodes first; each group's leaves are still
+/// unchecked (`verify_group`).
+pub fn verify_groups(m: usize, groups: &[Hash], expected: &Hash) -> Result<Vec<Vec<Hash>>, StoreError> {
+    if m == 0 || groups.len() != group_count(m) {
+        return Err(StoreError::Corrupt);
+    }
+    let upper = inchunk_levels(groups);
+    if chunk_hash(m, &upper[upper.len() - 1][0]) != *expected {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(upper)
+}
+
+/// Checks that the leaves of one group (at most 16 entry hashes) hash to its node.
+pub fn verify_group(leaves: &[Hash], group: &Hash) -> Result<(), StoreError> {
+    let levels = inchunk_levels(leaves);
+    if levels[levels.len() - 1][0] != *group {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(())
+}
+
+/// Checks that `slots` and their record's `groups` hash to the chunk hash
+/// `expected`, every group included, and returns the chunk's in-chunk tree
+/// (`hash::inchunk_tree`), which verifies its entries.
+pub fn verify_slots(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
+    verify_slot_levels(slots, groups, expected).map(|levels| preorder(&levels))
 }
 
 /// [`verify_slots`], the tree level by level (`hash::inchunk_levels`).
-pub fn verify_slot_levels(slots: &[Slot], expected: &Hash) -> Result<Vec<Vec<Hash>>, StoreError> {
+pub fn verify_slot_levels(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<Vec<Vec<Hash>>, StoreError> {
     let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
     if leaves.is_empty() {
         return Err(StoreError::Corrupt);
     }
     let levels = inchunk_levels(&leaves);
-    if chunk_hash(slots.len(), &levels[levels.len() - 1][0]) != *expected {
+    if group_level(&levels) != groups || chunk_hash(slots.len(), &levels[levels.len() - 1][0]) != *expected {
         return Err(StoreError::Corrupt);
     }
     Ok(levels)

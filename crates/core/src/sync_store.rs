@@ -123,7 +123,8 @@ impl StoreSync {
         let mut puts = Vec::with_capacity(chunk.len() + 1);
         let slots = chunk
             .slots(self.version, |k, v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(k, v))));
-        puts.push((Table::Chunks, Ref { birth: self.version, hash }, ChunkRecord::Full(slots).encode()));
+        let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
+        puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
         let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
         self.chunks.insert(index, facts);
@@ -143,14 +144,15 @@ impl StoreSync {
     /// checked when they are read, as in every stored version.
     pub fn restore(&mut self, index: u64, progress: &[u8], chunk_record: Option<&[u8]>) -> Result<(), StoreError> {
         let p = decode_progress(progress)?;
-        let Some(ChunkRecord::Full(slots)) = chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
+        let Some(ChunkRecord::Full { slots, groups }) =
+            chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
         else {
             return Err(StoreError::Corrupt);
         };
         if slots.len() != p.entries || slots.iter().any(|s| s.entry.birth != self.version) {
             return Err(StoreError::Corrupt);
         }
-        verify_slots(&slots, &p.hash)?;
+        verify_slots(&slots, &groups, &p.hash)?;
         let folded = p.path.fold(p.capacity, p.entries, p.hash);
         if folded.root != self.root || folded.index != index || folded.key_height != p.key_height {
             return Err(StoreError::Corrupt);

@@ -81,8 +81,8 @@ fn load_for(tree: &mut Tree, store: &Store, key: &[u8], removing: bool) {
             (
                 r.birth,
                 store.get(*t, r).map(|b| match ChunkRecord::decode(b, tree.capacity()).unwrap() {
-                    ChunkRecord::Full(s) => format!("full {}", s.len()),
-                    ChunkRecord::Delta { base, .. } => format!("delta of {}", base.birth),
+                    ChunkRecord::Full { slots, .. } => format!("full {}", slots.len()),
+                    ChunkRecord::Delta(d) => format!("delta of {}", d.base.birth),
                 }),
             )
         })
@@ -311,7 +311,7 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
         // Writes that reach a chunk: updates of its keys, and a new key after its first;
         // a node's key copy routes writes anywhere below it: every sixth key, present or not.
         let keys: Vec<Vec<u8>> = match ChunkRecord::decode(&bytes, capacity) {
-            Ok(ChunkRecord::Full(slots)) => {
+            Ok(ChunkRecord::Full { slots, .. }) => {
                 let first = [slots[0].key.as_slice(), b"~"].concat();
                 slots.into_iter().map(|s| s.key).chain([first]).collect()
             }

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use bpavl_core::hash::entry_hash;
 use bpavl_core::pages::{Absence, Lookup, Paged, Pages, RangeCursor, Witness};
-use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
+use bpavl_core::record::{decode_entry, encode_entry, Child, ChunkRecord, Ref, Table, VersionRecord};
 use bpavl_core::{verify_absence, verify_existence, AbsenceProof, ExistenceProof, Hash, Snapshot, StoreError, Tree};
 use proptest::prelude::*;
 
@@ -108,18 +109,21 @@ proptest! {
 }
 
 /// Every record flipped at a few places (its last bytes are a node's key
-/// copy or an entry's value): each lookup at each version is right, or is
+/// copy, an entry's value or a chunk's group node; at C = 40 a chunk has
+/// groups whose leaves are checked only when a lookup uses them, so every
+/// 23rd byte too): each lookup at each version is right, or is
 /// `STORE_CORRUPT`.
 #[test]
 fn a_flipped_record_never_gives_a_wrong_answer() {
-    for seed in [1, 2] {
-        let (records, versions) = stored(3, seed, 4);
+    for (capacity, seed) in [(3, 1), (3, 2), (40, 3)] {
+        let (records, versions) = stored(capacity, seed, 4);
         for which in records.keys() {
             let len = records[which].len();
-            for at in [1, len / 2, len - 2, len - 1] {
+            let stride = if capacity > 16 { 23 } else { len };
+            for at in [1, len / 2, len - 2, len - 1].into_iter().chain((0..len).step_by(stride)) {
                 let mut bad = records.clone();
                 bad.get_mut(which).unwrap()[at] ^= 0x01;
-                let mut pages = Pages::new(3, 4_000);
+                let mut pages = Pages::new(capacity, 4_000);
                 for k in 0..320u16 {
                     let (top, _, entries) = &versions[k as usize % versions.len()];
                     let key = k.to_be_bytes();
@@ -333,7 +337,13 @@ fn ranges_and_chunks_from_pages_are_the_snapshots() {
 /// record (a node's key copy included, which no hash covers) is found.
 #[test]
 fn a_walk_over_every_chunk_finds_every_flipped_record() {
-    let (records, versions) = stored_snapshots(3, 6, 3);
+    for capacity in [3, 40] {
+        walk_over_every_chunk(capacity);
+    }
+}
+
+fn walk_over_every_chunk(capacity: usize) {
+    let (records, versions) = stored_snapshots(capacity, 6, 3);
     for which in records.keys() {
         let len = records[which].len();
         for at in [1, len / 2, len - 1] {
@@ -341,7 +351,7 @@ fn a_walk_over_every_chunk_finds_every_flipped_record() {
             bad.get_mut(which).unwrap()[at] ^= 0x01;
             let mut found = false;
             for ((top, _, _), snapshot) in &versions {
-                let mut pages = Pages::new(3, 0);
+                let mut pages = Pages::new(capacity, 0);
                 for index in 0..snapshot.chunk_count() {
                     match paged(&mut pages, &bad, |p| p.export_chunk(Some(*top), index)) {
                         Ok(envelope) => {
@@ -357,4 +367,45 @@ fn a_walk_over_every_chunk_finds_every_flipped_record() {
             assert!(found, "record {which:?} byte {at} flipped and never found");
         }
     }
+}
+
+/// A store that swaps one slot's entry for another (a record whose entry
+/// hash is the slot's new hash, so that the entry checks) is caught by the
+/// chunk's group nodes, whichever group the slot is in: no version ever
+/// answers with the swapped value, and a get of the swapped key at a
+/// version that uses the chunk fails.
+#[test]
+fn a_swapped_entry_is_caught_by_its_group() {
+    let (records, versions) = stored(40, 5, 3);
+    let chunks: Vec<[u8; 40]> = records.keys().filter(|(t, _)| *t == Table::Chunks as u8).map(|(_, k)| *k).collect();
+    let (mut swaps, mut caught) = (0, 0);
+    for at in chunks {
+        let Ok(ChunkRecord::Full { mut slots, groups }) = ChunkRecord::decode(&records[&(Table::Chunks as u8, at)], 40)
+        else {
+            continue;
+        };
+        for i in [0, slots.len() / 2, slots.len() - 1] {
+            let (mut bad, key) = (records.clone(), slots[i].key.clone());
+            let entry = Ref { birth: slots[i].entry.birth, hash: entry_hash(&key, b"swapped") };
+            bad.insert((Table::Entries as u8, entry.key()), encode_entry(&key, b"swapped"));
+            let kept = std::mem::replace(&mut slots[i].entry, entry);
+            let record = ChunkRecord::Full { slots: slots.clone(), groups: groups.clone() };
+            bad.insert((Table::Chunks as u8, at), record.encode());
+            slots[i].entry = kept;
+            swaps += 1;
+            for (top, _, entries) in &versions {
+                let mut pages = Pages::new(40, 1 << 20);
+                for (k, v) in entries {
+                    match get(&mut pages, &bad, *top, k) {
+                        Ok(answer) => assert_eq!(answer.as_ref(), Some(v)),
+                        Err(e) => {
+                            assert_eq!(e, StoreError::Corrupt);
+                            caught += usize::from(*k == key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(swaps >= 6 && caught >= swaps, "{swaps} swaps, caught {caught} times");
 }

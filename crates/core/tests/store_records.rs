@@ -5,8 +5,9 @@
 
 use bpavl_core::hash::{chunk_hash, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
 use bpavl_core::record::{
-    apply_edits, chunk_record, decode_entry, decode_store, diff_slots, encode_entry, encode_store, stale_key,
-    verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
+    apply_edits, chunk_record, decode_entry, decode_store, diff_slots, encode_entry, encode_store, slot_groups,
+    stale_key, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table,
+    VersionRecord,
 };
 use bpavl_core::StoreError;
 use proptest::prelude::*;
@@ -46,7 +47,10 @@ fn store_record_round_trips_and_rejects_bad_capacities() {
     assert_eq!(decode_store(&[0x06, 0x01]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[0x07, 0x04]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[]), Err(StoreError::Corrupt));
-    assert_eq!(decode_store(&[0x06, 0x04, 0x00]), Err(StoreError::Corrupt));
+    assert_eq!(decode_store(&[0x06, 0x04, 0x02, 0x00]), Err(StoreError::Corrupt));
+    assert_eq!(encode_store(4), vec![0x06, 0x04, 0x02]);
+    assert_eq!(decode_store(&[0x06, 0x04]), Err(StoreError::Corrupt), "layout 1 had no layout byte");
+    assert_eq!(decode_store(&[0x06, 0x04, 0x03]), Err(StoreError::Corrupt), "a later layout");
 }
 
 #[test]
@@ -124,14 +128,16 @@ fn full_chunks_verify_and_a_flipped_slot_key_is_caught_by_its_entry() {
     let keys = (0..5u16).map(|k| (k * 3, k as u8)).collect();
     let s = slots(&keys, 9);
     let hash = chunk_hash_of(&s);
-    let bytes = ChunkRecord::Full(s.clone()).encode();
+    let groups = slot_groups(&s);
+    let bytes = ChunkRecord::Full { slots: s.clone(), groups: groups.clone() }.encode();
     assert_eq!(ChunkRecord::decode(&bytes, 4), Err(StoreError::Corrupt), "5 slots exceed C = 4");
-    assert_eq!(ChunkRecord::decode(&bytes, 8), Ok(ChunkRecord::Full(s.clone())));
-    assert!(verify_slots(&s, &hash).is_ok());
-    assert_eq!(verify_slots(&s, &[0; 32]), Err(StoreError::Corrupt));
+    assert_eq!(ChunkRecord::decode(&bytes, 8), Ok(ChunkRecord::Full { slots: s.clone(), groups: groups.clone() }));
+    assert!(verify_slots(&s, &groups, &hash).is_ok());
+    assert_eq!(verify_slots(&s, &groups, &[0; 32]), Err(StoreError::Corrupt));
+    assert_eq!(verify_slots(&s, &[[0; 32]], &hash), Err(StoreError::Corrupt), "another group node");
     for got in flips(&bytes, |b| match ChunkRecord::decode(b, 8)? {
-        ChunkRecord::Full(g) => verify_slots(&g, &hash).map(|_| g),
-        ChunkRecord::Delta { .. } => Err(StoreError::Corrupt),
+        ChunkRecord::Full { slots, groups } => verify_slots(&slots, &groups, &hash).map(|_| slots),
+        ChunkRecord::Delta(_) => Err(StoreError::Corrupt),
     }) {
         let Ok(g) = got else { continue };
         // Entry hashes all verified, so a key or a birth changed: the entry record of that slot
@@ -175,17 +181,28 @@ proptest! {
         let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
         let edits = diff_slots(&base, &now);
         prop_assert_eq!(apply_edits(&base, &edits, 16), Ok(now.clone()));
-        let record = chunk_record(Some((&base_ref, &base)), &now);
+        let base_groups = slot_groups(&base);
+        let record = chunk_record(Some((&base_ref, &base, &base_groups)), &now, slot_groups(&now));
         prop_assert_eq!(ChunkRecord::decode(&record.encode(), 16), Ok(record.clone()));
-        let rebuilt = match &record {
-            ChunkRecord::Full(s) => s.clone(),
-            ChunkRecord::Delta { base: b, edits } => {
-                prop_assert_eq!(b, &base_ref);
-                apply_edits(&base, edits, 16).unwrap()
+        let (rebuilt, groups) = match &record {
+            ChunkRecord::Full { slots, groups } => (slots.clone(), groups.clone()),
+            ChunkRecord::Delta(d) => {
+                prop_assert_eq!(&d.base, &base_ref);
+                // Only the group nodes that differ from the base's are stored.
+                let unchanged = base_groups.iter().zip(slot_groups(&now)).filter(|(a, b)| *a == b).count();
+                prop_assert_eq!(d.changed_groups.len(), slot_groups(&now).len() - unchanged);
+                d.apply(&base, &base_groups, 16).unwrap()
             }
         };
         prop_assert_eq!(&rebuilt, &now);
-        prop_assert!(verify_slots(&rebuilt, &chunk_hash_of(&now)).is_ok());
+        prop_assert!(verify_slots(&rebuilt, &groups, &chunk_hash_of(&now)).is_ok());
+        // The group nodes alone check the chunk hash, and each group its leaves.
+        let upper = verify_groups(now.len(), &groups, &chunk_hash_of(&now)).unwrap();
+        prop_assert_eq!(&upper[0], &groups);
+        let leaves: Vec<_> = now.iter().map(|s| s.entry.hash).collect();
+        for (g, node) in leaves.chunks(16).zip(&groups) {
+            prop_assert!(verify_group(g, node).is_ok());
+        }
     }
 
     /// Edits that break a chunk's rules are corrupt, never applied.
@@ -208,10 +225,11 @@ fn one_changed_entry_in_a_large_chunk_is_stored_as_a_small_delta() {
     let mut now = base.clone();
     now[100].entry = entry_ref(100, 1, 2);
     let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
-    let record = chunk_record(Some((&base_ref, &base)), &now);
-    assert!(matches!(&record, ChunkRecord::Delta { edits, .. } if edits.len() == 1));
-    assert!(record.encode().len() < 100);
-    assert!(matches!(chunk_record(None, &now), ChunkRecord::Full(_)));
+    let record = chunk_record(Some((&base_ref, &base, &slot_groups(&base))), &now, slot_groups(&now));
+    // One edit, and the one group node it changed.
+    assert!(matches!(&record, ChunkRecord::Delta(d) if d.edits.len() == 1 && d.changed_groups.len() == 1));
+    assert!(record.encode().len() < 100 + 34, "the base ref, the edit, and the group's index and node");
+    assert!(matches!(chunk_record(None, &now, slot_groups(&now)), ChunkRecord::Full { .. }));
 }
 
 #[test]
@@ -225,15 +243,44 @@ fn a_delta_is_chosen_by_the_full_chunks_encoded_length() {
             Slot { key, entry: Ref { birth: 1u64 << (k % 40), hash: [k as u8; 32] } }
         })
         .collect();
-    let full = ChunkRecord::Full(base.clone()).encode().len();
+    let full = ChunkRecord::Full { slots: base.clone(), groups: slot_groups(&base) }.encode().len();
     let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
     for changed in 1..64 {
         let mut now = base.clone();
         for s in now.iter_mut().take(changed) {
             s.entry.hash[0] ^= 1;
         }
-        let delta = ChunkRecord::Delta { base: base_ref, edits: diff_slots(&base, &now) }.encode().len();
-        let record = chunk_record(Some((&base_ref, &base)), &now);
-        assert_eq!(matches!(record, ChunkRecord::Delta { .. }), 4 * delta <= full, "{changed} changed slots");
+        let (base_groups, groups) = (slot_groups(&base), slot_groups(&now));
+        let delta = ChunkRecord::Delta(Delta::of(&base_ref, &base, &base_groups, &now, &groups)).encode().len();
+        let record = chunk_record(Some((&base_ref, &base, &base_groups)), &now, groups);
+        assert_eq!(matches!(record, ChunkRecord::Delta(_)), 4 * delta <= full, "{changed} changed slots");
     }
+}
+
+#[test]
+fn a_deltas_group_nodes_are_its_bases_with_the_changed_ones_replaced() {
+    // 40 entries (3 groups) grow to 50 (4 groups): group 2 changes, group 3 is new.
+    let base = slots(&(0..40u16).map(|k| (k, 0)).collect(), 1);
+    let now = slots(&(0..50u16).map(|k| (k, 0)).collect(), 1);
+    let (base_groups, groups) = (slot_groups(&base), slot_groups(&now));
+    let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
+    let delta = Delta::of(&base_ref, &base, &base_groups, &now, &groups);
+    assert_eq!(delta.changed_groups.iter().map(|c| c.0).collect::<Vec<_>>(), vec![2, 3]);
+    assert_eq!(delta.apply(&base, &base_groups, 64), Ok((now.clone(), groups.clone())));
+    let bytes = ChunkRecord::Delta(delta.clone()).encode();
+    assert_eq!(ChunkRecord::decode(&bytes, 64), Ok(ChunkRecord::Delta(delta.clone())));
+
+    // A group past the base's that the delta does not give, or a changed index past its count.
+    let missing = Delta { changed_groups: delta.changed_groups[..1].to_vec(), ..delta.clone() };
+    assert_eq!(missing.apply(&base, &base_groups, 64), Err(StoreError::Corrupt));
+    let past = Delta { group_count: 3, ..delta.clone() };
+    assert_eq!(ChunkRecord::decode(&ChunkRecord::Delta(past).encode(), 64), Err(StoreError::Corrupt));
+    // Out of order, or more groups than the capacity allows.
+    let unordered = Delta { changed_groups: delta.changed_groups.iter().rev().copied().collect(), ..delta.clone() };
+    assert_eq!(ChunkRecord::decode(&ChunkRecord::Delta(unordered).encode(), 64), Err(StoreError::Corrupt));
+    assert_eq!(ChunkRecord::decode(&bytes, 48), Err(StoreError::Corrupt), "4 groups exceed C = 48");
+    // A group node that is not the chunk's fails the check against the chunk hash.
+    let (got, mut got_groups) = delta.apply(&base, &base_groups, 64).unwrap();
+    got_groups[1][0] ^= 1;
+    assert_eq!(verify_groups(got.len(), &got_groups, &chunk_hash_of(&now)).err(), Some(StoreError::Corrupt));
 }

@@ -156,8 +156,8 @@ fn a_stored_chunk_that_does_not_check_out_is_refused() {
     let chunk_ref = sync.chunk_ref(&progress).unwrap();
     let record = store.get(Table::Chunks, &chunk_ref).unwrap().to_vec();
     let slots = match ChunkRecord::decode(&record, 4).unwrap() {
-        ChunkRecord::Full(s) => s,
-        ChunkRecord::Delta { .. } => unreachable!("a sync writes whole chunks"),
+        ChunkRecord::Full { slots, .. } => slots,
+        ChunkRecord::Delta(_) => unreachable!("a sync writes whole chunks"),
     };
 
     // Every flipped byte of the progress record is refused: the path is folded to the root again.
@@ -175,7 +175,7 @@ fn a_stored_chunk_that_does_not_check_out_is_refused() {
         r[at] ^= 0x01;
         let got = StoreSync::new(root, 1).restore(victim, &progress, Some(&r));
         if got.is_ok() {
-            let ChunkRecord::Full(flipped) = ChunkRecord::decode(&r, 4).unwrap() else { unreachable!() };
+            let ChunkRecord::Full { slots: flipped, .. } = ChunkRecord::decode(&r, 4).unwrap() else { unreachable!() };
             assert!(flipped.iter().zip(&slots).all(|(a, b)| a.entry == b.entry), "chunk byte {at}");
         }
     }

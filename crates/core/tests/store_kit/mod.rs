@@ -113,15 +113,15 @@ impl Store {
                     }
                     out.insert((Table::Chunks as u8, r.key().to_vec()));
                     let slots = match ChunkRecord::decode(self.get(Table::Chunks, &r).unwrap(), capacity).unwrap() {
-                        ChunkRecord::Full(slots) => slots,
-                        ChunkRecord::Delta { base, edits } => {
-                            out.insert((Table::Chunks as u8, base.key().to_vec()));
-                            let ChunkRecord::Full(b) =
-                                ChunkRecord::decode(self.get(Table::Chunks, &base).unwrap(), capacity).unwrap()
+                        ChunkRecord::Full { slots, .. } => slots,
+                        ChunkRecord::Delta(d) => {
+                            out.insert((Table::Chunks as u8, d.base.key().to_vec()));
+                            let ChunkRecord::Full { slots: b, .. } =
+                                ChunkRecord::decode(self.get(Table::Chunks, &d.base).unwrap(), capacity).unwrap()
                             else {
                                 panic!("a delta's base is full")
                             };
-                            bpavl_core::record::apply_edits(&b, &edits, capacity).unwrap()
+                            bpavl_core::record::apply_edits(&b, &d.edits, capacity).unwrap()
                         }
                     };
                     out.extend(slots.iter().map(|s| (Table::Entries as u8, s.entry.key().to_vec())));
