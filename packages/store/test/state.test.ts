@@ -122,6 +122,17 @@ describe('typed errors, the store unchanged', () => {
     expect(hex(again.root)).toBe(hex(first.root));
   });
 
+  it('a store of layout 1 (no layout byte in its store record; chunks without group nodes) is refused at open', async () => {
+    const { place, state } = await sample();
+    await state.close();
+    const meta = place.database.table('meta');
+    const storeKey = new TextEncoder().encode('store');
+    expect(meta.getElementByKey(storeKey)).toEqual(Uint8Array.of(0x06, 0x04, 0x02));
+    meta.setElement(storeKey, Uint8Array.of(0x06, 0x04));
+    await expect(place.open()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    await expect(place.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+
   it('an unknown version is VERSION_UNKNOWN', async () => {
     const { state } = await sample();
     await expect(state.get(key(1), { version: 9 })).rejects.toMatchObject({ name: 'StoreError', code: 'VERSION_UNKNOWN' });
