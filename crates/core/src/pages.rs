@@ -27,7 +27,8 @@ use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
 use crate::record::{
-    decode_entry, verify_group, verify_groups, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table,
+    decode_entry, decode_full, verify_group, verify_groups, Child, ChunkRecord, Delta, FullParts, NodeRecord, Ref,
+    Slot, Table, FORMAT_FULL_CHUNK,
 };
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
@@ -58,13 +59,7 @@ struct CachedChunk {
 }
 
 impl CachedChunk {
-    fn new(slots: Vec<Slot>, upper: Vec<Vec<Hash>>) -> CachedChunk {
-        let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
-        let mut entries = Vec::with_capacity(slots.len());
-        for s in slots {
-            keys.push(&s.key);
-            entries.push(s.entry);
-        }
+    fn new(keys: Keys, entries: Vec<Ref>, upper: Vec<Vec<Hash>>) -> CachedChunk {
         let checked = vec![Cell::new(false); upper[0].len()];
         CachedChunk { keys, entries, upper, checked, bytes: 0, last_used: 0, loaded_at: 0 }
     }
@@ -127,6 +122,17 @@ impl CachedChunk {
         self.check(lo, hi)?;
         Ok(multiproof_by(self.len(), lo, hi, |_, a, n| self.subtree(a, n)))
     }
+}
+
+/// A chunk's slots (a delta applied to its base) laid out as a full record reads.
+fn parts_of(slots: Vec<Slot>, groups: Vec<Hash>) -> FullParts {
+    let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
+    let mut entries = Vec::with_capacity(slots.len());
+    for s in slots {
+        keys.push(&s.key);
+        entries.push(s.entry);
+    }
+    FullParts { keys, entries, groups }
 }
 
 /// What a lookup found.
@@ -265,20 +271,23 @@ impl Pages {
             Table::Nodes => {
                 self.nodes.insert(*r, NodeRecord::decode(bytes, &r.hash)?);
             }
-            Table::Chunks => match ChunkRecord::decode(bytes, self.capacity)? {
-                ChunkRecord::Full { slots, groups } => {
-                    let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
-                    for at in waiting {
-                        let delta = self.deltas.remove(&at).expect("listed");
-                        let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity)?;
-                        self.cache(at, applied, &applied_groups)?;
-                    }
-                    // A base is the chunk it was when written: it verifies, and may serve that version.
-                    self.cache(*r, slots, &groups)?;
+            Table::Chunks if bytes.first() == Some(&FORMAT_FULL_CHUNK) => {
+                let full = decode_full(bytes, self.capacity)?;
+                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
+                let base = if waiting.is_empty() { Vec::new() } else { full.slots() };
+                for at in waiting {
+                    let delta = self.deltas.remove(&at).expect("listed");
+                    let (applied, applied_groups) = delta.apply(&base, &full.groups, self.capacity)?;
+                    self.cache(at, parts_of(applied, applied_groups))?;
                 }
+                // A base is the chunk it was when written: it verifies, and may serve that version.
+                self.cache(*r, full)?;
+            }
+            Table::Chunks => match ChunkRecord::decode(bytes, self.capacity)? {
                 ChunkRecord::Delta(delta) => {
                     self.deltas.insert(*r, delta);
                 }
+                ChunkRecord::Full { .. } => unreachable!("a full record is read above"),
             },
             Table::Entries => {
                 self.entries.insert(*r, bytes.to_vec());
@@ -292,13 +301,14 @@ impl Pages {
         self.entries.get(r).map(|bytes| decode_entry(bytes, &r.hash, key).map(<[u8]>::to_vec)).transpose()
     }
 
-    fn cache(&mut self, r: Ref, slots: Vec<Slot>, groups: &[Hash]) -> Result<(), StoreError> {
-        let upper = verify_groups(slots.len(), groups, &r.hash)?;
+    fn cache(&mut self, r: Ref, full: FullParts) -> Result<(), StoreError> {
+        let FullParts { keys, entries, groups } = full;
+        let upper = verify_groups(entries.len(), &groups, &r.hash)?;
         if self.chunks.contains_key(&r) {
             return Ok(());
         }
         let hashes = upper.iter().map(Vec::len).sum();
-        let mut chunk = CachedChunk::new(slots, upper);
+        let mut chunk = CachedChunk::new(keys, entries, upper);
         let bytes = Self::chunk_bytes(chunk.len(), chunk.keys.byte_len(), hashes, groups.len());
         while self.resident + bytes > self.budget {
             let Some((_, old)) = self.lru.pop_first() else { break };
@@ -827,7 +837,12 @@ fn answer<T>(step: Result<T, Step>, need: impl FnOnce(Vec<(Table, Ref)>) -> T) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::{entry_hash, inchunk_tree, multiproof};
+    use crate::hash::{entry_hash, inchunk_levels, inchunk_tree, multiproof};
+
+    fn cached(slots: Vec<Slot>, groups: Vec<Hash>) -> CachedChunk {
+        let full = parts_of(slots, groups);
+        CachedChunk::new(full.keys, full.entries, inchunk_levels(&full.groups))
+    }
 
     #[test]
     fn a_cached_chunk_checks_a_group_when_it_is_first_used() {
@@ -841,7 +856,7 @@ mod tests {
         let groups = crate::hash::group_roots(&inchunk_tree(&leaves), 40);
         let mut bad = slots.clone();
         bad[20].entry.hash[0] ^= 1;
-        let c = CachedChunk::new(bad, crate::hash::inchunk_levels(&groups));
+        let c = cached(bad, groups);
         // Groups 0 and 2 check; group 1 (slots 16 … 31) holds the flipped leaf.
         assert_eq!(c.entry(3), Ok(slots[3].entry));
         assert_eq!(c.entry(35), Ok(slots[35].entry));
@@ -867,7 +882,7 @@ mod tests {
             let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
             let tree = inchunk_tree(&leaves);
             let groups = crate::hash::group_roots(&tree, m);
-            let c = CachedChunk::new(slots, crate::hash::inchunk_levels(&groups));
+            let c = cached(slots, groups);
             assert_eq!(c.root(), tree[0]);
             for lo in 0..m {
                 for hi in lo + 1..=m {
