@@ -21,10 +21,10 @@ use crate::hash::{empty_root, entry_hash, Hash};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    encode_entry, slot_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
+    encode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
 };
 use crate::subtree::{
-    positions_bitmap, verify_entries, verify_leaves, verify_subtree, TreePath, VerifiedSubtree, WireNode,
+    positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
 };
 use crate::tree::Tree;
 
@@ -181,19 +181,27 @@ enum ChunkState {
     /// Waiting for old chunks' slots to take entries from; or, with
     /// `restored`, to mark which of them the chunk an earlier run wrote took.
     Matching {
-        leaves: Vec<Hash>,
+        leaves: Leaves,
         candidates: Vec<usize>,
         restored: Option<Vec<Slot>>,
     },
     /// Some entries to fetch; those fetched wait here for their chunk's record.
     WantEntries {
-        leaves: Vec<Hash>,
+        leaves: Leaves,
         slots: Vec<Option<Slot>>,
         fetched: Vec<(Ref, Vec<u8>)>,
     },
     Done {
         first_key: Box<[u8]>,
     },
+}
+
+/// A changed chunk's entry hashes, checked against its hash, and its group
+/// nodes, taken from the tree that checked them for its record.
+#[derive(Debug, Default)]
+struct Leaves {
+    hashes: Vec<Hash>,
+    groups: Vec<Hash>,
 }
 
 #[derive(Debug)]
@@ -533,7 +541,7 @@ impl CatchUp {
             else {
                 unreachable!("listed")
             };
-            self.fill(c, slots, &mut fetched, &entries(), &leaves);
+            self.fill(c, slots, &mut fetched, &entries(), leaves);
             return Ok(());
         }
         if !self.want_leaves.remove(&c) {
@@ -541,14 +549,15 @@ impl CatchUp {
         }
         self.given.insert(c, entries());
         // The envelope's entry hashes were computed when it was verified.
-        self.start_matching(c, chunk.chunk.leaves(), None);
+        let leaves = Leaves { hashes: chunk.chunk.leaves(), groups: chunk.chunk.group_roots() };
+        self.start_matching(c, leaves, None);
         Ok(())
     }
 
     /// Chunk `c` waits for the head's chunks around it to be read: to take
     /// the entries they hold (`leaves`), or to mark which of them the
     /// chunk an earlier run wrote took (`restored`).
-    fn start_matching(&mut self, c: usize, leaves: Vec<Hash>, restored: Option<Vec<Slot>>) {
+    fn start_matching(&mut self, c: usize, leaves: Leaves, restored: Option<Vec<Slot>>) {
         let chunk = &self.chunks[c];
         let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
         for &j in &candidates {
@@ -567,11 +576,11 @@ impl CatchUp {
         slots: Vec<Option<Slot>>,
         fetched: &mut Vec<(Ref, Vec<u8>)>,
         entries: &[KeyValue],
-        leaves: &[Hash],
+        leaves: Leaves,
     ) {
         let slots: Vec<Slot> = slots
             .into_iter()
-            .zip(entries.iter().zip(leaves))
+            .zip(entries.iter().zip(&leaves.hashes))
             .map(|(slot, ((k, v), hash))| {
                 slot.unwrap_or_else(|| {
                     let entry = Ref { birth: self.version, hash: *hash };
@@ -581,7 +590,7 @@ impl CatchUp {
             })
             .collect();
         self.puts.extend(fetched.drain(..).map(|(r, bytes)| (Table::Entries, r, bytes)));
-        self.complete(c, slots);
+        self.complete(c, slots, leaves.groups);
     }
 
     /// The first chunk, verified against the root, when a peer says the
@@ -610,7 +619,7 @@ impl CatchUp {
                 self.puts.push((Table::Entries, entry, encode_entry(k, v)));
                 slots.push(Slot { key: k.to_vec(), entry });
             }
-            self.complete(c, slots);
+            self.complete(c, slots, chunk.chunk.group_roots());
         }
         true
     }
@@ -619,11 +628,11 @@ impl CatchUp {
     /// the chunk hash its parent names.
     pub fn add_leaves(&mut self, path: &TreePath, bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
-        let leaves = verify_leaves(&self.chunks[c].hash, self.capacity, bytes)?;
+        let (hashes, groups) = verify_leaf_groups(&self.chunks[c].hash, self.capacity, bytes)?;
         if !self.want_leaves.remove(&c) {
             return Ok(());
         }
-        self.start_matching(c, leaves, None);
+        self.start_matching(c, Leaves { hashes, groups }, None);
         Ok(())
     }
 
@@ -633,9 +642,9 @@ impl CatchUp {
     pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
         let ChunkState::WantEntries { leaves, slots, fetched } = &mut self.chunks[c].state else { return Ok(()) };
-        for (p, key, value) in verify_entries(leaves, bitmap, bytes)? {
+        for (p, key, value) in verify_entries(&leaves.hashes, bitmap, bytes)? {
             if slots[p].is_none() {
-                let entry = Ref { birth: self.version, hash: leaves[p] };
+                let entry = Ref { birth: self.version, hash: leaves.hashes[p] };
                 fetched.push((entry, encode_entry(key, value)));
                 slots[p] = Some(Slot { key: key.to_vec(), entry });
             }
@@ -643,9 +652,10 @@ impl CatchUp {
         if slots.iter().all(Option::is_some) {
             let slots = slots.iter_mut().map(|s| s.take().expect("all filled")).collect();
             let fetched = std::mem::take(fetched);
+            let groups = std::mem::take(&mut leaves.groups);
             self.want_entries.remove(&c);
             self.puts.extend(fetched.into_iter().map(|(r, bytes)| (Table::Entries, r, bytes)));
-            self.complete(c, slots);
+            self.complete(c, slots, groups);
         }
         Ok(())
     }
@@ -674,8 +684,8 @@ impl CatchUp {
                 known.insert(s.entry.hash, (j, p));
             }
         }
-        let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.len());
-        for h in &leaves {
+        let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.hashes.len());
+        for h in &leaves.hashes {
             let Some(&(j, p)) = known.get(h) else {
                 slots.push(None);
                 continue;
@@ -686,9 +696,9 @@ impl CatchUp {
         }
         self.unwait(c, candidates);
         if let Some(entries) = self.given.remove(&c) {
-            self.fill(c, slots, &mut Vec::new(), &entries, &leaves);
+            self.fill(c, slots, &mut Vec::new(), &entries, leaves);
         } else if slots.iter().all(Option::is_some) {
-            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect());
+            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups);
         } else {
             self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new() };
             self.want_entries.insert(c);
@@ -745,16 +755,15 @@ impl CatchUp {
         }
     }
 
-    /// Writes chunk `c` from its slots.
-    fn complete(&mut self, c: usize, slots: Vec<Slot>) {
+    /// Writes chunk `c` from its slots and group nodes.
+    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>) {
         if slots.windows(2).any(|w| w[0].key >= w[1].key) {
             // Fetched keys hash to the root; only slot keys read from the store can be out of order.
             self.failed = Some(StoreError::Corrupt);
         }
         let hash = self.chunks[c].hash;
         let first_key = slots[0].key.clone().into();
-        // The leaves were checked against `hash` when they arrived (or were read back); their tree is not kept.
-        let record = ChunkRecord::Full { groups: slot_groups(&slots), slots };
+        let record = ChunkRecord::Full { slots, groups };
         self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         self.chunks[c].state = ChunkState::Done { first_key };
         self.undone -= 1;
@@ -846,7 +855,7 @@ impl CatchUp {
             self.want_leaves.insert(c);
             return;
         };
-        self.start_matching(c, Vec::new(), Some(slots));
+        self.start_matching(c, Leaves::default(), Some(slots));
     }
 
     fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {

@@ -223,8 +223,8 @@ impl Chunk {
     /// and their chunk hash.
     pub fn from_verified(keys: &[&[u8]], values: &[&[u8]], tree: Vec<Hash>, hash: Hash) -> Chunk {
         let m = keys.len();
-        let capacity = Keys::with_capacity(m, keys.iter().map(|k| k.len()).sum());
-        let mut c = Chunk { keys: capacity, tree, hash: Some(hash), ..Chunk::default() };
+        let reserved = Keys::with_capacity(m, keys.iter().map(|k| k.len()).sum());
+        let mut c = Chunk { keys: reserved, tree, hash: Some(hash), ..Chunk::default() };
         for (k, v) in keys.iter().zip(values) {
             c.keys.push(k);
             c.values.push(Some((*v).into()));

@@ -28,7 +28,7 @@ use crate::proof::{
 };
 use crate::record::{
     decode_entry, decode_full, verify_group, verify_groups, Child, ChunkRecord, Delta, FullParts, NodeRecord, Ref,
-    Slot, Table, FORMAT_FULL_CHUNK,
+    Table, FORMAT_FULL_CHUNK,
 };
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
@@ -122,17 +122,6 @@ impl CachedChunk {
         self.check(lo, hi)?;
         Ok(multiproof_by(self.len(), lo, hi, |_, a, n| self.subtree(a, n)))
     }
-}
-
-/// A chunk's slots (a delta applied to its base) laid out as a full record reads.
-fn parts_of(slots: Vec<Slot>, groups: Vec<Hash>) -> FullParts {
-    let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
-    let mut entries = Vec::with_capacity(slots.len());
-    for s in slots {
-        keys.push(&s.key);
-        entries.push(s.entry);
-    }
-    FullParts { keys, entries, groups }
 }
 
 /// What a lookup found.
@@ -278,7 +267,7 @@ impl Pages {
                 for at in waiting {
                     let delta = self.deltas.remove(&at).expect("listed");
                     let (applied, applied_groups) = delta.apply(&base, &full.groups, self.capacity)?;
-                    self.cache(at, parts_of(applied, applied_groups))?;
+                    self.cache(at, FullParts::of_slots(applied, applied_groups))?;
                 }
                 // A base is the chunk it was when written: it verifies, and may serve that version.
                 self.cache(*r, full)?;
@@ -838,9 +827,10 @@ fn answer<T>(step: Result<T, Step>, need: impl FnOnce(Vec<(Table, Ref)>) -> T) -
 mod tests {
     use super::*;
     use crate::hash::{entry_hash, inchunk_levels, inchunk_tree, multiproof};
+    use crate::record::Slot;
 
     fn cached(slots: Vec<Slot>, groups: Vec<Hash>) -> CachedChunk {
-        let full = parts_of(slots, groups);
+        let full = FullParts::of_slots(slots, groups);
         CachedChunk::new(full.keys, full.entries, inchunk_levels(&full.groups))
     }
 

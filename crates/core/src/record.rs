@@ -399,6 +399,17 @@ pub(crate) struct FullParts {
 }
 
 impl FullParts {
+    /// A chunk's slots (a delta applied to its base) laid out as a full record reads.
+    pub fn of_slots(slots: Vec<Slot>, groups: Vec<Hash>) -> FullParts {
+        let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
+        let mut entries = Vec::with_capacity(slots.len());
+        for s in slots {
+            keys.push(&s.key);
+            entries.push(s.entry);
+        }
+        FullParts { keys, entries, groups }
+    }
+
     /// The record's slots, a vector a key.
     pub fn slots(&self) -> Vec<Slot> {
         self.entries.iter().enumerate().map(|(i, &entry)| Slot { key: self.keys.key(i).to_vec(), entry }).collect()
@@ -516,8 +527,8 @@ fn full_chunk_len(slots: &[Slot]) -> usize {
 }
 
 /// The group nodes of the chunk whose slots are `slots`, hashed from their
-/// entry hashes (writers that hold the in-chunk tree take them from it:
-/// `Chunk::group_roots`).
+/// entry hashes, for callers that hold no in-chunk tree (tests, tools);
+/// every writer takes them from the tree it has (`Chunk::group_roots`).
 pub fn slot_groups(slots: &[Slot]) -> Vec<Hash> {
     let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
     group_level(&inchunk_levels(&leaves)).to_vec()
@@ -551,11 +562,6 @@ pub fn verify_group(leaves: &[Hash], group: &Hash) -> Result<(), StoreError> {
 /// `expected`, every group included, and returns the chunk's in-chunk tree
 /// (`hash::inchunk_tree`), which verifies its entries.
 pub fn verify_slots(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
-    verify_slot_levels(slots, groups, expected).map(|levels| preorder(&levels))
-}
-
-/// [`verify_slots`], the tree level by level (`hash::inchunk_levels`).
-pub fn verify_slot_levels(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<Vec<Vec<Hash>>, StoreError> {
     let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
     if leaves.is_empty() {
         return Err(StoreError::Corrupt);
@@ -564,7 +570,7 @@ pub fn verify_slot_levels(slots: &[Slot], groups: &[Hash], expected: &Hash) -> R
     if group_level(&levels) != groups || chunk_hash(slots.len(), &levels[levels.len() - 1][0]) != *expected {
         return Err(StoreError::Corrupt);
     }
-    Ok(levels)
+    Ok(preorder(&levels))
 }
 
 /// An entry record.

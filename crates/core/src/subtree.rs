@@ -372,14 +372,26 @@ pub fn verify_subtree(
 /// chunk hash its parent names, in a tree of `capacity`; returns the entry
 /// hashes (`LEAVES_MISMATCH` if they do not give the chunk hash).
 pub fn verify_leaves(chunk: &Hash, capacity: usize, bytes: &[u8]) -> Result<Vec<Hash>, ProofError> {
+    verify_leaf_groups(chunk, capacity, bytes).map(|(leaves, _)| leaves)
+}
+
+/// [`verify_leaves`], with the chunk's group nodes (`hash::GROUP_LEVEL`),
+/// which the tree it hashed holds: a catch-up stores them in the chunk's record.
+pub(crate) fn verify_leaf_groups(
+    chunk: &Hash,
+    capacity: usize,
+    bytes: &[u8],
+) -> Result<(Vec<Hash>, Vec<Hash>), ProofError> {
     let mut r = Reader::new(bytes, FORMAT_LEAVES)?;
     let m = r.chunk_size(capacity)?;
     let leaves = r.hashes(m)?;
     r.finish()?;
-    if crate::hash::chunk_hash(m, &crate::hash::inchunk_tree(&leaves)[0]) != *chunk {
+    let levels = crate::hash::inchunk_levels(&leaves);
+    if crate::hash::chunk_hash(m, &levels[levels.len() - 1][0]) != *chunk {
         return Err(ProofError::LeavesMismatch);
     }
-    Ok(leaves)
+    let groups = crate::hash::group_level(&levels).to_vec();
+    Ok((leaves, groups))
 }
 
 /// An entry that checked against its leaf.
