@@ -19,7 +19,8 @@ pub(crate) struct Chunk {
     values: Vec<Option<Box<[u8]>>>,
     /// Entry hashes; `None` until the next commit hashes the entry.
     entry_hashes: Vec<Option<Hash>>,
-    /// The in-chunk tree (`hash::inchunk_tree`) as of the last commit.
+    /// The in-chunk tree (`hash::inchunk_tree`) as of the last commit;
+    /// empty once entries move (`reshape`).
     tree: Vec<Hash>,
     /// The chunk hash; `None` while the chunk has uncommitted changes.
     hash: Option<Hash>,
@@ -108,8 +109,7 @@ impl Chunk {
         self.entry_hashes.insert(i, None);
         self.births.insert(i, None);
         self.trusted.insert(i, true);
-        self.reshaped = true;
-        self.changed();
+        self.reshape();
     }
 
     /// Takes entry `i` out to move it to a neighbour chunk: its record (if
@@ -129,7 +129,15 @@ impl Chunk {
         self.entry_hashes.insert(i, e.hash);
         self.births.insert(i, e.birth);
         self.trusted.insert(i, e.trusted);
+        self.reshape();
+    }
+
+    /// Marks the chunk's entries moved: its in-chunk tree no longer lines
+    /// up with them, and is dropped until the commit builds it again (a
+    /// batch holds every chunk it changed until then).
+    fn reshape(&mut self) {
         self.reshaped = true;
+        self.tree = Vec::new();
         self.changed();
     }
 
@@ -173,16 +181,14 @@ impl Chunk {
     /// Removes entry `i`'s key and value (the caller removed its hash and birth).
     fn cut(&mut self, i: usize) -> (Box<[u8]>, Option<Box<[u8]>>) {
         let key = self.keys.remove(i);
-        self.reshaped = true;
-        self.changed();
+        self.reshape();
         (key, self.values.remove(i))
     }
 
     /// Moves entries `at..` into a new chunk (the right half of a split).
     pub fn split_off(&mut self, at: usize) -> Chunk {
         let keys = self.keys.split_off(at);
-        self.reshaped = true;
-        self.changed();
+        self.reshape();
         Chunk {
             keys,
             values: self.values.split_off(at),
@@ -202,8 +208,7 @@ impl Chunk {
         self.entry_hashes.extend(other.entry_hashes);
         self.births.extend(other.births);
         self.trusted.extend(other.trusted);
-        self.reshaped = true;
-        self.changed();
+        self.reshape();
     }
 
     /// Every stored record this chunk uses or has dropped, for a chunk that

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
-use crate::node::Node;
+use crate::node::{Node, Stub};
 use crate::record::{chunk_record, encode_entry, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
 use crate::tree::{Commit, Tree};
 
@@ -39,6 +39,68 @@ impl Tree {
         let record = VersionRecord { capacity, chunk_count, entry_count, top, root };
         out.version_record = record.encode();
         (self.take_snapshot(root), out)
+    }
+}
+
+impl Tree {
+    /// The first part of a commit, for a batch too large to hold until its
+    /// write: writes changed chunks (their entry records and chunk records,
+    /// born at the coming version) in key order and unloads them, until
+    /// their records or the bytes they held (`Chunk::resident_bytes`) reach
+    /// `max_bytes`. Call it while the head holds too much, then
+    /// [`Tree::commit_to_store`] writes the rest, the inner nodes and the
+    /// version record. No write may come between: a chunk written ahead is
+    /// a stub until the next write loads it back. `version_record` is empty.
+    pub fn write_ahead(&mut self, max_bytes: usize) -> WriteSet {
+        let version = self.head().version() + 1;
+        let mut out = WriteSet { version, ..WriteSet::default() };
+        let mut ahead = Ahead { max_bytes, written: 0, unloaded: 0 };
+        // The snapshot shares no changed node; letting go of it frees the
+        // chunks it alone holds (the commit replaces it anyway).
+        if let Some(top) = self.top_for_store() {
+            ahead.write(top, version, &mut out);
+        }
+        out
+    }
+}
+
+/// What [`Tree::write_ahead`] has done so far, against its bound.
+struct Ahead {
+    max_bytes: usize,
+    /// Bytes of records written.
+    written: usize,
+    /// Bytes the chunks written held.
+    unloaded: usize,
+}
+
+impl Ahead {
+    fn done(&self) -> bool {
+        self.written.max(self.unloaded) >= self.max_bytes
+    }
+
+    /// Writes the changed chunks below `node` until done, each turned into a stub.
+    fn write(&mut self, node: &mut Node, version: u64, out: &mut WriteSet) {
+        if self.done() {
+            return;
+        }
+        match node {
+            Node::Leaf(c) if !c.persisted => {
+                let c = Arc::make_mut(c);
+                self.unloaded += c.resident_bytes();
+                c.rehash();
+                let before = out.puts.len();
+                persist_chunk(c, version, out);
+                self.written += out.puts[before..].iter().map(|(_, _, v)| v.len()).sum::<usize>();
+                let record = c.stored.as_ref().expect("persisted").record;
+                *node = Node::Stub(Stub { record, entries: Some(c.len() as u64) });
+            }
+            Node::Inner(n) if !n.persisted => {
+                let n = node.inner_mut();
+                self.write(&mut n.left, version, out);
+                self.write(&mut n.right, version, out);
+            }
+            _ => {}
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bpavl_core::record::{ChunkRecord, Table};
-use bpavl_core::{StoreError, Tree, WriteSet};
+use bpavl_core::{Commit, StoreError, Tree, WriteSet};
 use proptest::prelude::*;
 
 mod model_keys;
@@ -90,6 +90,24 @@ fn load_for(tree: &mut Tree, store: &Store, key: &[u8], removing: bool) {
     panic!("a write needs a few rounds at most: {kinds:?} removing {removing}");
 }
 
+/// Commits `tree` into `store`: its changed chunks written ahead in pieces
+/// of records reaching `piece_bytes` (`usize::MAX`: none), then the rest.
+fn commit_in_pieces(tree: &mut Tree, store: &mut Store, piece_bytes: usize) -> Commit {
+    if piece_bytes < usize::MAX {
+        loop {
+            let piece = tree.write_ahead(piece_bytes);
+            if piece.puts.is_empty() {
+                break;
+            }
+            assert!(piece.version_record.is_empty());
+            store.write(&piece);
+        }
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    commit
+}
+
 fn run(capacity: usize, ops: &[Op]) {
     run_as(capacity, ops, None);
     // Evicting every chunk after a commit, and keeping about two.
@@ -120,8 +138,8 @@ fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>) {
             Op::Insert(..) | Op::Remove(_) => {}
             Op::Commit => {
                 confirm(&mut tree, &store).unwrap();
-                let (commit, writes) = tree.commit_to_store();
-                store.write(&writes);
+                // The head that keeps nothing writes its chunks ahead, one a piece.
+                let commit = commit_in_pieces(&mut tree, &mut store, if paged == Some(0) { 1 } else { usize::MAX });
                 versions.insert(commit.version, (model.clone(), commit.root));
                 if let Some(budget) = paged {
                     // Every chunk is stored now, so each can go.
@@ -246,6 +264,45 @@ fn a_hundred_updates_in_a_thousand_chunks_write_small_deltas() {
     );
     assert_eq!(update.puts.iter().filter(|p| p.0 == Table::Entries).count(), updated.len());
     assert_eq!(update.stale.iter().filter(|s| s.0 == Table::Entries).count(), updated.len());
+}
+
+/// A commit written ahead chunk by chunk writes exactly the records and
+/// stale marks of one write set, and leaves no changed chunk loaded.
+#[test]
+fn a_commit_written_ahead_writes_what_one_write_set_does() {
+    let mut tree = Tree::new(16).unwrap();
+    for i in 0..4_000u32 {
+        tree.insert(&i.wrapping_mul(2_654_435_761).to_be_bytes(), &[1; 24]).unwrap();
+    }
+    let (mut one, mut ahead) = (tree.clone(), tree);
+    let (first, whole) = one.commit_to_store();
+    let sorted = |mut w: Vec<WriteSet>| {
+        let mut puts: Vec<_> =
+            w.iter_mut().flat_map(|w| std::mem::take(&mut w.puts)).map(|(t, r, v)| (t as u8, r.key(), v)).collect();
+        let mut stale: Vec<_> =
+            w.iter_mut().flat_map(|w| std::mem::take(&mut w.stale)).map(|(t, r)| (t as u8, r.key())).collect();
+        puts.sort();
+        stale.sort();
+        (puts, stale, w.last().unwrap().version_record.clone())
+    };
+    let mut pieces = Vec::new();
+    loop {
+        let piece = ahead.write_ahead(4_000);
+        if piece.puts.is_empty() {
+            break;
+        }
+        // A piece stops at the first chunk that reaches the bound.
+        let chunk_records = piece.puts.iter().filter(|p| p.0 == Table::Chunks).count();
+        let bytes: usize = piece.puts.iter().map(|p| p.2.len()).sum();
+        assert!(chunk_records == 1 || bytes < 4_000 + 16 * 80, "{bytes} bytes in {chunk_records} chunks");
+        pieces.push(piece);
+    }
+    assert!(pieces.len() > 10, "{} pieces", pieces.len());
+    assert_eq!(ahead.resident_bytes(), 0);
+    let (commit, last) = ahead.commit_to_store();
+    pieces.push(last);
+    assert_eq!((commit.version, commit.root), (first.version, first.root));
+    assert_eq!(sorted(pieces), sorted(vec![whole]));
 }
 
 /// A paged head that keeps no chunk between writes (each write commits, then

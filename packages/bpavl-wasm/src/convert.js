@@ -121,10 +121,19 @@ const STALE_KEY_LEN = 49;
 
 /** A WriteSet from records laid end to end (each a 40-byte key, then the value) and 49-byte stale keys. */
 export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, versionRecord) {
-  const puts = records(putTables, putFlat, putEnds);
-  const stale = new Array(staleFlat.length / STALE_KEY_LEN);
-  for (let i = 0; i < stale.length; i++) stale[i] = staleFlat.slice(i * STALE_KEY_LEN, (i + 1) * STALE_KEY_LEN);
-  return { version, root: root.slice(), puts, stale, versionRecord: versionRecord.slice() };
+  return { version, root: root.slice(), puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat), versionRecord: versionRecord.slice() };
+}
+
+/** What `StoredHead.writeAhead` returns: records and stale marks (views of wasm memory, copied here). */
+export function writtenAhead(putTables, putFlat, putEnds, staleFlat) {
+  return { puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat) };
+}
+
+/** 49-byte stale keys laid end to end, each copied. */
+function staleKeys(flat) {
+  const out = new Array(flat.length / STALE_KEY_LEN);
+  for (let i = 0; i < out.length; i++) out[i] = flat.slice(i * STALE_KEY_LEN, (i + 1) * STALE_KEY_LEN);
+  return out;
 }
 
 /**

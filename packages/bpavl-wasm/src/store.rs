@@ -27,6 +27,14 @@ export interface WriteSet {
   /** The value of `versions[u64be(version)]`: written last, it makes the version visible. */
   versionRecord: Uint8Array;
 }
+
+/** What `StoredHead.writeAhead()` returns: a commit's first records, born at the coming version. */
+export interface WrittenAhead {
+  /** New records: table, record key (40 bytes), record. */
+  puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
+  /** Keys of the `stale` table (49 bytes each) for the records they replace. */
+  stale: Uint8Array[];
+}
 "#;
 
 #[wasm_bindgen(module = "/src/convert.js")]
@@ -41,6 +49,8 @@ extern "C" {
         stale_flat: &[u8],
         version_record: &[u8],
     ) -> JsValue;
+    #[wasm_bindgen(js_name = writtenAhead)]
+    fn written_ahead(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], stale_flat: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = chunkWrite)]
     fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
@@ -102,10 +112,14 @@ pub(crate) fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Ve
     (tables, flat, ends)
 }
 
+/// The keys of the stale marks of `w`, laid end to end.
+fn flat_stale(w: &core::WriteSet) -> Vec<u8> {
+    w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect()
+}
+
 pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
     let (tables, flat, ends) = flat_puts(&w.puts);
-    let stale: Vec<u8> = w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect();
-    write_set(w.version as f64, root, &tables, &flat, &ends, &stale, &w.version_record)
+    write_set(w.version as f64, root, &tables, &flat, &ends, &flat_stale(w), &w.version_record)
 }
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -643,11 +657,31 @@ impl StoredHead {
     /// names records.
     #[wasm_bindgen(js_name = commitToStore, unchecked_return_type = "WriteSet")]
     pub fn commit_to_store(&mut self) -> Result<JsValue, JsValue> {
-        if !self.0.unconfirmed().is_empty() {
-            return Err(range_error("supply the records unconfirmed() names before the commit"));
-        }
+        self.confirmed()?;
         let (commit, w) = self.0.commit_to_store();
         Ok(js_write_set(&commit.root, &w))
+    }
+
+    /// A RangeError while `unconfirmed()` names records.
+    fn confirmed(&self) -> Result<(), JsValue> {
+        match self.0.unconfirmed().is_empty() {
+            true => Ok(()),
+            false => Err(range_error("supply the records unconfirmed() names before the commit")),
+        }
+    }
+
+    /// The first part of a commit too large to hold whole: writes changed
+    /// chunks ahead, born at the coming version, and unloads them, until
+    /// their records or the bytes they held reach `maxBytes`. Write what it
+    /// returns and call it while `residentBytes` is too high, then
+    /// `commitToStore`, with no write in between. Throws a RangeError while
+    /// `unconfirmed()` names records.
+    #[wasm_bindgen(js_name = writeAhead, unchecked_return_type = "WrittenAhead")]
+    pub fn write_ahead(&mut self, max_bytes: &Number) -> Result<JsValue, JsValue> {
+        self.confirmed()?;
+        let w = self.0.write_ahead(count(max_bytes, "maxBytes")?);
+        let (tables, flat, ends) = flat_puts(&w.puts);
+        Ok(written_ahead(&tables, &flat, &ends, &flat_stale(&w)))
     }
 
     /// After a commit: unloads the oldest loaded chunks until the loaded

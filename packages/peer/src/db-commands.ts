@@ -183,10 +183,10 @@ function rootOf(state: State, version: number): Uint8Array {
   return info.root;
 }
 
-/** Reads the JSON lines of `file` into `state`, committing every `batch` entries. */
 /** Entries `generate` hands to `putMany` at a time. */
 const GENERATE_SLICE = 16_384;
 
+/** Reads the JSON lines of `file` into `state`, committing every `batch` entries. */
 async function importLines(state: State, file: string, batch: number, utf8: boolean | undefined, progress: (lines: number) => void): Promise<{ entries: number; lines: number }> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   let n = 0;

@@ -21,6 +21,7 @@ import {
   catchUpProgressKey,
   fetchRecords,
   pathOfCatchUpProgress,
+  staleMarks,
   versionKey,
 } from './records.ts';
 
@@ -267,7 +268,7 @@ export class StoreCatchUp {
       const progress: (readonly ['meta', Uint8Array])[] = [['meta', CATCHUP_KEY]];
       for await (const [key] of this.#host.backend.scan('meta', { start: CATCHUP_PROGRESS_START, end: CATCHUP_PROGRESS_END })) progress.push(['meta', key]);
       const batch: WriteBatch = {
-        puts: [...w.puts, ...w.stale.map((key) => ['stale', key, new Uint8Array()] as const), ['versions', versionKey(w.version), w.versionRecord]],
+        puts: [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]],
         deletes: progress,
       };
       await this.#host.commitCaughtUp(batch, w.version, w.versionRecord);

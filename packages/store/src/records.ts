@@ -35,6 +35,11 @@ export function staleTable(staleKey: Uint8Array): (typeof BORN_TABLES)[number] {
   return table;
 }
 
+/** The `stale` table's puts that mark `keys` (a mark holds no value). */
+export function staleMarks(keys: readonly Uint8Array[]): ['stale', Uint8Array, Uint8Array][] {
+  return keys.map((key) => ['stale', key, new Uint8Array()]);
+}
+
 /** The record key inside a `stale` key. */
 export function staleRecord(staleKey: Uint8Array): Uint8Array {
   return staleKey.subarray(9);

@@ -33,11 +33,12 @@ import {
   verifyExistence,
   verifyRange,
   type VersionRecord,
+  type WriteSet,
 } from '@bpavl/wasm';
 import { compareBytes } from '../../storage/src/checks.ts';
-import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
+import type { StorageBackend } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
 import { cacheKey, DEFAULT_VALUE_CACHE_BYTES, ValueCache } from './value-cache.ts';
@@ -119,6 +120,17 @@ const MAX_ROUNDS = 64;
 
 /** A `Pages` answer that names the records to fetch first. */
 type Needs = { need: [RecordTable, Uint8Array][] };
+
+/**
+ * A commit's piece: once the head's chunks outgrow the chunk cache by more
+ * than a piece, it writes changed chunks ahead a piece at a time (records
+ * written or bytes unloaded) until they fit again, then commits the rest.
+ * A piece is the cache's size, kept between these bounds. Why: a batch of
+ * 1M random keys into 10M entries changes all 56,800 chunks, and held
+ * until one write with all their records they outgrew the 4 GiB of WASM
+ * memory (docs/store.md, "A large batch is written ahead").
+ */
+const COMMIT_PIECE_BYTES = { min: 1 << 20, max: 64 << 20 };
 
 /** Writes of `putMany`/`deleteMany` whose chunks are fetched together. */
 const PREFETCH_WRITES = 16_384;
@@ -791,18 +803,22 @@ export class State {
       this.#dropTree();
       throw e;
     }
-    const w = head.commitToStore();
-    const batch: WriteBatch = {
-      puts: [
-        ...w.puts,
-        ...w.stale.map((key) => ['stale', key, new Uint8Array()] as const),
-        ['versions', versionKey(w.version), w.versionRecord],
-      ],
-    };
+    let w: WriteSet;
     try {
-      await this.#backend.write(batch);
+      // A large batch: its changed chunks first, born at the coming version,
+      // which stays invisible until the version record lands (a crash
+      // leaves them to the next open's cleanup, a failure removes them).
+      const pieceBytes = Math.min(COMMIT_PIECE_BYTES.max, Math.max(COMMIT_PIECE_BYTES.min, this.#cacheBytes));
+      while (head.residentBytes > this.#cacheBytes + pieceBytes) {
+        const piece = head.writeAhead(pieceBytes);
+        if (piece.puts.length === 0) break;
+        await this.#backend.write({ puts: [...piece.puts, ...staleMarks(piece.stale)] });
+      }
+      w = head.commitToStore();
+      await this.#backend.write({ puts: [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]] });
     } catch (e) {
       this.#dropTree();
+      await removeUnborn(this.#backend, this.#head).catch(() => {});
       throw e;
     }
     const record = decodeVersionRecord(w.versionRecord, this.capacity);

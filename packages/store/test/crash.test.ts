@@ -2,7 +2,8 @@
 // on the Node backend and commits versions in a loop, printing each version
 // and root once its commit resolved; it is killed with SIGKILL at a random
 // instant, 55 times over one directory (one kill in five while it starts,
-// the others 0-120 ms after it opened). After every kill the store must open
+// the others 0-120 ms after it opened; every fifth version is large enough
+// to be written ahead in pieces). After every kill the store must open
 // at the last version the child printed, or the one after it (killed after
 // the write but before the print), whole: every record of the head is
 // checked against its hash when the store opens, its root is the one

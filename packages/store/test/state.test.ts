@@ -270,6 +270,49 @@ describe('the paged head', () => {
     place.remove();
   });
 
+  it('writes a batch larger than the cache ahead in pieces; a failure on the way leaves the store as it was', async () => {
+    // 3,000 values of 1,000 bytes: about 3 MB of changed chunks against pieces of 1 MiB.
+    const big = (k: number, seed: number) => new Uint8Array(1_000).fill(k + seed);
+    const place = inMemory();
+    const backend = memoryBackend(place.database);
+    // Per write of the backend: whether it holds a version record.
+    const writes: boolean[] = [];
+    const write = backend.write.bind(backend);
+    backend.write = async (batch) => {
+      writes.push((batch.puts ?? []).some(([table]) => table === 'versions'));
+      return write(batch);
+    };
+    const state = await openState({ backend, capacity: 16, cacheBytes: 0 });
+    await state.putMany(Array.from({ length: 3_000 }, (_, k) => [key(k), big(k, 1)] as const));
+    writes.length = 0;
+    const first = await state.commit();
+    // Pieces first; the version record in the last write only.
+    expect(writes.length).toBeGreaterThanOrEqual(3);
+    expect(writes.map((hasVersion, i) => hasVersion === (i === writes.length - 1))).not.toContain(false);
+    // The next batch fails at its second piece: nothing born after version 1 stays.
+    await state.putMany(Array.from({ length: 3_000 }, (_, k) => [key(k), big(k, 2)] as const));
+    let calls = 0;
+    backend.write = async (batch) => {
+      if (++calls === 2) throw Object.assign(new Error('disk full'), { code: 'STORE_IO' });
+      return write(batch);
+    };
+    await expect(state.commit()).rejects.toMatchObject({ code: 'STORE_IO' });
+    expect(calls).toBeGreaterThan(2);
+    expect(state.head()?.version).toBe(first.version);
+    for (const table of ['nodes', 'chunks', 'entries', 'stale']) {
+      expect(records(place.database, table).filter(([k]) => k[7]! > first.version)).toEqual([]);
+    }
+    await state.close();
+    const reopened = await place.open();
+    expect(reopened.versions().map((v) => v.version)).toEqual([first.version]);
+    for (let k = 0; k < 3_000; k += 97) {
+      const { value: got } = await reopened.proveExistence(key(k));
+      expect(got).toEqual(big(k, 1));
+    }
+    expect((await reopened.stats()).entryCount).toBe(3_000);
+    await reopened.close();
+  });
+
   it('applies writes called at once in the order they were called', async () => {
     // The same writes and commits, called at once and one after another.
     const run = async (state: State, atOnce: boolean): Promise<void> => {

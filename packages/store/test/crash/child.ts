@@ -6,7 +6,8 @@ import { openState } from '../../src/index.ts';
 import { changes } from './commits.ts';
 
 const print = (line: string) => process.stdout.write(`${line}\n`);
-const state = await openState({ path: process.argv[2]!, capacity: 16 });
+// No chunk cache: a large version's commit writes its chunks ahead (commits.ts).
+const state = await openState({ path: process.argv[2]!, capacity: 16, cacheBytes: 0 });
 print('ready');
 for (let v = (state.head()?.version ?? 0) + 1; ; v++) {
   for (const [k, value] of changes(v)) {
