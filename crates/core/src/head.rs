@@ -257,10 +257,12 @@ impl Tree {
                 for at in waiting {
                     let delta = self.paging.deltas.remove(&at).expect("listed");
                     let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity())?;
-                    self.load(at, applied, &applied_groups, *r, slots.clone(), groups.clone())?;
+                    self.load(at, &applied, &applied_groups, *r, slots.clone(), groups.clone())?;
                 }
                 if self.paging.awaited.contains_key(r) {
-                    self.load(*r, slots.to_vec(), &groups.clone(), *r, slots, groups)?;
+                    // The record is its own base: its slots load, shared, as both.
+                    let (base_slots, base_groups) = (slots.clone(), groups.clone());
+                    self.load(*r, &slots, &groups, *r, base_slots, base_groups)?;
                 }
             }
         }
@@ -270,14 +272,14 @@ impl Tree {
     fn load(
         &mut self,
         r: Ref,
-        slots: Vec<Slot>,
+        slots: &[Slot],
         groups: &[Hash],
         base: Ref,
         base_slots: Arc<[Slot]>,
         base_groups: Arc<[Hash]>,
     ) -> Result<(), StoreError> {
         let Some(index) = self.paging.awaited.remove(&r) else { return Ok(()) };
-        let tree = verify_slots(&slots, groups, &r.hash)?;
+        let tree = verify_slots(slots, groups, &r.hash)?;
         let top = self.top().expect("a stub is in the tree");
         let (_, lower, upper) = find(top, index);
         let (first, last) = (&slots[0].key, &slots[slots.len() - 1].key);
@@ -289,7 +291,7 @@ impl Tree {
         let m = slots.len() as u64;
         let values = vec![None; slots.len()];
         let mut chunk =
-            Chunk::from_stored(&slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups });
+            Chunk::from_stored(slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups });
         self.paging.clock += 1;
         chunk.loaded_at = self.paging.clock;
         attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)
