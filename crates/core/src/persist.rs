@@ -40,9 +40,7 @@ impl Tree {
         out.version_record = record.encode();
         (self.take_snapshot(root), out)
     }
-}
 
-impl Tree {
     /// The first part of a commit, for a batch too large to hold until its
     /// write: writes changed chunks (their entry records and chunk records,
     /// born at the coming version) in key order and unloads them, until

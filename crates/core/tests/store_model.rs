@@ -91,7 +91,7 @@ fn load_for(tree: &mut Tree, store: &Store, key: &[u8], removing: bool) {
 }
 
 /// Commits `tree` into `store`: its changed chunks written ahead in pieces
-/// of records reaching `piece_bytes` (`usize::MAX`: none), then the rest.
+/// bounded by `piece_bytes` (`Tree::write_ahead`; `usize::MAX`: none), then the rest.
 fn commit_in_pieces(tree: &mut Tree, store: &mut Store, piece_bytes: usize) -> Commit {
     if piece_bytes < usize::MAX {
         loop {

@@ -664,10 +664,10 @@ impl StoredHead {
 
     /// A RangeError while `unconfirmed()` names records.
     fn confirmed(&self) -> Result<(), JsValue> {
-        match self.0.unconfirmed().is_empty() {
-            true => Ok(()),
-            false => Err(range_error("supply the records unconfirmed() names before the commit")),
+        if !self.0.unconfirmed().is_empty() {
+            return Err(range_error("supply the records unconfirmed() names before the commit"));
         }
+        Ok(())
     }
 
     /// The first part of a commit too large to hold whole: writes changed
