@@ -585,7 +585,7 @@ impl CatchUp {
                 slot.unwrap_or_else(|| {
                     let entry = Ref { birth: self.version, hash: *hash };
                     fetched.push((entry, encode_entry(k, v)));
-                    Slot { key: k.clone(), entry }
+                    Slot::new(k, entry)
                 })
             })
             .collect();
@@ -617,7 +617,7 @@ impl CatchUp {
             for (k, v) in chunk.chunk.entries() {
                 let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
                 self.puts.push((Table::Entries, entry, encode_entry(k, v)));
-                slots.push(Slot { key: k.to_vec(), entry });
+                slots.push(Slot::new(k, entry));
             }
             self.complete(c, slots, chunk.chunk.group_roots());
         }
@@ -646,7 +646,7 @@ impl CatchUp {
             if slots[p].is_none() {
                 let entry = Ref { birth: self.version, hash: leaves.hashes[p] };
                 fetched.push((entry, encode_entry(key, value)));
-                slots[p] = Some(Slot { key: key.to_vec(), entry });
+                slots[p] = Some(Slot::new(key, entry));
             }
         }
         if slots.iter().all(Option::is_some) {
@@ -739,7 +739,7 @@ impl CatchUp {
             let m = self.slots[&j].slots.len();
             self.reused.entry(j).or_insert_with(|| vec![false; m])[p] = true;
         }
-        self.chunks[c].state = ChunkState::Done { first_key: slots[0].key.clone().into() };
+        self.chunks[c].state = ChunkState::Done { first_key: slots[0].key.as_slice().into() };
         self.undone -= 1;
         self.restored += 1;
     }
@@ -762,7 +762,7 @@ impl CatchUp {
             self.failed = Some(StoreError::Corrupt);
         }
         let hash = self.chunks[c].hash;
-        let first_key = slots[0].key.clone().into();
+        let first_key = slots[0].key.as_slice().into();
         let record = ChunkRecord::Full { slots, groups };
         self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         self.chunks[c].state = ChunkState::Done { first_key };
@@ -863,7 +863,7 @@ impl CatchUp {
         self.requested.remove(&j);
         verify_slots(&slots, groups, &r.hash)?;
         if j == 0 {
-            self.old.first_key = Some(slots[0].key.clone().into());
+            self.old.first_key = Some(slots[0].key.as_slice().into());
         }
         let slots = OldSlots { slots: slots.into(), base };
         if self.replaced.as_mut().is_some_and(|set| set.remove(&j)) {

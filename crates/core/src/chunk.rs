@@ -257,7 +257,7 @@ impl Chunk {
                         entry
                     }
                 };
-                Slot { key: self.key(i).to_vec(), entry }
+                Slot::new(self.key(i), entry)
             })
             .collect()
     }

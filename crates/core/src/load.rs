@@ -202,7 +202,7 @@ impl Loader {
     ) -> Result<(), StoreError> {
         let tree = verify_slots(&slots, groups, &r.hash)?;
         for s in &slots {
-            self.entry_keys.insert(s.entry, s.key.clone());
+            self.entry_keys.insert(s.entry, s.key.to_vec());
             self.next.push((Table::Entries, s.entry));
         }
         self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots, base_groups });

@@ -839,7 +839,7 @@ mod tests {
         let slots: Vec<Slot> = (0..40u32)
             .map(|i| {
                 let key = i.to_be_bytes().to_vec();
-                Slot { entry: Ref { birth: 1, hash: entry_hash(&key, b"v") }, key }
+                Slot::new(&key, Ref { birth: 1, hash: entry_hash(&key, b"v") })
             })
             .collect();
         let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
@@ -866,7 +866,7 @@ mod tests {
             let slots: Vec<Slot> = (0..m)
                 .map(|i| {
                     let key = (i as u32).to_be_bytes().to_vec();
-                    Slot { entry: Ref { birth: 1, hash: entry_hash(&key, b"v") }, key }
+                    Slot::new(&key, Ref { birth: 1, hash: entry_hash(&key, b"v") })
                 })
                 .collect();
             let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();

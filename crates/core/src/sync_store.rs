@@ -165,7 +165,7 @@ impl StoreSync {
             hash: p.hash,
             entries: p.entries as u64,
             key_height: p.key_height,
-            first_key: slots[0].key.clone().into(),
+            first_key: slots[0].key.as_slice().into(),
         };
         self.chunks.insert(index, facts);
         Ok(())

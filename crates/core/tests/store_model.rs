@@ -370,7 +370,7 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
         let keys: Vec<Vec<u8>> = match ChunkRecord::decode(&bytes, capacity) {
             Ok(ChunkRecord::Full { slots, .. }) => {
                 let first = [slots[0].key.as_slice(), b"~"].concat();
-                slots.into_iter().map(|s| s.key).chain([first]).collect()
+                slots.into_iter().map(|s| s.key.to_vec()).chain([first]).collect()
             }
             _ => (0..121u16).step_by(6).map(key).collect(),
         };

@@ -385,7 +385,7 @@ fn a_swapped_entry_is_caught_by_its_group() {
             continue;
         };
         for i in [0, slots.len() / 2, slots.len() - 1] {
-            let (mut bad, key) = (records.clone(), slots[i].key.clone());
+            let (mut bad, key) = (records.clone(), slots[i].key.to_vec());
             let entry = Ref { birth: slots[i].entry.birth, hash: entry_hash(&key, b"swapped") };
             bad.insert((Table::Entries as u8, entry.key()), encode_entry(&key, b"swapped"));
             let kept = std::mem::replace(&mut slots[i].entry, entry);

@@ -21,7 +21,7 @@ fn entry_ref(k: u16, seed: u8, birth: u64) -> Ref {
 
 /// Slots for the sorted, distinct keys `keys`, each with its value seed.
 fn slots(keys: &std::collections::BTreeMap<u16, u8>, birth: u64) -> Vec<Slot> {
-    keys.iter().map(|(&k, &s)| Slot { key: key(k), entry: entry_ref(k, s, birth) }).collect()
+    keys.iter().map(|(&k, &s)| Slot::new(&key(k), entry_ref(k, s, birth))).collect()
 }
 
 fn chunk_hash_of(slots: &[Slot]) -> Hash {
@@ -211,7 +211,7 @@ proptest! {
         let base = slots(&base, 1);
         let delete_past_end = [bpavl_core::record::Edit::Delete { position: base.len() + position }];
         prop_assert_eq!(apply_edits(&base, &delete_past_end, 16), Err(StoreError::Corrupt));
-        let duplicate = [bpavl_core::record::Edit::Insert { position: 0, key: base[0].key.clone(), entry: base[0].entry }];
+        let duplicate = [bpavl_core::record::Edit::Insert { position: 0, key: base[0].key.to_vec(), entry: base[0].entry }];
         prop_assert_eq!(apply_edits(&base, &duplicate, 16), Err(StoreError::Corrupt));
         let overflow = [bpavl_core::record::Edit::Insert { position: 0, key: vec![0], entry: base[0].entry }];
         prop_assert_eq!(apply_edits(&base, &overflow, base.len()), Err(StoreError::Corrupt));
@@ -240,7 +240,7 @@ fn a_delta_is_chosen_by_the_full_chunks_encoded_length() {
         .map(|k| {
             let mut key = key(k);
             key.extend(std::iter::repeat_n(b'x', k as usize * 5));
-            Slot { key, entry: Ref { birth: 1u64 << (k % 40), hash: [k as u8; 32] } }
+            Slot::new(&key, Ref { birth: 1u64 << (k % 40), hash: [k as u8; 32] })
         })
         .collect();
     let full = ChunkRecord::Full { slots: base.clone(), groups: slot_groups(&base) }.encode().len();
