@@ -55,7 +55,14 @@ export function init(input) {
 async function load(input) {
   if (input === undefined) {
     const url = new URL('./pkg/bpavl_wasm_bg.wasm', import.meta.url);
-    input = url.protocol === 'file:' ? await readFileUrl(url) : url;
+    if (url.protocol === 'file:') {
+      // Compiled here and instantiated with initSync: the generated loader
+      // tests `typeof Request` and `typeof Response`, and in Node the first
+      // touch of either loads undici, about 60 ms of an open.
+      initWasmSync({ module: await WebAssembly.compile(await readFileUrl(url)) });
+      return;
+    }
+    input = url;
   }
   await initWasm({ module_or_path: input });
 }
