@@ -223,12 +223,25 @@ class SqliteBackend implements StorageBackend {
    * Returns the free pages to the file system (`incremental_vacuum`; a
    * database made before `auto_vacuum` was set keeps them for reuse
    * instead), or with `full` rewrites the database packed (`VACUUM`), then
-   * truncates the WAL once no reader needs it.
+   * truncates the WAL once no reader needs it. `VACUUM` runs without the
+   * memory map: it reads the whole file, and mapped it peaked at 2.0 GB of
+   * RSS instead of 1.0 GB, in the same time (a 1.5 GB database packed to
+   * 0.95 GB, docs/store.md).
    */
   async compact(options: CompactOptions = {}): Promise<void> {
     const db = this.#open();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
-    guarded('compact', () => db.exec(`${options.full ? 'VACUUM' : 'PRAGMA incremental_vacuum'}; PRAGMA wal_checkpoint(TRUNCATE)`));
+    guarded('compact', () => {
+      if (options.full) {
+        db.exec('PRAGMA mmap_size = 0');
+        try {
+          db.exec('VACUUM');
+        } finally {
+          db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
+        }
+      } else db.exec('PRAGMA incremental_vacuum');
+      db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    });
   }
 
   async close(): Promise<void> {
