@@ -346,10 +346,11 @@ impl Chunk {
     /// bookkeeping, the in-chunk tree, and the base's slots for deltas.
     pub fn resident_bytes(&self) -> usize {
         const PER_ENTRY: usize = 4 + 8 + 16 + 33 + 16;
-        const PER_SLOT: usize = 24 + 40;
         let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
         let base = self.stored.as_ref().map_or(0, |s| {
-            s.base_slots.iter().map(|b| b.key.len() + PER_SLOT).sum::<usize>() + 32 * s.base_groups.len()
+            // A slot's key is on the heap only past its inline 32 bytes.
+            let heap = |b: &Slot| if b.key.spilled() { b.key.len() } else { 0 };
+            s.base_slots.iter().map(|b| size_of::<Slot>() + heap(b)).sum::<usize>() + 32 * s.base_groups.len()
         });
         256 + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
