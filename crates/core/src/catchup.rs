@@ -584,7 +584,7 @@ impl CatchUp {
             .map(|(slot, ((k, v), hash))| {
                 slot.unwrap_or_else(|| {
                     let entry = Ref { birth: self.version, hash: *hash };
-                    fetched.push((entry, encode_entry(k, v)));
+                    fetched.push((entry, encode_entry(v)));
                     Slot::new(k, entry)
                 })
             })
@@ -616,7 +616,7 @@ impl CatchUp {
             let mut slots = Vec::with_capacity(chunk.chunk.len());
             for (k, v) in chunk.chunk.entries() {
                 let entry = Ref { birth: self.version, hash: entry_hash(k, v) };
-                self.puts.push((Table::Entries, entry, encode_entry(k, v)));
+                self.puts.push((Table::Entries, entry, encode_entry(v)));
                 slots.push(Slot::new(k, entry));
             }
             self.complete(c, slots, chunk.chunk.group_roots());
@@ -645,7 +645,7 @@ impl CatchUp {
         for (p, key, value) in verify_entries(&leaves.hashes, bitmap, bytes)? {
             if slots[p].is_none() {
                 let entry = Ref { birth: self.version, hash: leaves.hashes[p] };
-                fetched.push((entry, encode_entry(key, value)));
+                fetched.push((entry, encode_entry(value)));
                 slots[p] = Some(Slot::new(key, entry));
             }
         }

@@ -242,9 +242,10 @@ impl Chunk {
     }
 
     /// The chunk as store slots (keys and entry records). Entries without a
-    /// record get one born at `version`, handed to `new_entry` to be written.
+    /// record get one born at `version`, handed with its value to `new_entry`
+    /// to be written.
     /// The chunk must be committed (every entry hashed).
-    pub fn slots(&mut self, version: u64, mut new_entry: impl FnMut(&[u8], &[u8], Ref)) -> Vec<Slot> {
+    pub fn slots(&mut self, version: u64, mut new_entry: impl FnMut(&[u8], Ref)) -> Vec<Slot> {
         (0..self.len())
             .map(|i| {
                 let hash = self.entry_hashes[i].expect("chunk hashed at commit");
@@ -253,7 +254,7 @@ impl Chunk {
                     None => {
                         self.births[i] = Some(version);
                         let entry = Ref { birth: version, hash };
-                        new_entry(self.key(i), self.value(i), entry);
+                        new_entry(self.value(i), entry);
                         entry
                     }
                 };

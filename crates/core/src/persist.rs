@@ -140,7 +140,7 @@ fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
 /// Writes a changed chunk: its new entries, and itself as a delta of its
 /// base or, when that is not small, whole (a new base).
 fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
-    let slots = c.slots(version, |k, v, entry| out.puts.push((Table::Entries, entry, encode_entry(k, v))));
+    let slots = c.slots(version, |v, entry| out.puts.push((Table::Entries, entry, encode_entry(v))));
     let groups = c.group_roots();
     let base = c.stored.as_ref().map(|s| (&s.base, &*s.base_slots, &*s.base_groups));
     let record = chunk_record(base, &slots, groups.clone());

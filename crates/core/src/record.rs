@@ -74,9 +74,9 @@ pub fn stale_key(since: u64, table: Table, record: &Ref) -> [u8; 9 + RECORD_KEY_
 }
 
 /// The layout of the records this code writes and reads
-/// (`spec/store-format.md`); 1, before chunk records held group nodes, had
-/// no layout byte.
-pub const STORE_LAYOUT: u8 = 2;
+/// (`spec/store-format.md`): 1, before chunk records held group nodes, had
+/// no layout byte; 2 repeated the slot's key in each entry record.
+pub const STORE_LAYOUT: u8 = 3;
 
 /// The store record: the capacity every version of the store shares, and the layout.
 pub fn encode_store(capacity: usize) -> Vec<u8> {
@@ -584,22 +584,22 @@ pub fn verify_slots(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<
     Ok(preorder(&levels))
 }
 
-/// An entry record.
-pub fn encode_entry(key: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(key.len() + value.len() + 7);
+/// An entry record: the value only, since the slot that names the record
+/// holds the key and the entry hash binds the two.
+pub fn encode_entry(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 4);
     out.push(FORMAT_ENTRY);
-    put_bytes(&mut out, key);
     put_bytes(&mut out, value);
     out
 }
 
 /// The value of an entry record, checked against the entry hash `expected`
-/// and the key its chunk lists for it.
+/// with the key its chunk lists for it.
 pub fn decode_entry<'a>(bytes: &'a [u8], expected: &Hash, key: &[u8]) -> Result<&'a [u8], StoreError> {
     let mut r = Reader::new(bytes, FORMAT_ENTRY)?;
-    let (k, v) = (r.key()?, r.value()?);
+    let v = r.value()?;
     r.finish()?;
-    if k != key || entry_hash(k, v) != *expected {
+    if entry_hash(key, v) != *expected {
         return Err(StoreError::Corrupt);
     }
     Ok(v)

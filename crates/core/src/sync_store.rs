@@ -121,8 +121,8 @@ impl StoreSync {
         self.layout.get_or_insert(Layout { capacity, chunks: chunk_count });
         let hash = chunk.hash();
         let mut puts = Vec::with_capacity(chunk.len() + 1);
-        let slots = chunk
-            .slots(self.version, |k, v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(k, v))));
+        let slots =
+            chunk.slots(self.version, |v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(v))));
         let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
         puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);

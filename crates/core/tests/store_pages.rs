@@ -387,7 +387,7 @@ fn a_swapped_entry_is_caught_by_its_group() {
         for i in [0, slots.len() / 2, slots.len() - 1] {
             let (mut bad, key) = (records.clone(), slots[i].key.to_vec());
             let entry = Ref { birth: slots[i].entry.birth, hash: entry_hash(&key, b"swapped") };
-            bad.insert((Table::Entries as u8, entry.key()), encode_entry(&key, b"swapped"));
+            bad.insert((Table::Entries as u8, entry.key()), encode_entry(b"swapped"));
             let kept = std::mem::replace(&mut slots[i].entry, entry);
             let record = ChunkRecord::Full { slots: slots.clone(), groups: groups.clone() };
             bad.insert((Table::Chunks as u8, at), record.encode());

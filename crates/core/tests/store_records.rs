@@ -47,10 +47,11 @@ fn store_record_round_trips_and_rejects_bad_capacities() {
     assert_eq!(decode_store(&[0x06, 0x01]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[0x07, 0x04]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[]), Err(StoreError::Corrupt));
-    assert_eq!(decode_store(&[0x06, 0x04, 0x02, 0x00]), Err(StoreError::Corrupt));
-    assert_eq!(encode_store(4), vec![0x06, 0x04, 0x02]);
+    assert_eq!(decode_store(&[0x06, 0x04, 0x03, 0x00]), Err(StoreError::Corrupt));
+    assert_eq!(encode_store(4), vec![0x06, 0x04, 0x03]);
     assert_eq!(decode_store(&[0x06, 0x04]), Err(StoreError::Corrupt), "layout 1 had no layout byte");
-    assert_eq!(decode_store(&[0x06, 0x04, 0x03]), Err(StoreError::Corrupt), "a later layout");
+    assert_eq!(decode_store(&[0x06, 0x04, 0x02]), Err(StoreError::Corrupt), "layout 2 kept keys in entry records");
+    assert_eq!(decode_store(&[0x06, 0x04, 0x04]), Err(StoreError::Corrupt), "a later layout");
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn node_records_verify_against_their_parents_hash() {
 fn entry_records_fail_on_every_flip() {
     let (k, v) = (b"alice".as_slice(), b"100".as_slice());
     let hash = entry_hash(k, v);
-    let bytes = encode_entry(k, v);
+    let bytes = encode_entry(v);
     assert_eq!(decode_entry(&bytes, &hash, k), Ok(v));
     assert_eq!(decode_entry(&bytes, &hash, b"alicf"), Err(StoreError::Corrupt), "the slot lists another key");
     for got in flips(&bytes, |b| decode_entry(b, &hash, k).map(<[u8]>::to_vec)) {
@@ -146,7 +147,7 @@ fn full_chunks_verify_and_a_flipped_slot_key_is_caught_by_its_entry() {
         assert_eq!(changed.len(), 1);
         let i = changed[0];
         let (k, seed) = (3 * i as u16, i as u8);
-        let record = encode_entry(&key(k), &value(k, seed));
+        let record = encode_entry(&value(k, seed));
         if g[i].key != s[i].key {
             assert_eq!(decode_entry(&record, &g[i].entry.hash, &g[i].key), Err(StoreError::Corrupt));
         } else {

@@ -122,16 +122,19 @@ describe('typed errors, the store unchanged', () => {
     expect(hex(again.root)).toBe(hex(first.root));
   });
 
-  it('a store of layout 1 (no layout byte in its store record; chunks without group nodes) is refused at open', async () => {
-    const { place, state } = await sample();
-    await state.close();
-    const meta = place.database.table('meta');
-    const storeKey = new TextEncoder().encode('store');
-    expect(meta.getElementByKey(storeKey)).toEqual(Uint8Array.of(0x06, 0x04, 0x02));
-    meta.setElement(storeKey, Uint8Array.of(0x06, 0x04));
-    await expect(place.open()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
-    await expect(place.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
-  });
+  // Layout 1 had no layout byte in its store record (chunks without group nodes); layout 2 kept keys in entry records.
+  for (const [layout, record] of [[1, [0x06, 0x04]], [2, [0x06, 0x04, 0x02]]] as const) {
+    it(`a store of layout ${layout} is refused at open`, async () => {
+      const { place, state } = await sample();
+      await state.close();
+      const meta = place.database.table('meta');
+      const storeKey = new TextEncoder().encode('store');
+      expect(meta.getElementByKey(storeKey)).toEqual(Uint8Array.of(0x06, 0x04, 0x03));
+      meta.setElement(storeKey, Uint8Array.from(record));
+      await expect(place.open()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+      await expect(place.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+    });
+  }
 
   it('an unknown version is VERSION_UNKNOWN', async () => {
     const { state } = await sample();
