@@ -4,7 +4,7 @@
 //! the hash the record's parent names and fails with `STORE_CORRUPT` unless
 //! the record hashes to it. No I/O: callers move the bytes.
 
-use crate::codec::{put_bytes, put_varint, Reader};
+use crate::codec::{check_value, put_bytes, put_varint, Reader};
 use crate::error::StoreError;
 use crate::hash::{
     chunk_hash, empty_root, entry_hash, group_count, group_level, inchunk_levels, inner_hash, preorder, root_hash, Hash,
@@ -584,12 +584,12 @@ pub fn verify_slots(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<
     Ok(preorder(&levels))
 }
 
-/// An entry record: the value only, since the slot that names the record
-/// holds the key and the entry hash binds the two.
+/// An entry record: the value only, to the end of the record, since the
+/// slot that names the record holds the key and the entry hash binds the two.
 pub fn encode_entry(value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(value.len() + 4);
+    let mut out = Vec::with_capacity(value.len() + 1);
     out.push(FORMAT_ENTRY);
-    put_bytes(&mut out, value);
+    out.extend_from_slice(value);
     out
 }
 
@@ -597,8 +597,8 @@ pub fn encode_entry(value: &[u8]) -> Vec<u8> {
 /// with the key its chunk lists for it.
 pub fn decode_entry<'a>(bytes: &'a [u8], expected: &Hash, key: &[u8]) -> Result<&'a [u8], StoreError> {
     let mut r = Reader::new(bytes, FORMAT_ENTRY)?;
-    let v = r.value()?;
-    r.finish()?;
+    let v = r.take(r.remaining())?;
+    check_value(v)?;
     if entry_hash(key, v) != *expected {
         return Err(StoreError::Corrupt);
     }

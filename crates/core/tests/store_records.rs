@@ -118,7 +118,13 @@ fn entry_records_fail_on_every_flip() {
     let hash = entry_hash(k, v);
     let bytes = encode_entry(v);
     assert_eq!(decode_entry(&bytes, &hash, k), Ok(v));
+    assert_eq!(bytes, [&[0x0b][..], v].concat(), "the value to the end of the record, no key, no length");
     assert_eq!(decode_entry(&bytes, &hash, b"alicf"), Err(StoreError::Corrupt), "the slot lists another key");
+    let empty = entry_hash(k, b"");
+    assert_eq!(decode_entry(&encode_entry(b""), &empty, k), Ok(&b""[..]));
+    let long = vec![7; 65_537];
+    let too_long = [&[0x0b][..], &long].concat();
+    assert_eq!(decode_entry(&too_long, &entry_hash(k, &long), k), Err(StoreError::Corrupt), "a value over 65536 bytes");
     for got in flips(&bytes, |b| decode_entry(b, &hash, k).map(<[u8]>::to_vec)) {
         assert_eq!(got, Err(StoreError::Corrupt));
     }

@@ -52,8 +52,10 @@ describe('commitToStore and Loader', () => {
   it('a missing or flipped record is StoreError STORE_CORRUPT', () => {
     const { w, records } = committed();
     const [first] = records.keys();
-    const damaged = new Map(records);
-    damaged.get(first!)![3]! ^= 1;
+    // Its last byte: an entry record of a short value ("v0") is 3 bytes long.
+    const flipped = records.get(first!)!.slice();
+    flipped[flipped.length - 1]! ^= 1;
+    const damaged = new Map(records).set(first!, flipped);
     expect(thrown(() => load(w, damaged))).toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
     const missing = new Map(records);
     missing.delete(first!);
