@@ -391,11 +391,24 @@ impl Pages {
     }
 
     fn witness_step(&mut self, top: Child, key: &[u8]) -> Result<Witness, Step> {
-        let Place::Found(d, position) = self.place(top, key)? else {
+        let place = self.place(top, key)?;
+        self.answered(&place);
+        let Place::Found(d, position) = place else {
             return Ok(Witness::NotFound);
         };
         let c = &self.chunks[&d.at];
         Ok(Witness::Found(c.entry(position)?, entry_witness(&d.path, c, position)?))
+    }
+
+    /// Counts a question answered at `place` as a hit when the chunk it
+    /// ended in was cached before the question (after the last answer).
+    fn answered(&mut self, place: &Place) {
+        let at = match place {
+            Place::Found(d, _) => d.at,
+            Place::Between(left, right) => left.as_ref().or(right.as_ref()).expect("a chunk holds a key").0.at,
+        };
+        self.hits += u64::from(self.chunks[&at].loaded_at <= self.answered_at);
+        self.answered_at = self.clock;
     }
 
     /// The absence proof of `key` in the version whose top is `top` (`None`:
@@ -722,21 +735,18 @@ impl Pages {
     }
 
     fn lookup_step(&mut self, top: Child, key: &[u8]) -> Result<Lookup, Step> {
-        let answered_at = self.answered_at;
         let place = self.place(top, key)?;
         let slot = |(d, i): &(Descent, usize)| -> Result<_, StoreError> {
             let c = &self.chunks[&d.at];
             Ok((c.entry(*i)?, c.key(*i).to_vec()))
         };
-        let (answer, key_chunk) = match &place {
-            Place::Found(d, i) => (Lookup::Found(self.chunks[&d.at].entry(*i)?), d.at),
+        let answer = match &place {
+            Place::Found(d, i) => Lookup::Found(self.chunks[&d.at].entry(*i)?),
             Place::Between(left, right) => {
-                let key_chunk = left.as_ref().or(right.as_ref()).expect("a chunk holds a key").0.at;
-                (Lookup::Absent(left.iter().chain(right).map(slot).collect::<Result<_, _>>()?), key_chunk)
+                Lookup::Absent(left.iter().chain(right).map(slot).collect::<Result<_, _>>()?)
             }
         };
-        self.hits += u64::from(self.chunks[&key_chunk].loaded_at <= answered_at);
-        self.answered_at = self.clock;
+        self.answered(&place);
         Ok(answer)
     }
 }

@@ -186,6 +186,30 @@ fn witnesses_from_pages_verify_against_each_versions_root() {
     }
 }
 
+/// A proof answered from a chunk cached before it is a hit, as a get is.
+#[test]
+fn witnesses_count_hits_and_misses() {
+    let (records, versions) = stored(4, 3, 1);
+    let (top, _, entries) = &versions[0];
+    let key = entries.keys().next().unwrap();
+    let mut pages = Pages::new(4, 1 << 20);
+    for round in 0..3u64 {
+        loop {
+            match pages.witness(*top, key).unwrap() {
+                Witness::Found(..) => break,
+                Witness::NotFound => panic!("the key is present"),
+                Witness::Need(wanted) => {
+                    for (t, r) in wanted {
+                        pages.supply(t, &r, record(&records, t, &r)).unwrap();
+                    }
+                }
+            }
+        }
+        let (hits, misses) = pages.hits_and_misses();
+        assert_eq!((hits, misses > 0), (round, true), "the first proof loads its chunk; the next ones hit it");
+    }
+}
+
 /// Asks for `key`'s absence proof, fetching what the pages need.
 fn absence(pages: &mut Pages, records: &Records, top: Option<Child>, key: &[u8]) -> Result<Absence, StoreError> {
     for _ in 0..64 {

@@ -75,7 +75,7 @@ export interface StoreStats {
   readonly chunkCount: number;
   readonly versions: number;
   readonly bytesOnDisk: number;
-  /** Chunk lookups of paged reads served from the cache, and chunks they loaded. */
+  /** Gets, `has` and existence proofs answered from a chunk cached before them (`cacheHits`), and chunks loaded by any paged read (`cacheMisses`). */
   readonly cacheHits: number;
   readonly cacheMisses: number;
   /** Bytes of chunks cached now, counted from their contents (never above the budget). */
