@@ -207,7 +207,7 @@ impl Tree {
     /// store lacks it). A chunk loads once its record (and, for a delta,
     /// its base) checks against its ref, its first key equals the key copy
     /// before it, and its last key sorts below the one after it. An entry
-    /// record must hash to its ref and hold the key its slot lists.
+    /// record must hash to its ref with the key its slot lists.
     pub fn supply_record(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match table {
