@@ -288,6 +288,50 @@ test('a reload mid-sync resumes from IndexedDB; after another reload the query p
   expect(problems).toEqual([]);
 });
 
+test('a kept state the store refuses (an older layout) is never read: the page says so, and Clear local data starts over', async ({ page }) => {
+  const problems = watch(page);
+  await open(page, 'ws');
+  expect(await sync(page)).toBe('verified');
+  // The store record as layout 2 wrote it (spec/store-format.md): same capacity, layout byte 2.
+  await page.evaluate(async () => {
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const req = indexedDB.open('bpavl-demo-state');
+      req.onsuccess = () => resolve(req.result);
+      req.onerror = () => reject(req.error);
+    });
+    const key = new TextEncoder().encode('store');
+    const record = await new Promise<Uint8Array>((resolve, reject) => {
+      const req = db.transaction('meta').objectStore('meta').get(key);
+      req.onsuccess = () => resolve(new Uint8Array(req.result));
+      req.onerror = () => reject(req.error);
+    });
+    if (record[record.length - 1] !== 3) throw new Error(`the kept store is in layout ${record[record.length - 1]}, not 3`);
+    record[record.length - 1] = 2;
+    await new Promise<void>((resolve, reject) => {
+      const tx = db.transaction('meta', 'readwrite');
+      tx.objectStore('meta').put(record, key);
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+    });
+    db.close();
+  });
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
+  const status = page.locator('#local-status');
+  await expect(status).toHaveAttribute('data-kept', 'error');
+  await expect(status).toContainText('STORE_CORRUPT');
+  expect(await sync(page)).toBe('failed');
+  await expect(page.locator('#banner [data-field=code]')).toHaveText('STORE_CORRUPT');
+  await expect(page.locator('#banner')).toContainText('Clear local data');
+  await page.getByRole('button', { name: 'Clear local data' }).click();
+  await expect(status).toHaveAttribute('data-kept', 'none');
+  expect(await sync(page)).toBe('verified');
+  await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
+  await page.getByRole('button', { name: 'Clear local data' }).click();
+  await expect(status).toHaveAttribute('data-kept', 'none');
+  expect(problems).toEqual([]);
+});
+
 test('a wrong root fails clearly: every peer refuses it', async ({ page }) => {
   const problems = watch(page);
   await open(page, 'ws');

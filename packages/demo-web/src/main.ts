@@ -320,9 +320,11 @@ async function start(): Promise<void> {
       );
     } else {
       const code = (e as { code?: unknown }).code;
+      // A state kept in an older layout of the store (or damaged) is refused, never read: say how to start over.
+      const corrupt = code === 'STORE_CORRUPT' ? '<p>The state kept in this browser cannot be used (damaged, or written by an older version of this page): Clear local data, then start the sync again.</p>' : '';
       showBanner(
         'failed',
-        `<h2>✗ Sync failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>`,
+        `<h2>✗ Sync failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>${corrupt}`,
       );
     }
   } finally {
@@ -375,7 +377,7 @@ async function showLocal(): Promise<void> {
             : 'Nothing of this state is kept in this browser yet.';
   } catch (e) {
     localStatus.dataset.kept = 'error';
-    localStatus.textContent = `The local state cannot be read: ${(e as { code?: string }).code ?? (e as Error).message}.`;
+    localStatus.textContent = `The local state cannot be read: ${(e as { code?: string }).code ?? (e as Error).message}. Clear local data to start over.`;
   }
 }
 
