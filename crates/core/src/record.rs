@@ -86,6 +86,19 @@ pub fn encode_store(capacity: usize) -> Vec<u8> {
     out
 }
 
+/// The layout a store record names, if it decodes as one (1 for a record
+/// with no layout byte): to say why a store of another layout is refused.
+pub fn store_layout(bytes: &[u8]) -> Option<u8> {
+    let mut r = Reader::new(bytes, FORMAT_STORE).ok()?;
+    r.capacity().ok()?;
+    if r.remaining() == 0 {
+        return Some(1);
+    }
+    let layout = r.u8().ok()?;
+    r.finish().ok()?;
+    Some(layout)
+}
+
 /// The capacity from a store record of this layout (another layout is
 /// `STORE_CORRUPT`: its chunk records would not read).
 pub fn decode_store(bytes: &[u8]) -> Result<usize, StoreError> {

@@ -6,8 +6,8 @@
 use bpavl_core::hash::{chunk_hash, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
 use bpavl_core::record::{
     apply_edits, chunk_record, decode_entry, decode_store, diff_slots, encode_entry, encode_store, slot_groups,
-    stale_key, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table,
-    VersionRecord,
+    stale_key, store_layout, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref,
+    Slot, Table, VersionRecord,
 };
 use bpavl_core::StoreError;
 use proptest::prelude::*;
@@ -52,6 +52,12 @@ fn store_record_round_trips_and_rejects_bad_capacities() {
     assert_eq!(decode_store(&[0x06, 0x04]), Err(StoreError::Corrupt), "layout 1 had no layout byte");
     assert_eq!(decode_store(&[0x06, 0x04, 0x02]), Err(StoreError::Corrupt), "layout 2 kept keys in entry records");
     assert_eq!(decode_store(&[0x06, 0x04, 0x04]), Err(StoreError::Corrupt), "a later layout");
+    assert_eq!(store_layout(&encode_store(4)), Some(3));
+    assert_eq!(store_layout(&[0x06, 0x04]), Some(1));
+    assert_eq!(store_layout(&[0x06, 0x04, 0x02]), Some(2));
+    assert_eq!(store_layout(&[0x06, 0x01, 0x02]), None, "capacity 1");
+    assert_eq!(store_layout(&[0x07, 0x04, 0x03]), None, "another record");
+    assert_eq!(store_layout(&[0x06, 0x04, 0x03, 0x00]), None, "bytes after the layout");
 }
 
 #[test]

@@ -92,7 +92,12 @@ impl Coded for RebuildError {
 
 /// The JS `Error` thrown for `e`: `name` is its Rust type, `code` its code.
 pub(crate) fn throw<E: Coded>(e: E) -> JsValue {
-    coded_error(E::NAME, e.code(), &e.to_string())
+    throw_saying(&e, &e.to_string())
+}
+
+/// `e` as a coded error with a message of its own (the code is what callers test).
+pub(crate) fn throw_saying<E: Coded>(e: &E, message: &str) -> JsValue {
+    coded_error(E::NAME, e.code(), message)
 }
 
 /// A copy of the bytes of Uint8Array `v`.

@@ -3,10 +3,12 @@
 //! version back from records, and the store record. Conversions only.
 
 use bpavl_core as core;
-use bpavl_core::record::{decode_store, encode_store, stale_key, Ref, Table, RECORD_KEY_LEN};
+use bpavl_core::record::{
+    decode_store, encode_store, stale_key, store_layout, Ref, Table, RECORD_KEY_LEN, STORE_LAYOUT,
+};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::{bytes, count, opt_bytes, range_error, range_limit, throw, uint, Bytes, Number};
+use crate::convert::{bytes, count, opt_bytes, range_error, range_limit, throw, throw_saying, uint, Bytes, Number};
 use crate::Tree;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -293,10 +295,20 @@ pub fn encode_store_record(capacity: &Number) -> Result<Vec<u8>, JsValue> {
     Ok(encode_store(count(capacity, "capacity")?))
 }
 
-/// The capacity a store record names. Throws StoreError `STORE_CORRUPT`.
+/// The capacity a store record names. Throws StoreError `STORE_CORRUPT`,
+/// which names the layout when the record is of another one.
 #[wasm_bindgen(js_name = decodeStoreRecord)]
 pub fn decode_store_record(record: &Bytes) -> Result<f64, JsValue> {
-    decode_store(&bytes(record, "record")?).map(|c| c as f64).map_err(throw)
+    let record = bytes(record, "record")?;
+    decode_store(&record).map(|c| c as f64).map_err(|e| match store_layout(&record) {
+        Some(layout) if layout != STORE_LAYOUT => throw_saying(
+            &e,
+            &format!(
+                "the store is in layout {layout} and this version reads layout {STORE_LAYOUT}: sync or import it again"
+            ),
+        ),
+        _ => throw(e),
+    })
 }
 
 #[wasm_bindgen(typescript_custom_section)]
