@@ -86,29 +86,29 @@ pub fn encode_store(capacity: usize) -> Vec<u8> {
     out
 }
 
-/// The layout a store record names, if it decodes as one (1 for a record
-/// with no layout byte): to say why a store of another layout is refused.
+/// The capacity and the layout a store record names (1 for a record with
+/// no layout byte).
+fn read_store(bytes: &[u8]) -> Result<(usize, u8), StoreError> {
+    let mut r = Reader::new(bytes, FORMAT_STORE)?;
+    let capacity = r.capacity()?;
+    let layout = if r.remaining() == 0 { 1 } else { r.u8()? };
+    r.finish()?;
+    Ok((capacity, layout))
+}
+
+/// The layout a store record names, if it decodes as one: to say why a
+/// store of another layout is refused.
 pub fn store_layout(bytes: &[u8]) -> Option<u8> {
-    let mut r = Reader::new(bytes, FORMAT_STORE).ok()?;
-    r.capacity().ok()?;
-    if r.remaining() == 0 {
-        return Some(1);
-    }
-    let layout = r.u8().ok()?;
-    r.finish().ok()?;
-    Some(layout)
+    read_store(bytes).ok().map(|(_, layout)| layout)
 }
 
 /// The capacity from a store record of this layout (another layout is
 /// `STORE_CORRUPT`: its chunk records would not read).
 pub fn decode_store(bytes: &[u8]) -> Result<usize, StoreError> {
-    let mut r = Reader::new(bytes, FORMAT_STORE)?;
-    let capacity = r.capacity()?;
-    if r.u8()? != STORE_LAYOUT {
-        return Err(StoreError::Corrupt);
+    match read_store(bytes)? {
+        (capacity, STORE_LAYOUT) => Ok(capacity),
+        _ => Err(StoreError::Corrupt),
     }
-    r.finish()?;
-    Ok(capacity)
 }
 
 /// A child of an inner node, or the top of a version: a chunk or an inner node.

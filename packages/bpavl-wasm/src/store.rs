@@ -301,13 +301,13 @@ pub fn encode_store_record(capacity: &Number) -> Result<Vec<u8>, JsValue> {
 pub fn decode_store_record(record: &Bytes) -> Result<f64, JsValue> {
     let record = bytes(record, "record")?;
     decode_store(&record).map(|c| c as f64).map_err(|e| match store_layout(&record) {
-        Some(layout) if layout != STORE_LAYOUT => throw_saying(
+        Some(layout) => throw_saying(
             &e,
             &format!(
                 "the store is in layout {layout} and this version reads layout {STORE_LAYOUT}: sync or import it again"
             ),
         ),
-        _ => throw(e),
+        None => throw(e),
     })
 }
 
