@@ -21,7 +21,7 @@ use crate::hash::{empty_root, entry_hash, Hash};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    encode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
+    encode_entry, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -244,7 +244,7 @@ pub struct CatchUp {
     /// Old chunk records asked for (and deltas' bases), by ref.
     loading: HashMap<Ref, usize>,
     requested: HashSet<usize>,
-    deltas: HashMap<Ref, Delta>,
+    deltas: WaitingDeltas,
     slots: HashMap<usize, OldSlots>,
     recent: VecDeque<usize>,
     /// Per old chunk, which slots the new version took.
@@ -301,7 +301,7 @@ impl CatchUp {
             undone: 0,
             loading: HashMap::new(),
             requested: HashSet::new(),
-            deltas: HashMap::new(),
+            deltas: WaitingDeltas::default(),
             slots: HashMap::new(),
             recent: VecDeque::new(),
             reused: HashMap::new(),
@@ -803,9 +803,9 @@ impl CatchUp {
                 out.push((Table::Chunks, r));
             }
         }
-        for delta in self.deltas.values() {
-            if !self.loading.contains_key(&delta.base) {
-                out.push((Table::Chunks, delta.base));
+        for base in self.deltas.bases() {
+            if !self.loading.contains_key(base) {
+                out.push((Table::Chunks, *base));
             }
         }
         out.sort_by_key(|(_, r)| r.key());
@@ -824,13 +824,11 @@ impl CatchUp {
         match ChunkRecord::decode(bytes, self.capacity)? {
             ChunkRecord::Delta(delta) => {
                 if self.loading.contains_key(r) {
-                    self.deltas.insert(*r, delta);
+                    self.deltas.add(*r, delta);
                 }
             }
             ChunkRecord::Full { slots: base_slots, groups } => {
-                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
-                for at in waiting {
-                    let delta = self.deltas.remove(&at).expect("listed");
+                for (at, delta) in self.deltas.take(r) {
                     let (slots, groups) = delta.apply(&base_slots, &groups, self.capacity)?;
                     self.loaded(&at, slots, &groups, Some(*r))?;
                 }

@@ -20,7 +20,7 @@ use crate::hash::Hash;
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
-use crate::record::{decode_entry, verify_slots, ChunkRecord, Delta, Ref, Slot, Table};
+use crate::record::{decode_entry, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
 use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
@@ -31,7 +31,7 @@ pub(crate) struct Paging {
     /// runs between [`Tree::needed_for`] and the supplies it asks for).
     awaited: HashMap<Ref, u64>,
     /// Deltas supplied before their base.
-    deltas: HashMap<Ref, Delta>,
+    deltas: WaitingDeltas,
     /// Entry records to read before the commit, with the key their slot
     /// lists: they confirm where the batch's writes landed.
     unconfirmed: HashMap<Ref, Vec<u8>>,
@@ -187,7 +187,7 @@ impl Tree {
             if paging.awaited.insert(r, index).is_some() {
                 continue;
             }
-            let record = paging.deltas.get(&r).map_or(r, |d| d.base);
+            let record = paging.deltas.base_of(&r).unwrap_or(r);
             if asked.insert(record) {
                 wanted.push((Table::Chunks, record));
             }
@@ -248,14 +248,11 @@ impl Tree {
     fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<(), StoreError> {
         match ChunkRecord::decode(bytes, self.capacity())? {
             ChunkRecord::Delta(delta) => {
-                self.paging.deltas.insert(*r, delta);
+                self.paging.deltas.add(*r, delta);
             }
             ChunkRecord::Full { slots, groups } => {
                 let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
-                let waiting: Vec<Ref> =
-                    self.paging.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
-                for at in waiting {
-                    let delta = self.paging.deltas.remove(&at).expect("listed");
+                for (at, delta) in self.paging.deltas.take(r) {
                     let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity())?;
                     self.load(at, &applied, &applied_groups, *r, slots.clone(), groups.clone())?;
                 }

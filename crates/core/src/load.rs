@@ -12,7 +12,7 @@ use crate::error::StoreError;
 use crate::hash::Hash;
 use crate::node::{Inner, KeyCopy, Node, Stub};
 use crate::record::{
-    decode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord,
+    decode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
 };
 use crate::tree::Tree;
 
@@ -59,7 +59,7 @@ pub struct Loader {
     /// The chunks of the version (a full record may also be only a base).
     version_chunks: HashSet<Ref>,
     /// Deltas whose base is on its way, by the base they wait for.
-    deltas: HashMap<Ref, Vec<(Ref, Delta)>>,
+    deltas: WaitingDeltas,
     /// Full records read so far, as bases for deltas that name them later.
     fulls: HashMap<Ref, FullChunk>,
     /// Chunk records asked for (a base shared by many deltas is asked once).
@@ -98,7 +98,7 @@ impl Loader {
             next: Vec::new(),
             nodes: HashMap::new(),
             version_chunks: HashSet::new(),
-            deltas: HashMap::new(),
+            deltas: WaitingDeltas::default(),
             fulls: HashMap::new(),
             asked_chunks: HashSet::new(),
             chunks: HashMap::new(),
@@ -161,7 +161,7 @@ impl Loader {
                 ChunkRecord::Full { slots, groups } => {
                     // A full record is the chunk itself, or the base some deltas wait for.
                     let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
-                    for (at, delta) in self.deltas.remove(r).unwrap_or_default() {
+                    for (at, delta) in self.deltas.take(r) {
                         self.accept_delta(at, &delta, (slots.clone(), groups.clone()))?;
                     }
                     if self.version_chunks.contains(r) {
@@ -173,7 +173,7 @@ impl Loader {
                     Some(base) => self.accept_delta(*r, &delta, base.clone())?,
                     None => {
                         let base = delta.base;
-                        self.deltas.entry(base).or_default().push((*r, delta));
+                        self.deltas.add(*r, delta);
                         self.want_chunk(base);
                     }
                 },

@@ -27,8 +27,8 @@ use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
 use crate::record::{
-    decode_entry, decode_full, verify_group, verify_groups, Child, ChunkRecord, Delta, FullParts, NodeRecord, Ref,
-    Table, FORMAT_FULL_CHUNK,
+    decode_entry, decode_full, verify_group, verify_groups, Child, ChunkRecord, FullParts, NodeRecord, Ref, Table,
+    WaitingDeltas, FORMAT_FULL_CHUNK,
 };
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
@@ -201,8 +201,8 @@ pub struct Pages {
     /// The clock when the last lookup answered.
     answered_at: u64,
     resident: usize,
-    /// Deltas supplied before their base, by delta.
-    deltas: HashMap<Ref, Delta>,
+    /// Deltas supplied before their base.
+    deltas: WaitingDeltas,
     /// Entry records supplied for the question at hand, dropped once it is answered.
     entries: HashMap<Ref, Vec<u8>>,
     hits: u64,
@@ -225,7 +225,7 @@ impl Pages {
             clock: 0,
             answered_at: 0,
             resident: 0,
-            deltas: HashMap::new(),
+            deltas: WaitingDeltas::default(),
             entries: HashMap::new(),
             hits: 0,
             misses: 0,
@@ -262,10 +262,9 @@ impl Pages {
             }
             Table::Chunks if bytes.first() == Some(&FORMAT_FULL_CHUNK) => {
                 let full = decode_full(bytes, self.capacity)?;
-                let waiting: Vec<Ref> = self.deltas.iter().filter(|(_, d)| d.base == *r).map(|(d, _)| *d).collect();
+                let waiting = self.deltas.take(r);
                 let base = if waiting.is_empty() { Vec::new() } else { full.slots() };
-                for at in waiting {
-                    let delta = self.deltas.remove(&at).expect("listed");
+                for (at, delta) in waiting {
                     let (applied, applied_groups) = delta.apply(&base, &full.groups, self.capacity)?;
                     self.cache(at, FullParts::of_slots(applied, applied_groups))?;
                 }
@@ -274,7 +273,7 @@ impl Pages {
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.capacity)? {
                 ChunkRecord::Delta(delta) => {
-                    self.deltas.insert(*r, delta);
+                    self.deltas.add(*r, delta);
                 }
                 ChunkRecord::Full { .. } => unreachable!("a full record is read above"),
             },
@@ -315,7 +314,7 @@ impl Pages {
     /// The cached chunk `r`, marked used; or the record to fetch for it.
     fn chunk(&mut self, r: &Ref) -> Result<&CachedChunk, (Table, Ref)> {
         let Some(c) = self.chunks.get_mut(r) else {
-            let wanted = self.deltas.get(r).map_or(*r, |d| d.base);
+            let wanted = self.deltas.base_of(r).unwrap_or(*r);
             return Err((Table::Chunks, wanted));
         };
         self.lru.remove(&c.last_used);

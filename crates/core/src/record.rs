@@ -12,6 +12,7 @@ use crate::hash::{
 use crate::keys::Keys;
 use crate::limits::{MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
 use smallvec::SmallVec;
+use std::collections::HashMap;
 
 pub const FORMAT_STORE: u8 = 0x06;
 pub const FORMAT_VERSION: u8 = 0x07;
@@ -316,6 +317,47 @@ impl Delta {
     }
 }
 
+/// Deltas read before the full record they are based on, by that base: a
+/// base's arrival finds its deltas without a scan of all of them (a commit
+/// of thousands of chunks supplies thousands of each).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WaitingDeltas {
+    by_base: HashMap<Ref, Vec<(Ref, Delta)>>,
+    base_of: HashMap<Ref, Ref>,
+}
+
+impl WaitingDeltas {
+    /// Keeps delta record `at` until its base comes (a delta already kept is kept once).
+    pub fn add(&mut self, at: Ref, delta: Delta) {
+        if self.base_of.insert(at, delta.base).is_none() {
+            self.by_base.entry(delta.base).or_default().push((at, delta));
+        }
+    }
+
+    /// The deltas waiting for `base`, no longer kept.
+    pub fn take(&mut self, base: &Ref) -> Vec<(Ref, Delta)> {
+        let waiting = self.by_base.remove(base).unwrap_or_default();
+        for (at, _) in &waiting {
+            self.base_of.remove(at);
+        }
+        waiting
+    }
+
+    /// The base delta record `at` waits for, if it is kept.
+    pub fn base_of(&self, at: &Ref) -> Option<Ref> {
+        self.base_of.get(at).copied()
+    }
+
+    /// Every base some delta waits for.
+    pub fn bases(&self) -> impl Iterator<Item = &Ref> {
+        self.by_base.keys()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_base.is_empty()
+    }
+}
+
 impl ChunkRecord {
     pub fn encode(&self) -> Vec<u8> {
         match self {
@@ -616,4 +658,34 @@ pub fn decode_entry<'a>(bytes: &'a [u8], expected: &Hash, key: &[u8]) -> Result<
         return Err(StoreError::Corrupt);
     }
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta_of(base: Ref) -> Delta {
+        Delta { base, edits: Vec::new(), group_count: 1, changed_groups: Vec::new() }
+    }
+
+    #[test]
+    fn waiting_deltas_are_found_by_their_base_once() {
+        let r = |birth: u64, b: u8| Ref { birth, hash: [b; 32] };
+        let mut waiting = WaitingDeltas::default();
+        waiting.add(r(2, 1), delta_of(r(1, 9)));
+        waiting.add(r(3, 2), delta_of(r(1, 9)));
+        waiting.add(r(3, 2), delta_of(r(1, 9)));
+        waiting.add(r(4, 3), delta_of(r(1, 8)));
+        assert_eq!(waiting.base_of(&r(3, 2)), Some(r(1, 9)));
+        let mut bases: Vec<Ref> = waiting.bases().copied().collect();
+        bases.sort_by_key(Ref::key);
+        assert_eq!(bases, [r(1, 8), r(1, 9)]);
+        let taken: Vec<Ref> = waiting.take(&r(1, 9)).into_iter().map(|(at, _)| at).collect();
+        assert_eq!(taken, [r(2, 1), r(3, 2)], "each delta once, in the order supplied");
+        assert_eq!(waiting.base_of(&r(2, 1)), None);
+        assert!(waiting.take(&r(1, 9)).is_empty());
+        assert!(!waiting.is_empty());
+        waiting.take(&r(1, 8));
+        assert!(waiting.is_empty());
+    }
 }
