@@ -21,7 +21,8 @@ use crate::hash::{empty_root, entry_hash, Hash};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    encode_entry, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
+    encode_entry, in_key_order, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
+    WaitingDeltas,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -808,7 +809,7 @@ impl CatchUp {
                 out.push((Table::Chunks, *base));
             }
         }
-        out.sort_by_key(|(_, r)| r.key());
+        in_key_order(&mut out);
         out.dedup();
         Ok(out)
     }

@@ -20,7 +20,7 @@ use crate::hash::Hash;
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
-use crate::record::{decode_entry, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::record::{decode_entry, in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
 use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
@@ -195,12 +195,14 @@ impl Tree {
         wanted
     }
 
-    /// The entry records to read and supply before the commit: each
-    /// confirms a slot key that a write of the batch relied on (slot keys
-    /// are not hashed). Read together, not one round per write; a record
+    /// The entry records to read and supply before the commit, in key
+    /// order: each confirms a slot key that a write of the batch relied on
+    /// (slot keys are not hashed). Read together, not one round per write; a record
     /// that does not hold its slot's key fails the commit (`STORE_CORRUPT`).
     pub fn unconfirmed(&self) -> Vec<(Table, Ref)> {
-        self.paging.unconfirmed.keys().map(|r| (Table::Entries, *r)).collect()
+        let mut wanted: Vec<(Table, Ref)> = self.paging.unconfirmed.keys().map(|r| (Table::Entries, *r)).collect();
+        in_key_order(&mut wanted);
+        wanted
     }
 
     /// Hands over a record [`Tree::needed_for`] or [`Tree::unconfirmed`] asked for (`None`: the

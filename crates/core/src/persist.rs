@@ -38,6 +38,7 @@ impl Tree {
         let top = self.top_for_store().map(|top| persist(top, version, &mut out));
         let record = VersionRecord { capacity, chunk_count, entry_count, top, root };
         out.version_record = record.encode();
+        out.sort_puts();
         (self.take_snapshot(root), out)
     }
 
@@ -58,7 +59,17 @@ impl Tree {
         if let Some(top) = self.top_for_store() {
             ahead.write(top, version, &mut out);
         }
+        out.sort_puts();
         out
+    }
+}
+
+impl WriteSet {
+    /// Puts the new records in table and key order: a B-tree takes them as
+    /// appends, where the order of entry hashes would scatter them over
+    /// pages that no longer fit a cache.
+    fn sort_puts(&mut self) {
+        self.puts.sort_by_cached_key(|(table, r, _)| (*table as u8, r.key()));
     }
 }
 

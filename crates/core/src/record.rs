@@ -317,6 +317,11 @@ impl Delta {
     }
 }
 
+/// Puts records to read in key order: a B-tree then reads each page once.
+pub(crate) fn in_key_order(wanted: &mut [(Table, Ref)]) {
+    wanted.sort_unstable_by_key(|(table, r)| (*table as u8, r.key()));
+}
+
 /// Deltas read before the full record they are based on, by that base: a
 /// base's arrival finds its deltas without a scan of all of them (a commit
 /// of thousands of chunks supplies thousands of each).

@@ -276,6 +276,10 @@ fn a_commit_written_ahead_writes_what_one_write_set_does() {
     }
     let (mut one, mut ahead) = (tree.clone(), tree);
     let (first, whole) = one.commit_to_store();
+    // Puts come in table and key order, so that a B-tree takes them as appends.
+    let in_order =
+        |w: &WriteSet| w.puts.windows(2).all(|p| (p[0].0 as u8, p[0].1.key()) < (p[1].0 as u8, p[1].1.key()));
+    assert!(in_order(&whole));
     let sorted = |mut w: Vec<WriteSet>| {
         let mut puts: Vec<_> =
             w.iter_mut().flat_map(|w| std::mem::take(&mut w.puts)).map(|(t, r, v)| (t as u8, r.key(), v)).collect();
@@ -295,6 +299,7 @@ fn a_commit_written_ahead_writes_what_one_write_set_does() {
         let chunk_records = piece.puts.iter().filter(|p| p.0 == Table::Chunks).count();
         let bytes: usize = piece.puts.iter().map(|p| p.2.len()).sum();
         assert!(chunk_records == 1 || bytes < 4_000 + 16 * 80, "{bytes} bytes in {chunk_records} chunks");
+        assert!(in_order(&piece));
         pieces.push(piece);
     }
     assert!(pieces.len() > 10, "{} pieces", pieces.len());
