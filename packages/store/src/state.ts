@@ -179,6 +179,8 @@ export class State {
   readonly #values: ValueCache;
   /** The keys written since the last commit (as `cacheKey`s): a commit drops their answers. */
   readonly #written = new Set<string>();
+  /** Whether the batch wrote more keys than the value cache holds answers: its commit drops them all. */
+  #writtenPastCache = false;
   /** The root of the unfinished sync the store holds: no writes until it finishes or is discarded. */
   #syncing: Uint8Array | undefined;
   /** The sink of the sync running now, if one is (or one is being opened). */
@@ -458,7 +460,13 @@ export class State {
 
   /** Notes a key written since the last commit (bad input included: the write itself refuses it). */
   #wrote(key: Uint8Array): void {
-    if (key instanceof Uint8Array && this.#values.budget > 0) this.#written.add(cacheKey(key));
+    if (!(key instanceof Uint8Array) || this.#values.budget === 0 || this.#writtenPastCache) return;
+    this.#written.add(cacheKey(key));
+    // A batch larger than the cache (a bulk import) keeps no set of its keys (a string each, a million of them).
+    if (this.#written.size > this.#values.count) {
+      this.#writtenPastCache = true;
+      this.#written.clear();
+    }
   }
 
   /** Runs `write` on `head`, fetching the records it names until it applies. */
@@ -825,8 +833,9 @@ export class State {
     const from = this.#versions.get(this.#head)?.root;
     this.#versions.set(w.version, record);
     this.#head = w.version;
-    this.#values.advance(from, record.root, this.#written);
+    this.#values.advance(from, record.root, this.#writtenPastCache ? 'all' : this.#written);
     this.#written.clear();
+    this.#writtenPastCache = false;
     head.evict(this.#cacheBytes);
     return info(w.version, record);
   }

@@ -59,6 +59,11 @@ export class ValueCache {
     return this.#bytes;
   }
 
+  /** Answers held now. */
+  get count(): number {
+    return this.#answers.size;
+  }
+
   /**
    * `key`'s answer in the version whose root is `root`: a copy of its value,
    * `null` for an absent key, `undefined` when not cached.
@@ -108,10 +113,11 @@ export class ValueCache {
 
   /**
    * A commit made `to` the head's root from `from`, writing the keys
-   * `written` (as `cacheKey`s): the other answers of `from` hold in `to`.
+   * `written` (as `cacheKey`s; `'all'`: keys not listed, every answer
+   * goes): the other answers of `from` hold in `to`.
    */
-  advance(from: Uint8Array | undefined, to: Uint8Array, written: Iterable<string>): void {
-    if (from === undefined || this.#root === undefined || !equal(from, this.#root)) {
+  advance(from: Uint8Array | undefined, to: Uint8Array, written: Iterable<string> | 'all'): void {
+    if (written === 'all' || from === undefined || this.#root === undefined || !equal(from, this.#root)) {
       this.#rebind(to);
       return;
     }

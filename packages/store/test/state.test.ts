@@ -446,6 +446,25 @@ describe('the value cache', () => {
     await state.close();
   });
 
+  it('drops every answer at the commit of a batch that wrote more keys than it holds answers', async () => {
+    const { state, models } = await written(3);
+    for (let k = 0; k < 5; k++) await state.get(key(k));
+    // Six keys written against five answers: the commit lists none of them and drops all five.
+    await state.putMany([0, 10, 11, 12, 13, 14].map((k) => [key(k), value(k, 9)] as const));
+    await state.commit();
+    const hits = (await state.stats()).valueCacheHits;
+    expect(await state.get(key(0))).toEqual(value(0, 9));
+    for (let k = 1; k < 5; k++) expect(await state.get(key(k))).toEqual(models[2]!.get(hex(key(k))));
+    expect((await state.stats()).valueCacheHits).toBe(hits);
+    // The next batch, smaller than what the cache holds, is listed key by key again.
+    await state.put(key(1), value(1, 10));
+    await state.commit();
+    expect(await state.get(key(1))).toEqual(value(1, 10));
+    expect(await state.get(key(2))).toEqual(models[2]!.get(hex(key(2))));
+    expect((await state.stats()).valueCacheHits).toBe(hits + 1);
+    await state.close();
+  });
+
   it('refuses a budget that is not a non-negative integer', async () => {
     for (const valueCacheBytes of [-1, 1.5, Number.NaN]) {
       await expect(inMemory().open({ valueCacheBytes })).rejects.toThrow(RangeError);
