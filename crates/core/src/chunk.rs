@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::error::StoreError;
 use crate::hash::{
-    chunk_hash, entry_hashes, group_roots, inchunk_tree, left_size, multiproof, sparse_multiproof, update_inchunk_leaf,
-    Hash,
+    chunk_hash, entry_hashes, fill_group, group_count, group_roots, inchunk_tree, left_size, multiproof,
+    sparse_multiproof, update_inchunk_leaf, Hash, GROUP_LEAVES,
 };
 use crate::keys::Keys;
 use crate::record::{Ref, Slot, Table};
@@ -34,6 +35,12 @@ pub(crate) struct Chunk {
     /// read with its entry. A paged head loads slot keys from a chunk record,
     /// where no hash covers them, and confirms the ones its writes rely on.
     trusted: Vec<bool>,
+    /// For a chunk a paged head loaded: whether each group's entry hashes
+    /// are still to check against its node (`tree` holds the group nodes
+    /// and those above them; a group's own nodes once it is checked). A
+    /// write checks the groups it uses first ([`Chunk::check_group_of`],
+    /// [`Chunk::check_groups`]). Empty: every group checked.
+    unchecked: Vec<bool>,
     /// This chunk's record in the store, and the full record it is a delta of.
     pub(crate) stored: Option<StoredChunk>,
     /// Whether the store holds this chunk as it is now.
@@ -136,6 +143,7 @@ impl Chunk {
     /// up with them, and is dropped until the commit builds it again (a
     /// batch holds every chunk it changed until then).
     fn reshape(&mut self) {
+        debug_assert!(self.unchecked.is_empty(), "a chunk's groups are checked before its entries move");
         self.reshaped = true;
         self.tree = Vec::new();
         self.changed();
@@ -202,6 +210,7 @@ impl Chunk {
     /// Appends every entry of `other`, whose keys are all greater; `other`'s
     /// stored records are no longer used.
     pub fn append(&mut self, mut other: Chunk) {
+        debug_assert!(other.unchecked.is_empty(), "a chunk's groups are checked before its entries move");
         self.dropped.append(&mut other.take_stored());
         self.keys.append(&other.keys);
         self.values.extend(other.values);
@@ -279,6 +288,44 @@ impl Chunk {
         c
     }
 
+    /// A chunk a paged head loads: its groups' entry hashes are checked
+    /// when a write first uses them, not at the load (`tree` holds the group
+    /// nodes and those above them, `hash::preorder_above_groups`).
+    pub fn with_groups_unchecked(mut self) -> Chunk {
+        self.unchecked = vec![true; group_count(self.len())];
+        self
+    }
+
+    /// Checks the group of entry `i` (its entry hashes against its node)
+    /// if it is not yet: before a write changes entry `i` in place.
+    pub fn check_group_of(&mut self, i: usize) -> Result<(), StoreError> {
+        self.check_group(i / GROUP_LEAVES)
+    }
+
+    /// Checks every group not yet checked: before a write moves entries.
+    pub fn check_groups(&mut self) -> Result<(), StoreError> {
+        (0..self.unchecked.len()).try_for_each(|j| self.check_group(j))
+    }
+
+    fn check_group(&mut self, j: usize) -> Result<(), StoreError> {
+        if self.unchecked.get(j) != Some(&true) {
+            return Ok(());
+        }
+        let m = self.len();
+        let leaves: Vec<Hash> = self.entry_hashes[j * GROUP_LEAVES..m.min((j + 1) * GROUP_LEAVES)]
+            .iter()
+            .map(|h| h.expect("an unchecked group is unchanged"))
+            .collect();
+        if !fill_group(&mut self.tree, m, j, &leaves) {
+            return Err(StoreError::Corrupt);
+        }
+        self.unchecked[j] = false;
+        if !self.unchecked.contains(&true) {
+            self.unchecked = Vec::new();
+        }
+        Ok(())
+    }
+
     /// The committed chunk hash. Panics if the chunk was changed since.
     pub fn hash(&self) -> Hash {
         self.hash.expect("chunk hashed at commit")
@@ -324,8 +371,11 @@ impl Chunk {
         let stale: Vec<usize> = (0..m).filter(|&i| self.entry_hashes[i].is_none()).collect();
         let fresh = entry_hashes(stale.iter().map(|&i| (self.key(i), self.value(i))));
         // A few changed values of an unreshaped chunk: rehash their paths only
-        // (about log2 M hashes each, against M − 1 for the whole tree).
-        let by_path = !self.reshaped && self.tree.len() + 1 == 2 * m && stale.len() * 8 < m;
+        // (about log2 M hashes each, against M − 1 for the whole tree). So do
+        // any number while some group is unchecked: a whole tree would take
+        // its entry hashes unchecked.
+        let by_path =
+            !self.reshaped && self.tree.len() + 1 == 2 * m && (stale.len() * 8 < m || !self.unchecked.is_empty());
         for (&i, h) in stale.iter().zip(&fresh) {
             self.entry_hashes[i] = Some(*h);
             if by_path {

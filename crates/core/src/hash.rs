@@ -297,6 +297,52 @@ pub(crate) fn group_roots(tree: &[Hash], m: usize) -> Vec<Hash> {
     out
 }
 
+/// The pre-order in-chunk tree over `m` leaves ([`inchunk_tree`]) with
+/// only its group nodes and the nodes above them, from `upper`, the levels
+/// over the groups (`inchunk_levels(groups)`): the nodes inside each group
+/// stay zero until [`fill_group`] checks the group's leaves.
+pub(crate) fn preorder_above_groups(upper: &[Vec<Hash>], m: usize) -> Vec<Hash> {
+    fn fill(upper: &[Vec<Hash>], a: usize, n: usize, out: &mut [Hash]) {
+        if n <= GROUP_LEAVES {
+            out[0] = upper[0][a / GROUP_LEAVES];
+            return;
+        }
+        let level = subtree_level(n);
+        out[0] = upper[level - GROUP_LEVEL][a >> level];
+        let k = left_size(n);
+        let (left, right) = out[1..].split_at_mut(2 * k - 1);
+        fill(upper, a, k, left);
+        fill(upper, a + k, n - k, right);
+    }
+    let mut out = vec![[0u8; 32]; 2 * m - 1];
+    fill(upper, 0, m, &mut out);
+    out
+}
+
+/// Checks `leaves`, those of group `j` (leaves `[16j, min(16j + 16, m))`),
+/// against the group's node in the pre-order in-chunk tree `tree` over `m`
+/// leaves, and on success puts the group's own nodes in (the subtree of a
+/// node is a contiguous run of the pre-order). `false`: they do not hash to
+/// it, and `tree` is unchanged.
+pub(crate) fn fill_group(tree: &mut [Hash], m: usize, j: usize, leaves: &[Hash]) -> bool {
+    let (mut p, mut a, mut n) = (0, 0, m);
+    while n > GROUP_LEAVES {
+        let k = left_size(n);
+        if j * GROUP_LEAVES < a + k {
+            (p, n) = (p + 1, k);
+        } else {
+            (p, a, n) = (p + 2 * k, a + k, n - k);
+        }
+    }
+    debug_assert_eq!((a, n), (j * GROUP_LEAVES, leaves.len()), "every split above a group is at a multiple of 16");
+    let group = inchunk_tree(leaves);
+    if group[0] != tree[p] {
+        return false;
+    }
+    tree[p..p + 2 * n - 1].copy_from_slice(&group);
+    true
+}
+
 /// The level of the in-chunk tree that holds the subtree over `n` leaves:
 /// `⌈log2 n⌉`.
 pub(crate) fn subtree_level(n: usize) -> usize {
@@ -461,6 +507,28 @@ pub(crate) fn inchunk_links(m: usize, position: usize, proof: &[Hash], out: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_above_its_groups_becomes_the_whole_tree_group_by_group() {
+        for m in [1usize, 2, 15, 16, 17, 31, 32, 33, 47, 100, 255, 256, 257] {
+            let leaves: Vec<Hash> = (0..m).map(|i| entry_hash(&(i as u32).to_be_bytes(), b"v")).collect();
+            let whole = inchunk_tree(&leaves);
+            let groups = group_roots(&whole, m);
+            let mut tree = preorder_above_groups(&inchunk_levels(&groups), m);
+            assert_eq!(group_roots(&tree, m), groups, "m = {m}");
+            assert_eq!(tree[0], whole[0]);
+            let mut bad = leaves.clone();
+            bad[m - 1][0] ^= 1;
+            let of =
+                |leaves: &[Hash], j: usize| leaves[j * GROUP_LEAVES..m.min(j * GROUP_LEAVES + GROUP_LEAVES)].to_vec();
+            let last = (m - 1) / GROUP_LEAVES;
+            assert!(!fill_group(&mut tree.clone(), m, last, &of(&bad, last)), "m = {m}: a flipped leaf fails");
+            for j in (0..group_count(m)).rev() {
+                assert!(fill_group(&mut tree, m, j, &of(&leaves, j)), "m = {m}, group {j}");
+            }
+            assert_eq!(tree, whole, "m = {m}");
+        }
+    }
 
     #[test]
     fn left_size_is_largest_power_of_two_below() {

@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::Hash;
+use crate::hash::{preorder_above_groups, Hash};
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
-use crate::record::{decode_entry, in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::record::{decode_entry, in_key_order, verify_groups, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
 use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
@@ -107,12 +107,17 @@ impl Tree {
     /// ([`Tree::supply_record`]) before the next call or write; it may take
     /// a few rounds (a chunk, then a delta's base, or a neighbour). The
     /// entry records that confirm the slot keys the write lands on or
-    /// between join [`Tree::unconfirmed`].
+    /// between join [`Tree::unconfirmed`]. Once none are needed it checks
+    /// the loaded groups the write uses (`STORE_CORRUPT`): a chunk loads
+    /// with its group nodes checked, its entry hashes not yet.
     pub fn needed_for(&mut self, key: &[u8], removing: bool) -> Result<Vec<(Table, Ref)>, StoreError> {
         // What an earlier call asked for was supplied, or given up on.
         self.paging.awaited.clear();
         let Some(top) = self.top() else { return Ok(Vec::new()) };
         let (mut stubs, mut entries) = (Vec::new(), Vec::new());
+        // The groups to check before the write: the one of the entry a write
+        // changes in place, or every group of the chunks whose entries may move.
+        let mut checks: Vec<(u64, Option<usize>)> = Vec::new();
         let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Ref, Vec<u8>)>| {
             if let Some(r) = c.stored_entry(i).filter(|_| !c.is_trusted(i)) {
                 entries.push((r, c.key(i).to_vec()));
@@ -126,10 +131,12 @@ impl Tree {
                 let found = match c.search(key) {
                     Ok(i) => {
                         confirm(c, i, &mut entries);
+                        checks.push((index, (!removing).then_some(i)));
                         true
                     }
                     Err(i) => {
                         (i.saturating_sub(1)..(i + 1).min(c.len())).for_each(|j| confirm(c, j, &mut entries));
+                        checks.push((index, None));
                         if i == c.len() && index + 1 < top.chunks() {
                             match find(top, index + 1).0 {
                                 Node::Stub(s) => stubs.push((index + 1, s.record)),
@@ -141,6 +148,10 @@ impl Tree {
                         false
                     }
                 };
+                if removing && found {
+                    // A removal may refill the chunk from either neighbour.
+                    checks.extend([index.checked_sub(1), Some(index + 1)].into_iter().flatten().map(|n| (n, None)));
+                }
                 if removing && found && top.chunks() > 1 && c.len() - 1 < min_fill(self.capacity()) {
                     // The deletion refills the chunk from a neighbour.
                     let neighbour = if index + 1 < top.chunks() { index + 1 } else { index - 1 };
@@ -157,6 +168,17 @@ impl Tree {
             _ => unreachable!("a search ends at a chunk"),
         }
         self.paging.unconfirmed.extend(entries);
+        if stubs.is_empty() {
+            let top = self.top_mut().expect("a tree with a top");
+            for (index, entry) in checks {
+                if let Some(c) = loaded_mut(top, index) {
+                    match entry {
+                        Some(i) => c.check_group_of(i)?,
+                        None => c.check_groups()?,
+                    }
+                }
+            }
+        }
         Ok(self.await_stubs(stubs))
     }
 
@@ -278,7 +300,8 @@ impl Tree {
         base_groups: Arc<[Hash]>,
     ) -> Result<(), StoreError> {
         let Some(index) = self.paging.awaited.remove(&r) else { return Ok(()) };
-        let tree = verify_slots(slots, groups, &r.hash)?;
+        // The group nodes against the chunk hash now; each group's entries when a write uses them.
+        let tree = preorder_above_groups(&verify_groups(slots.len(), groups, &r.hash)?, slots.len());
         let top = self.top().expect("a stub is in the tree");
         let (_, lower, upper) = find(top, index);
         let (first, last) = (&slots[0].key, &slots[slots.len() - 1].key);
@@ -290,7 +313,8 @@ impl Tree {
         let m = slots.len() as u64;
         let values = vec![None; slots.len()];
         let mut chunk =
-            Chunk::from_stored(slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups });
+            Chunk::from_stored(slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups })
+                .with_groups_unchecked();
         self.paging.clock += 1;
         chunk.loaded_at = self.paging.clock;
         attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)
@@ -358,6 +382,24 @@ fn loaded_chunks(node: &Node, base: u64, out: &mut Vec<(u64, u64, usize)>) {
         Node::Inner(n) => {
             loaded_chunks(&n.left, base, out);
             loaded_chunks(&n.right, base + n.left.chunks(), out);
+        }
+    }
+}
+
+/// The loaded chunk `index`, to check its groups (`None`: a stub). The
+/// nodes on the way are made the working tree's own, not marked changed.
+fn loaded_mut(node: &mut Node, index: u64) -> Option<&mut Chunk> {
+    match node {
+        Node::Leaf(c) => Some(Arc::make_mut(c)),
+        Node::Stub(_) => None,
+        Node::Inner(_) => {
+            let n = node.inner_mut();
+            let lc = n.left.chunks();
+            if index < lc {
+                loaded_mut(&mut n.left, index)
+            } else {
+                loaded_mut(&mut n.right, index - lc)
+            }
         }
     }
 }

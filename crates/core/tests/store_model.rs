@@ -433,3 +433,72 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
     // Most flips are caught on the way in; a flip in a slot the write does not touch is carried, and caught on reading.
     assert!(refused > written, "{refused} refused, {written} written");
 }
+
+/// A paged head checks a loaded chunk's groups as its writes use them: an
+/// update checks its own group, a write that moves entries every group. A
+/// flipped entry hash in another group is carried to the next version,
+/// whose whole load finds it (as a read of that group would).
+#[test]
+fn a_paged_write_checks_the_groups_it_uses() {
+    let capacity = 64;
+    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
+    for k in 0..60u16 {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    let chunks = store.table(Table::Chunks).clone();
+    let [(record_key, bytes)] = chunks.iter().collect::<Vec<_>>()[..] else { panic!("one chunk of 60 entries") };
+    let Ok(ChunkRecord::Full { mut slots, groups }) = ChunkRecord::decode(bytes, capacity) else {
+        panic!("a full chunk")
+    };
+    // Slot 40 (group 2 of 4) names another entry hash.
+    slots[40].entry.hash[0] ^= 1;
+    let mut bad = store.clone();
+    bad.table(Table::Chunks).insert(record_key.clone(), ChunkRecord::Full { slots: slots.clone(), groups }.encode());
+    let keys: Vec<Vec<u8>> = slots.iter().map(|s| s.key.to_vec()).collect();
+    let write = |k: &[u8], new_key: bool| -> Result<Tree, StoreError> {
+        let mut head = bad.load_as(commit.version, capacity, true)?;
+        for _ in 0..4 {
+            let wanted = head.needed_for(k, false)?;
+            if wanted.is_empty() {
+                assert_eq!(head.insert(k, b"new").unwrap(), new_key);
+                confirm(&mut head, &bad)?;
+                return Ok(head);
+            }
+            for (t, r) in wanted {
+                head.supply_record(t, &r, bad.get(t, &r))?;
+            }
+        }
+        unreachable!("a write needs a few rounds")
+    };
+    // Updates in groups 0, 1 and 3 write; the next version carries the flip, and its load finds it.
+    for at in [0, 17, 63 - 4] {
+        let mut head = write(&keys[at], false).unwrap();
+        let (next, writes) = head.commit_to_store();
+        let mut after = bad.clone();
+        after.write(&writes);
+        assert_eq!(after.load(next.version, capacity).err(), Some(StoreError::Corrupt), "slot {at}");
+    }
+    // An update in group 2, and a new key (it moves entries), are refused.
+    for at in [32, 40, 47] {
+        assert_eq!(write(&keys[at], false).err(), Some(StoreError::Corrupt), "slot {at}");
+    }
+    let new_key = [keys[3].as_slice(), b"~"].concat();
+    assert_eq!(write(&new_key, true).err(), Some(StoreError::Corrupt));
+    // Unflipped, every one of these writes commits a version that loads whole.
+    for k in [&keys[0], &keys[40], &new_key] {
+        let mut head = bad.clone();
+        head.table(Table::Chunks).insert(record_key.clone(), bytes.clone());
+        let mut tree = head.load_as(commit.version, capacity, true).unwrap();
+        load_for(&mut tree, &head, k, false);
+        tree.insert(k, b"new").unwrap();
+        confirm(&mut tree, &head).unwrap();
+        let (next, writes) = tree.commit_to_store();
+        head.write(&writes);
+        assert_eq!(
+            entries(&head.load(next.version, capacity).unwrap()).get(k.as_slice()).map(Vec::as_slice),
+            Some(&b"new"[..])
+        );
+    }
+}
