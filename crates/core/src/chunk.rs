@@ -68,6 +68,19 @@ pub(crate) struct StoredChunk {
     pub base: Ref,
     pub base_slots: Arc<[Slot]>,
     pub base_groups: Arc<[Hash]>,
+    /// The bytes the base's slots and group nodes hold, counted once by
+    /// [`StoredChunk::new`]: a commit asks a head's resident bytes once a
+    /// piece, over every chunk it loaded.
+    pub base_bytes: usize,
+}
+
+impl StoredChunk {
+    pub fn new(record: Ref, base: Ref, base_slots: Arc<[Slot]>, base_groups: Arc<[Hash]>) -> StoredChunk {
+        // A slot's key is on the heap only past its inline 32 bytes.
+        let heap = |b: &Slot| if b.key.spilled() { b.key.len() } else { 0 };
+        let base_bytes = base_slots.iter().map(|b| size_of::<Slot>() + heap(b)).sum::<usize>() + 32 * base_groups.len();
+        StoredChunk { record, base, base_slots, base_groups, base_bytes }
+    }
 }
 
 impl Chunk {
@@ -398,11 +411,7 @@ impl Chunk {
     pub fn resident_bytes(&self) -> usize {
         const PER_ENTRY: usize = 4 + 8 + 16 + 33 + 16;
         let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
-        let base = self.stored.as_ref().map_or(0, |s| {
-            // A slot's key is on the heap only past its inline 32 bytes.
-            let heap = |b: &Slot| if b.key.spilled() { b.key.len() } else { 0 };
-            s.base_slots.iter().map(|b| size_of::<Slot>() + heap(b)).sum::<usize>() + 32 * s.base_groups.len()
-        });
+        let base = self.stored.as_ref().map_or(0, |s| s.base_bytes);
         256 + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
 

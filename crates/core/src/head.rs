@@ -115,8 +115,9 @@ impl Tree {
         self.paging.awaited.clear();
         let Some(top) = self.top() else { return Ok(Vec::new()) };
         let (mut stubs, mut entries) = (Vec::new(), Vec::new());
-        // The groups to check before the write: the one of the entry a write
-        // changes in place, or every group of the chunks whose entries may move.
+        // The groups to check before the write, those of every slot it relies
+        // on: an updated entry's, every group of a chunk whose entries may
+        // move or whose slots place the key, and the next chunk's first.
         let mut checks: Vec<(u64, Option<usize>)> = Vec::new();
         let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Ref, Vec<u8>)>| {
             if let Some(r) = c.stored_entry(i).filter(|_| !c.is_trusted(i)) {
@@ -136,12 +137,17 @@ impl Tree {
                     }
                     Err(i) => {
                         (i.saturating_sub(1)..(i + 1).min(c.len())).for_each(|j| confirm(c, j, &mut entries));
+                        // (A removal of an absent key writes nothing, but its answer relies on these slots.)
                         checks.push((index, None));
                         if i == c.len() && index + 1 < top.chunks() {
                             match find(top, index + 1).0 {
                                 Node::Stub(s) => stubs.push((index + 1, s.record)),
                                 Node::Leaf(next) if next.first_key() <= key => return Err(StoreError::Corrupt),
-                                Node::Leaf(next) => confirm(next, 0, &mut entries),
+                                Node::Leaf(next) => {
+                                    // Its first slot's entry hash, which the confirmation reads by, is checked too.
+                                    confirm(next, 0, &mut entries);
+                                    checks.push((index + 1, Some(0)));
+                                }
                                 Node::Inner(_) => unreachable!("a walk by index ends at a chunk"),
                             }
                         }
@@ -312,9 +318,8 @@ impl Tree {
         }
         let m = slots.len() as u64;
         let values = vec![None; slots.len()];
-        let mut chunk =
-            Chunk::from_stored(slots, values, tree, StoredChunk { record: r, base, base_slots, base_groups })
-                .with_groups_unchecked();
+        let mut chunk = Chunk::from_stored(slots, values, tree, StoredChunk::new(r, base, base_slots, base_groups))
+            .with_groups_unchecked();
         self.paging.clock += 1;
         chunk.loaded_at = self.paging.clock;
         attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)

@@ -236,8 +236,7 @@ impl Loader {
                     .iter()
                     .map(|s| self.values.remove(&s.entry).map(Some).ok_or(StoreError::Corrupt))
                     .collect::<Result<Vec<_>, _>>()?;
-                let stored =
-                    StoredChunk { record: r, base: c.base, base_slots: c.base_slots, base_groups: c.base_groups };
+                let stored = StoredChunk::new(r, c.base, c.base_slots, c.base_groups);
                 Ok(Node::leaf(Chunk::from_stored(&c.slots, values, c.tree, stored)))
             }
             Child::Node(r) => {

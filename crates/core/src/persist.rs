@@ -170,7 +170,7 @@ fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     out.puts.push((Table::Chunks, stored, record.encode()));
     c.stored = Some(match old {
         Some(old) if keep_base => StoredChunk { record: stored, ..old },
-        _ => StoredChunk { record: stored, base: stored, base_slots: slots.into(), base_groups: groups.into() },
+        _ => StoredChunk::new(stored, stored, slots.into(), groups.into()),
     });
     c.persisted = true;
 }

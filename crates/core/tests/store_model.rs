@@ -13,7 +13,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bpavl_core::record::{ChunkRecord, Table};
+use bpavl_core::hash::entry_hash;
+use bpavl_core::record::{encode_entry, ChunkRecord, NodeRecord, Ref, Slot, Table};
 use bpavl_core::{Commit, StoreError, Tree, WriteSet};
 use proptest::prelude::*;
 
@@ -501,4 +502,61 @@ fn a_paged_write_checks_the_groups_it_uses() {
             Some(&b"new"[..])
         );
     }
+}
+
+/// A store that forges the first slot of a chunk (another key, an entry
+/// hash of that key with a value whose record it adds, and the key copy
+/// above it) cannot make a paged head insert past that key: the head checks
+/// the group of the next chunk's first slot before it relies on its key.
+#[test]
+fn a_forged_first_key_of_the_next_chunk_is_caught() {
+    let capacity = 16;
+    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
+    for k in (0..96u16).step_by(2) {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    let mut chunks: Vec<(Vec<u8>, Vec<Slot>, Vec<[u8; 32]>)> = store.records[&(Table::Chunks as u8)]
+        .iter()
+        .map(|(k, v)| match ChunkRecord::decode(v, capacity) {
+            Ok(ChunkRecord::Full { slots, groups }) => (k.clone(), slots, groups),
+            _ => panic!("full chunks"),
+        })
+        .collect();
+    chunks.sort_by(|a, b| a.1[0].key.cmp(&b.1[0].key));
+    let (record_key, mut slots, groups) = chunks.swap_remove(1);
+    let real = slots[0].key.to_vec();
+    let (fake, inserted) = ([real.as_slice(), b"~"].concat(), [real.as_slice(), b"0"].concat());
+    let forged = Ref { birth: slots[0].entry.birth, hash: entry_hash(&fake, b"x") };
+    slots[0] = Slot::new(&fake, forged);
+    let mut bad = store.clone();
+    bad.table(Table::Chunks).insert(record_key, ChunkRecord::Full { slots, groups }.encode());
+    bad.table(Table::Entries).insert(forged.key().to_vec(), encode_entry(b"x"));
+    let nodes = bad.table(Table::Nodes).clone();
+    let mut copies = 0;
+    for (k, v) in nodes {
+        let hash: [u8; 32] = k[8..].try_into().unwrap();
+        let mut node = NodeRecord::decode(&v, &hash).unwrap();
+        if node.key_copy == real {
+            node.key_copy = fake.clone();
+            bad.table(Table::Nodes).insert(k, node.encode());
+            copies += 1;
+        }
+    }
+    assert_eq!(copies, 1);
+    let mut head = bad.load_as(commit.version, capacity, true).unwrap();
+    let outcome = (|| {
+        for _ in 0..8 {
+            let wanted = head.needed_for(&inserted, false)?;
+            if wanted.is_empty() {
+                return Ok(());
+            }
+            for (t, r) in wanted {
+                head.supply_record(t, &r, bad.get(t, &r))?;
+            }
+        }
+        unreachable!("a write needs a few rounds")
+    })();
+    assert_eq!(outcome, Err(StoreError::Corrupt));
 }
