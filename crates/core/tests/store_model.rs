@@ -517,7 +517,7 @@ fn a_forged_first_key_of_the_next_chunk_is_caught() {
     }
     let (commit, writes) = tree.commit_to_store();
     store.write(&writes);
-    let mut chunks: Vec<(Vec<u8>, Vec<Slot>, Vec<[u8; 32]>)> = store.records[&(Table::Chunks as u8)]
+    let mut chunks: Vec<_> = store.records[&(Table::Chunks as u8)]
         .iter()
         .map(|(k, v)| match ChunkRecord::decode(v, capacity) {
             Ok(ChunkRecord::Full { slots, groups }) => (k.clone(), slots, groups),
