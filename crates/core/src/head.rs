@@ -154,13 +154,11 @@ impl Tree {
                         false
                     }
                 };
-                if removing && found {
-                    // A removal may refill the chunk from either neighbour.
-                    checks.extend([index.checked_sub(1), Some(index + 1)].into_iter().flatten().map(|n| (n, None)));
-                }
                 if removing && found && top.chunks() > 1 && c.len() - 1 < min_fill(self.capacity()) {
                     // The deletion refills the chunk from a neighbour.
                     let neighbour = if index + 1 < top.chunks() { index + 1 } else { index - 1 };
+                    // An entry moves from it, or it merges with this chunk.
+                    checks.push((neighbour, None));
                     match find(top, neighbour).0 {
                         Node::Stub(s) => stubs.push((neighbour, s.record)),
                         // A merge removes the right chunk of the pair and rebalances its path.
@@ -177,7 +175,8 @@ impl Tree {
         if stubs.is_empty() {
             let top = self.top_mut().expect("a tree with a top");
             for (index, entry) in checks {
-                if let Some(c) = loaded_mut(top, index) {
+                if let Node::Leaf(c) = chunk_node_mut(top, index) {
+                    let c = Arc::make_mut(c);
                     match entry {
                         Some(i) => c.check_group_of(i)?,
                         None => c.check_groups()?,
@@ -391,44 +390,31 @@ fn loaded_chunks(node: &Node, base: u64, out: &mut Vec<(u64, u64, usize)>) {
     }
 }
 
-/// The loaded chunk `index`, to check its groups (`None`: a stub). The
+/// The node of chunk `index` below `node` (a loaded chunk or a stub). The
 /// nodes on the way are made the working tree's own, not marked changed.
-fn loaded_mut(node: &mut Node, index: u64) -> Option<&mut Chunk> {
+fn chunk_node_mut(node: &mut Node, index: u64) -> &mut Node {
     match node {
-        Node::Leaf(c) => Some(Arc::make_mut(c)),
-        Node::Stub(_) => None,
         Node::Inner(_) => {
             let n = node.inner_mut();
             let lc = n.left.chunks();
             if index < lc {
-                loaded_mut(&mut n.left, index)
+                chunk_node_mut(&mut n.left, index)
             } else {
-                loaded_mut(&mut n.right, index - lc)
+                chunk_node_mut(&mut n.right, index - lc)
             }
         }
+        _ => node,
     }
 }
 
 /// Turns the loaded chunk `index` into a stub if the store holds it as it is.
-fn stub_out(node: &mut Node, index: u64) -> bool {
-    match node {
-        Node::Leaf(c) => {
-            let stub = match (&c.stored, c.persisted) {
-                (Some(s), true) => Stub { record: s.record, entries: Some(c.len() as u64) },
-                _ => return false,
-            };
-            *node = Node::Stub(stub);
-            true
-        }
-        Node::Stub(_) => false,
-        Node::Inner(_) => {
-            let n = node.inner_mut();
-            let lc = n.left.chunks();
-            if index < lc {
-                stub_out(&mut n.left, index)
-            } else {
-                stub_out(&mut n.right, index - lc)
-            }
-        }
-    }
+fn stub_out(top: &mut Node, index: u64) -> bool {
+    let node = chunk_node_mut(top, index);
+    let Node::Leaf(c) = &*node else { return false };
+    let stub = match (&c.stored, c.persisted) {
+        (Some(s), true) => Stub { record: s.record, entries: Some(c.len() as u64) },
+        _ => return false,
+    };
+    *node = Node::Stub(stub);
+    true
 }
