@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use crate::envelope::VerifiedChunk;
 use crate::error::{ProofError, StoreError};
-use crate::hash::{empty_root, entry_hash, Hash};
+use crate::hash::{empty_root, entry_hash, Hash, GROUP_LEAVES};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    encode_entry, in_key_order, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord,
-    WaitingDeltas,
+    encode_entry, in_key_order, verify_group, verify_groups, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot,
+    Table, VersionRecord, WaitingDeltas,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -214,10 +214,12 @@ struct NewChunk {
     state: ChunkState,
 }
 
-/// An old chunk's slots as read, and the base its record is a delta of.
+/// An old chunk's slots as read, its group nodes (which gave its chunk
+/// hash), and the base its record is a delta of.
 #[derive(Debug, Clone)]
 struct OldSlots {
     slots: Arc<[Slot]>,
+    groups: Arc<[Hash]>,
     base: Option<Ref>,
 }
 
@@ -857,16 +859,21 @@ impl CatchUp {
         self.start_matching(c, Leaves::default(), Some(slots));
     }
 
+    /// Old chunk `j`'s record, read: its group nodes must give its chunk
+    /// hash. Its entry hashes are not hashed here: a slot is reused only
+    /// when its entry hash equals a leaf checked against the new root, and
+    /// the group of any other slot is checked before its entry is marked
+    /// stale (`mark_stale`).
     fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {
         let Some(j) = self.loading.remove(r) else { return Ok(()) };
         self.requested.remove(&j);
-        verify_slots(&slots, groups, &r.hash)?;
+        verify_groups(slots.len(), groups, &r.hash)?;
         if j == 0 {
             self.old.first_key = Some(slots[0].key.as_slice().into());
         }
-        let slots = OldSlots { slots: slots.into(), base };
+        let slots = OldSlots { slots: slots.into(), groups: groups.into(), base };
         if self.replaced.as_mut().is_some_and(|set| set.remove(&j)) {
-            self.mark_stale(j, &slots);
+            self.mark_stale(j, &slots)?;
         }
         if let Some(chunks) = self.waiting.get(&j).cloned() {
             self.slots.insert(j, slots);
@@ -877,19 +884,31 @@ impl CatchUp {
         Ok(())
     }
 
-    /// Old chunk `j` leaves: its record, its base, and the entries no new chunk took.
-    fn mark_stale(&mut self, j: usize, old: &OldSlots) {
+    /// Old chunk `j` leaves: its record, its base, and the entries no new
+    /// chunk took, each after its group checks (so that a corrupt entry
+    /// hash never marks another version's entry stale).
+    fn mark_stale(&mut self, j: usize, old: &OldSlots) -> Result<(), StoreError> {
         let record = self.old.chunks[j].record;
         self.stale.push((Table::Chunks, record));
         if let Some(base) = old.base.filter(|b| *b != record) {
             self.stale.push((Table::Chunks, base));
         }
         let reused = self.reused.remove(&j);
+        let mut checked = usize::MAX;
         for (p, s) in old.slots.iter().enumerate() {
-            if !reused.as_ref().is_some_and(|r| r[p]) {
-                self.stale.push((Table::Entries, s.entry));
+            if reused.as_ref().is_some_and(|r| r[p]) {
+                continue;
             }
+            let g = p / GROUP_LEAVES;
+            if g != checked {
+                let leaves: Vec<Hash> =
+                    old.slots.chunks(GROUP_LEAVES).nth(g).expect("p is a slot").iter().map(|s| s.entry.hash).collect();
+                verify_group(&leaves, &old.groups[g])?;
+                checked = g;
+            }
+            self.stale.push((Table::Entries, s.entry));
         }
+        Ok(())
     }
 
     /// The last write: the new inner nodes, the stale marks and the version

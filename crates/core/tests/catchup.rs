@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::pages::{Paged, Pages};
-use bpavl_core::record::{Ref, Table, VersionRecord};
+use bpavl_core::record::{ChunkRecord, Ref, Table, VersionRecord};
 use bpavl_core::{
     verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
     FORMAT_LEAVES, FORMAT_SUBTREE,
@@ -508,5 +508,64 @@ fn changed_chunks_that_come_whole_are_taken_as_well() {
         // Entries the head holds are still taken from it.
         let (fetched, new) = (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
         assert!(fetched <= new || target.chunk_count() == 1, "round {round}: {fetched} > {new}");
+    }
+}
+
+/// Old chunks are checked by their group nodes when read, and their entry
+/// hashes only where a hash is used as read: a slot is reused when its hash
+/// equals a checked leaf, and any other slot's group is checked before its
+/// entry is marked stale. A flipped entry hash (here in the last group of
+/// the chunk an update changes) is therefore found, and never marks a
+/// record stale; without that group check this catch-up succeeds.
+#[test]
+fn a_corrupt_entry_hash_in_an_old_chunk_is_found_before_it_is_marked_stale() {
+    let capacity = 64;
+    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
+    for k in 0..200u16 {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    let mut next = tree.clone();
+    next.insert(&key(0), &value(0, 2)).unwrap();
+    next.commit();
+    let target = next.head();
+    let peer = Peer { target, levels: 4, lie: Lie::None, tag: 1 };
+
+    let chunks = store.table(Table::Chunks).clone();
+    let (record_key, mut slots, groups) = chunks
+        .iter()
+        .find_map(|(k, b)| match ChunkRecord::decode(b, capacity) {
+            Ok(ChunkRecord::Full { slots, groups }) if slots[0].key.as_slice() == key(0).as_slice() => {
+                Some((k.clone(), slots, groups))
+            }
+            _ => None,
+        })
+        .expect("the chunk of key 0");
+    assert!(slots.len() > 16, "slot 0 and the last slot are in different groups");
+    slots.last_mut().unwrap().entry.hash[0] ^= 1;
+    let mut bad = store.clone();
+    bad.table(Table::Chunks).insert(record_key, ChunkRecord::Full { slots, groups }.encode());
+
+    for (s, whole) in [(&mut store, true), (&mut bad, false)] {
+        let head = s.load_as(commit.version, capacity, true).unwrap();
+        let mut cu = CatchUp::new(&head, target.root()).unwrap();
+        let mut outcome = None;
+        for _ in 0..1000 {
+            if let Err(e) = feed(&mut cu, s) {
+                outcome = Some(Err(e));
+                break;
+            }
+            put_all(s, cu.take_puts());
+            if cu.is_fetched() && cu.needed().unwrap().is_empty() {
+                outcome = Some(cu.finish().map(|_| ()));
+                break;
+            }
+            for f in cu.fetches(usize::MAX) {
+                peer.answer(&mut cu, &f).unwrap();
+            }
+        }
+        let expected = if whole { Ok(()) } else { Err(StoreError::Corrupt) };
+        assert_eq!(outcome, Some(expected), "whole: {whole}");
     }
 }

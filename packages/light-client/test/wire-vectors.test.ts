@@ -1,6 +1,7 @@
 // The byte rules of spec/wire.md, from spec/vectors/wire.json (written by
 // hand from the spec): frames fed whole and one byte at a time, request and
-// response bodies decoded and re-encoded, PROOF, MULTIPROOF and ROOTS payloads, and every
+// response bodies decoded and re-encoded, PROOF, MULTIPROOF, MULTILEAVES,
+// MULTIENTRIES and ROOTS payloads, and every
 // invalid case refused with its code.
 import { describe, expect, it } from 'vitest';
 import {
@@ -13,8 +14,10 @@ import {
   encodeMultiproofPayload,
   encodeRequest,
   encodeResponse,
+  encodeMultiPayload,
   encodeRootsPayload,
   FrameDecoder,
+  multiParts,
   type Request,
   WireError,
 } from '../src/wire/index.js';
@@ -53,6 +56,8 @@ function asRequest(o: Record<string, unknown>): Request {
   const out: Record<string, unknown> = { ...o };
   for (const k of ['root', 'key', 'start', 'end', 'path', 'bitmap']) if (typeof o[k] === 'string') out[k] = bytes(o[k] as string);
   if (Array.isArray(o.keys)) out.keys = (o.keys as string[]).map(bytes);
+  if (Array.isArray(o.paths)) out.paths = (o.paths as string[]).map(bytes);
+  if (Array.isArray(o.chunks)) out.chunks = (o.chunks as { path: string; bitmap: string }[]).map((c) => ({ path: bytes(c.path), bitmap: bytes(c.bitmap) }));
   return out as unknown as Request;
 }
 
@@ -73,9 +78,9 @@ describe('frames', () => {
 describe('requests', () => {
   it.each<[string, Vector]>(V.requests.valid.map((c: Vector) => [c.description, c]))('valid: %s', (_d, c) => {
     const got = decodeRequest(bytes(c.body)) as unknown as Record<string, unknown>;
-    const shown = Object.fromEntries(
-      Object.entries(got).map(([k, v]) => [k, v instanceof Uint8Array ? hex(v) : Array.isArray(v) ? v.map((x: Uint8Array) => hex(x)) : v]),
-    );
+    const show = (v: unknown): unknown =>
+      v instanceof Uint8Array ? hex(v) : Array.isArray(v) ? v.map(show) : typeof v === 'object' && v !== null ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, show(x)])) : v;
+    const shown = show(got);
     expect(shown).toEqual(c.request);
     expect(hex(encodeRequest(asRequest(c.request)))).toBe(c.body);
   });
@@ -104,6 +109,11 @@ describe('responses', () => {
       expect({ asked: want.multiproof_payload.asked, count: p.count, proof: hex(p.proof) }).toEqual(want.multiproof_payload);
       expect(hex(encodeMultiproofPayload(p))).toBe(want.payload);
     }
+    if (want.multi_payload) {
+      const parts = [...multiParts(r.payload, want.multi_payload.asked)];
+      expect({ asked: want.multi_payload.asked, parts: parts.map(hex) }).toEqual(want.multi_payload);
+      expect(hex(encodeMultiPayload(parts))).toBe(want.payload);
+    }
     if (want.roots) {
       const roots = decodeRootsPayload(r.payload);
       expect(roots.map((x) => ({ root: hex(x.root), version: x.version, chunk_count: x.chunkCount }))).toEqual(want.roots);
@@ -118,6 +128,7 @@ describe('responses', () => {
       const decode = {
         proof_payload: decodeProofPayload,
         multiproof_payload: (p: Uint8Array) => decodeMultiproofPayload(p, c.asked),
+        multi_payload: (p: Uint8Array) => [...multiParts(p, c.asked)],
         roots: decodeRootsPayload,
       }[c.part as string]!;
       expect(wireCode(() => decode(payload)).code).toBe(c.code);

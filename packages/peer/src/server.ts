@@ -45,6 +45,7 @@ import {
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
+import { multiAnswer, storedMultiAnswer } from './multi.ts';
 import { answerOf, proofOf, storedMultiproofPayload } from './proofs.ts';
 import { fittingRangeProof, fittingStoredRangeProof } from './range.ts';
 import {
@@ -347,6 +348,13 @@ export class SyncServer {
           payload = answer;
           break;
         }
+        case Kind.MultiLeaves:
+        case Kind.MultiEntries: {
+          const answer = multiAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          if (answer === undefined) return { status: Status.BadRequest };
+          payload = answer;
+          break;
+        }
       }
       return { status: Status.Ok, payload, tree };
     } catch (e) {
@@ -376,6 +384,11 @@ export class SyncServer {
         case Kind.Leaves:
         case Kind.Entries: {
           const answer = await catchUpAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
+        }
+        case Kind.MultiLeaves:
+        case Kind.MultiEntries: {
+          const answer = await storedMultiAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
           return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
         }
       }

@@ -11,6 +11,9 @@ import { init, Tree } from '@bpavl/wasm';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { catchUp, type CatchUpEvent, syncState } from '../../light-client/src/sync/index.js';
 import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
+import type { ServerHook } from '../../peer/src/hook.ts';
+import { startPeer as startHonestPeer } from '../../peer/src/peer.ts';
+import { Kind, Status } from '../../light-client/src/wire/index.js';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
 import { storedVersions } from '../../peer/src/db-commands.ts';
@@ -113,8 +116,13 @@ it('a catch-up commits the newer root as the next version, fetching a small part
   const { base, next } = chain(6000, 16, 30);
   const path = await storeOf(base);
   const honest = await Promise.all([0, 1, 2].map(() => serve(next)));
-  const result = await run(path, next, honest.map((p) => p.wsUrl!));
+  const events: CatchUpEvent[] = [];
+  const result = await run(path, next, honest.map((p) => p.wsUrl!), (e) => events.push(e));
   expect(result).toMatchObject({ fromVersion: 1, version: 2, banned: [] });
+  // Many chunks' leaves a request (MULTILEAVES).
+  const leavesRequests = events.filter((e) => e.type === 'request' && e.kind === 'leaves').length;
+  expect(leavesRequests).toBeGreaterThan(0);
+  expect(leavesRequests).toBeLessThan(result.changedChunks / 2);
   await expectHolds(path, next);
   // A full sync would fetch every chunk envelope.
   let full = 0;
@@ -172,6 +180,31 @@ it('a peer that predates catch-up is skipped, not banned', async () => {
   await expectHolds(path, next);
 });
 
+it('a peer that predates MULTILEAVES and MULTIENTRIES is asked one chunk a request, and not banned', async () => {
+  const { base, next } = chain(4000, 16, 40);
+  const path = await storeOf(base);
+  // It answers the two kinds BAD_REQUEST, as a peer of the release before them, and serves the rest.
+  const single = new Set<number>([Kind.MultiLeaves, Kind.MultiEntries]);
+  const asked: number[] = [];
+  const hook: ServerHook = {
+    reply: (req) => {
+      if (req.request !== undefined) asked.push(req.request.kind);
+      return req.request !== undefined && single.has(req.request.kind) ? { kind: 'answer', status: Status.BadRequest } : undefined;
+    },
+  };
+  const older = await startHonestPeer(new StaticTreeSource([new CachedTree(next.head())]), { libp2pPort: null, hook });
+  peers.push(older);
+  const events: CatchUpEvent[] = [];
+  const result = await run(path, next, [older.wsUrl!], (e) => events.push(e));
+  expect(result).toMatchObject({ version: 2, banned: [] });
+  expect(result.fetchedChunks).toBe(result.changedChunks);
+  await expectHolds(path, next, 2);
+  // Refused once, then asked LEAVES and ENTRIES only.
+  expect(asked.filter((k) => single.has(k)).length).toBe(1);
+  expect(asked.filter((k) => k === Kind.Leaves).length).toBe(result.changedChunks);
+  expect(events.some((e) => e.type === 'rejected' && e.code === 'BAD_REQUEST')).toBe(true);
+});
+
 it('a changed chunk no peer serves leaves or entries of comes whole (CHUNK), its unchanged entries still taken from the store', async () => {
   const { base, next } = chain(4000, 16, 30);
   const path = await storeOf(base);
@@ -217,12 +250,12 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   const { base, next } = chain(8000, 16, 400);
   const path = await storeOf(base);
   const urls = [(await serve(next)).wsUrl!, (await serve(next)).wsUrl!];
-  // Stop the first run once enough changed chunks are in.
+  // Stop the first run once enough changed chunks are in (one chunk a request, so that each answer is one).
   const abort = new AbortController();
   let answers = 0;
   const state = await openState({ path });
   await expect(
-    catchUp({ store: state, root: next.head().root, peers: urls, signal: abort.signal, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++answers === 60 && abort.abort(new Error('stopped')) }),
+    catchUp({ store: state, root: next.head().root, peers: urls, signal: abort.signal, chunksPerRequest: 1, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++answers === 60 && abort.abort(new Error('stopped')) }),
   ).rejects.toMatchObject({ message: 'stopped' });
   await state.close();
   // Damage one chunk record it stored: that chunk is fetched again, and nobody is banned for it.
@@ -256,7 +289,7 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   const stop = new AbortController();
   let n = 0;
   await expect(
-    catchUp({ store: again, root: further.head().root, peers: [url3], signal: stop.signal, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++n === 30 && stop.abort(new Error('stopped')) }),
+    catchUp({ store: again, root: further.head().root, peers: [url3], signal: stop.signal, chunksPerRequest: 1, onEvent: (e) => e.type === 'verified' && e.kind === 'entries' && ++n === 30 && stop.abort(new Error('stopped')) }),
   ).rejects.toMatchObject({ message: 'stopped' });
   await again.discardSync();
   await again.put(enc('x'), enc('y'));

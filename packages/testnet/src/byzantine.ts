@@ -2,8 +2,9 @@
  * Byzantine serving modes, for tests and the demo: a peer that lies on a
  * fraction of its answers, in one of several ways, chosen by a seeded RNG so
  * runs are reproducible. Only `CHUNK`, `PROOF`, `RANGE`, `MULTIPROOF` and
- * the catch-up answers (`NODES`, `LEAVES`, `ENTRIES`) that would be `OK` are
- * ever lied on; `ROOTS` and error statuses
+ * the catch-up answers (`NODES`, `LEAVES`, `ENTRIES`, and `MULTILEAVES` and
+ * `MULTIENTRIES` in their first part, as that chunk's `LEAVES` or `ENTRIES`)
+ * that would be `OK` are ever lied on; `ROOTS` and error statuses
  * stay honest. A `MULTIPROOF` answer is lied on as a whole: `corrupt-*` in
  * its first revealed entry or last byte, `wrong-root` with the other tree's
  * multiproof, and the key lies about one asked key, picked at random (see
@@ -59,8 +60,18 @@
 
 import { createHash } from 'node:crypto';
 import { verifyMultiproof, verifyRange } from '@bpavl/light-client/verify';
-import { decodeMultiproofPayload, encodeMultiproofPayload, encodeProofPayload, Kind, MAX_RESPONSE_BYTES, type Request } from '@bpavl/light-client/wire';
+import {
+  decodeMultiproofPayload,
+  encodeMultiPayload,
+  encodeMultiproofPayload,
+  encodeProofPayload,
+  Kind,
+  MAX_RESPONSE_BYTES,
+  multiParts,
+  type Request,
+} from '@bpavl/light-client/wire';
 import { BaselineKind, type BaselineRequest, type BaselineServed } from './baseline.ts';
+import { multiAnswer, type MultiRequest } from '../../peer/src/multi.ts';
 import { proofOf } from '../../peer/src/proofs.ts';
 import type { ServedTree } from '../../peer/src/source.ts';
 
@@ -286,6 +297,7 @@ export class Byzantine {
   #lie(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: ServedTree | undefined, payload: Uint8Array): Lie | undefined {
     const generic = this.#genericLie(payload);
     if (generic !== null) return generic;
+    if (req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries) return this.#lieInMulti(req, tree, payload);
     switch (this.mode) {
       case 'corrupt-value':
       case 'corrupt-key':
@@ -326,6 +338,17 @@ export class Byzantine {
     }
   }
 
+  /** A `MULTILEAVES` or `MULTIENTRIES` answer is lied on in its first part, as that chunk's `LEAVES` or `ENTRIES` answer would be. */
+  #lieInMulti(req: MultiRequest, tree: ServedTree | undefined, payload: Uint8Array): Lie | undefined {
+    const first: Exclude<Request, { kind: typeof Kind.Roots }> =
+      req.kind === Kind.MultiLeaves
+        ? { id: req.id, kind: Kind.Leaves, root: req.root, path: req.paths[0]! }
+        : { id: req.id, kind: Kind.Entries, root: req.root, ...req.chunks[0]! };
+    const parts = [...multiParts(payload, req.kind === Kind.MultiLeaves ? req.paths.length : req.chunks.length)];
+    const lie = this.#lie(first, tree, parts[0]!);
+    if (lie?.kind !== 'payload' && lie?.kind !== 'twice') return lie;
+    return { ...lie, payload: encodeMultiPayload([lie.payload, ...parts.slice(1)]) };
+  }
 }
 
 /** A lie that replaces the payload, or no lie when there is nothing to send instead. */
@@ -360,6 +383,9 @@ function answerFrom(other: ServedTree, req: Exclude<Request, { kind: typeof Kind
         return other.exportLeaves?.(req.path);
       case Kind.Entries:
         return other.exportEntries?.(req.path, req.bitmap, MAX_RESPONSE_BYTES - 11);
+      case Kind.MultiLeaves:
+      case Kind.MultiEntries:
+        return multiAnswer(other, req, MAX_RESPONSE_BYTES - 11);
     }
   } catch {
     return undefined;

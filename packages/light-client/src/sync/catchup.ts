@@ -6,6 +6,8 @@
  * the root; this module asks peers, bans a peer at its first bad answer and
  * asks another, and treats a peer that answers the catch-up kinds with
  * `BAD_REQUEST` as one that predates them (not asked again, not banned).
+ * The leaves and entries of many chunks go in one request (`MULTILEAVES`,
+ * `MULTIENTRIES`), asked of the peers that serve those kinds.
  * @module
  */
 
@@ -13,7 +15,8 @@ import { ask, type AskContext, type QueryEvent } from '../client/ask.js';
 import { PeerPool, type PoolPeer } from '../client/pool.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, RequestBody } from '../transport/types.js';
-import { Kind, Status } from '../wire/constants.js';
+import { Kind, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
+import { multiParts } from '../wire/messages.js';
 import { type BannedPeer, SyncError } from './types.js';
 
 /** A piece a catch-up asks a peer for: `path` is an encoded tree path (`spec/wire.md`, "Catch-up"). */
@@ -78,8 +81,10 @@ export interface CatchUpOptions {
   requestTimeoutMs?: number;
   /** The longest one piece may take over every peer before the catch-up fails with `NO_HONEST_PEERS` (default 60,000 ms). */
   pieceDeadlineMs?: number;
-  /** Pieces in flight per usable peer (default 8). */
+  /** Requests in flight per usable peer (default 8). */
   inflightPerPeer?: number;
+  /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 asks `LEAVES` and `ENTRIES`). */
+  chunksPerRequest?: number;
 }
 
 /** What a finished catch-up returns. */
@@ -113,6 +118,25 @@ function requestOf(root: Uint8Array, piece: CatchUpPiece): RequestBody & { root:
       return { kind: Kind.Entries, root, path: piece.path, bitmap: piece.bitmap };
   }
 }
+
+/**
+ * The `MULTILEAVES` or `MULTIENTRIES` request of pieces of one kind, or
+ * `undefined` for nodes.
+ */
+function multiRequestOf(root: Uint8Array, pieces: readonly CatchUpPiece[]): (RequestBody & { root: Uint8Array }) | undefined {
+  const kind = pieces[0]?.kind;
+  if (kind === 'leaves') return { kind: Kind.MultiLeaves, root, paths: pieces.map((p) => p.path) };
+  if (kind === 'entries') return { kind: Kind.MultiEntries, root, chunks: pieces.map((p) => ({ path: p.path, bitmap: (p as { bitmap: Uint8Array }).bitmap })) };
+  return undefined;
+}
+
+/** Request bytes a piece adds to a `MULTILEAVES` or `MULTIENTRIES` (its path, and its bitmap with a length). */
+function multiBytes(piece: CatchUpPiece): number {
+  return piece.path.length + (piece.kind === 'entries' ? 2 + piece.bitmap.length : 0);
+}
+
+/** Request bytes before the pieces: version, kind, id (≤ 8), root, count (≤ 2). */
+const MULTI_HEAD_BYTES = 2 + 8 + 32 + 2;
 
 function pieceKey(piece: CatchUpPiece): string {
   return `${piece.kind}:${piece.path.join(',')}:${piece.kind === 'entries' ? piece.bitmap.join(',') : ''}`;
@@ -162,11 +186,18 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   let bytes = 0;
   let requests = 0;
   let fetchedChunks = 0;
-  const inflight = new Map<string, Promise<void>>();
+  /** Requests out, and the pieces they ask for (a piece is asked by one request at a time). */
+  const running = new Set<Promise<void>>();
+  const asked = new Set<string>();
   const perPeer = opts.inflightPerPeer ?? 8;
+  const perRequest = Math.max(1, Math.min(MAX_MULTI_CHUNKS, opts.chunksPerRequest ?? 32));
+  /** Peers that answered `MULTILEAVES` or `MULTIENTRIES` with `BAD_REQUEST` (asked one chunk a request), and the old ones. */
+  const notMulti = new Set<PoolPeer>();
   try {
     /** Every peer, those that predate the catch-up kinds included: they serve whole chunks. */
     const anyPeer: AskContext = { ...ctx, skip: new Set() };
+    /** Peers that serve the leaves and entries of many chunks a request. */
+    const multiPeers: AskContext = { ...ctx, skip: notMulti };
     /**
      * A changed chunk whole (`CHUNK` by index) when no peer left serves its
      * leaves or entries, only peers that predate them (`spec/wire.md`,
@@ -181,6 +212,10 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
         session.addChunk(piece.path, index, payload);
         if (piece.kind === 'leaves') fetchedChunks++;
       }, opts.signal);
+    };
+    const progress = async () => {
+      await session.settle();
+      emit({ type: 'progress', bytes, changedChunks: session.changedChunks, inflight: asked.size });
     };
     /** Asks for one piece until an honest answer is in and settled. */
     const fetch = async (piece: CatchUpPiece): Promise<void> => {
@@ -197,7 +232,13 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
           if (piece.kind === 'leaves') fetchedChunks++;
           return undefined;
         },
-        { signal: opts.signal, onRefused: (peer) => old.add(peer), ...(top && { accept: new Set([Status.OutOfRange]) }) },
+        {
+          signal: opts.signal,
+          onRefused: (peer) => {
+            old.add(peer);
+            notMulti.add(peer);
+          },
+          ...(top && { accept: new Set([Status.OutOfRange]) }) },
       ).catch(async (e: unknown) => {
         if (!(e instanceof SyncError) || e.code !== 'NO_HONEST_PEERS' || opts.signal?.aborted) throw e;
         await whole(piece, e);
@@ -210,28 +251,87 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
         }, opts.signal);
         if (!session.addTopChunk(envelope)) pool.ban(outOfRange, 'OUT_OF_RANGE', 'said the top is no inner node');
       }
-      await session.settle();
-      emit({ type: 'progress', bytes, changedChunks: session.changedChunks, inflight: inflight.size });
+      await progress();
+    };
+    /**
+     * Asks for the leaves (or entries) of several chunks in one request.
+     * Each part is checked as its chunk's answer before the next is read;
+     * chunks after the parts that came are asked again later. With no
+     * peer left that serves these kinds, each chunk is asked alone.
+     */
+    const fetchMany = async (pieces: CatchUpPiece[]): Promise<void> => {
+      requests++;
+      const kind = pieces[0]!.kind;
+      try {
+        await ask(
+          multiPeers,
+          multiRequestOf(opts.root, pieces)!,
+          kind,
+          (payload, _status, peer) => {
+            bytes += payload.length;
+            let i = 0;
+            for (const part of multiParts(payload, pieces.length)) {
+              session.add(pieces[i++]!, part, tags.get(peer)!);
+              if (kind === 'leaves') fetchedChunks++;
+            }
+          },
+          { signal: opts.signal, onRefused: (peer) => notMulti.add(peer) },
+        );
+      } catch (e) {
+        if (!(e instanceof SyncError) || e.code !== 'NO_HONEST_PEERS' || opts.signal?.aborted) throw e;
+        await Promise.all(pieces.map((p) => fetch(p)));
+        return;
+      }
+      await progress();
+    };
+    const start = (pieces: CatchUpPiece[]) => {
+      const keys = pieces.map(pieceKey);
+      for (const k of keys) asked.add(k);
+      const run: Promise<void> = (pieces.length === 1 && (pieces[0]!.kind === 'nodes' || perRequest === 1) ? fetch(pieces[0]!) : fetchMany(pieces)).finally(() => {
+        running.delete(run);
+        for (const k of keys) asked.delete(k);
+      });
+      running.add(run);
     };
     while (!session.isFetched) {
       opts.signal?.throwIfAborted();
-      const room = Math.max(1, perPeer * pool.usable().filter((p) => !old.has(p)).length);
-      // In a stable order: the pieces in flight come first, so `room` more are enough.
-      for (const piece of session.pieces(room + inflight.size)) {
-        if (inflight.size >= room) break;
-        const key = pieceKey(piece);
-        if (inflight.has(key)) continue;
-        const running = fetch(piece).finally(() => inflight.delete(key));
-        inflight.set(key, running);
+      const usable = pool.usable().filter((p) => !old.has(p)).length;
+      const room = Math.max(1, perPeer * usable);
+      if (running.size < room) {
+        // In a stable order, pieces in flight first: enough for the requests there is room for (one peer's worth of batches at a time).
+        const fresh = session.pieces(asked.size + Math.min(room - running.size, usable) * perRequest).filter((p) => !asked.has(pieceKey(p)));
+        const batches: { pieces: CatchUpPiece[]; bytes: number; full: boolean }[] = [];
+        const open = { leaves: undefined as (typeof batches)[number] | undefined, entries: undefined as (typeof batches)[number] | undefined };
+        for (const piece of fresh) {
+          if (piece.kind === 'nodes' || perRequest === 1) {
+            if (running.size < room) start([piece]);
+            continue;
+          }
+          let batch = open[piece.kind];
+          if (batch !== undefined && batch.bytes + multiBytes(piece) > MAX_REQUEST_BYTES) batch.full = true;
+          if (batch === undefined || batch.full) {
+            batch = { pieces: [], bytes: MULTI_HEAD_BYTES, full: false };
+            batches.push(batch);
+            open[piece.kind] = batch;
+          }
+          batch.pieces.push(piece);
+          batch.bytes += multiBytes(piece);
+          batch.full = batch.pieces.length === perRequest;
+        }
+        // A batch goes out full, or short while peers have little to do (so that pieces gather while they are busy).
+        for (const batch of batches) {
+          if (running.size >= room) break;
+          if (batch.full || running.size < Math.max(1, usable)) start(batch.pieces);
+        }
       }
-      if (inflight.size === 0) {
+      if (running.size === 0) {
         await session.settle();
         if (!session.isFetched && session.pieces(1).length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
         continue;
       }
-      await Promise.race(inflight.values());
+      await Promise.race(running);
     }
-    await Promise.all(inflight.values());
+    await Promise.all(running);
     const { version, liars } = await session.finish();
     for (const tag of new Set(liars)) {
       const peer = pool.peers[tag];
@@ -252,7 +352,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
     };
   } catch (e) {
     // Pieces still out settle before the session closes (their rejections are this one's).
-    await Promise.allSettled(inflight.values());
+    await Promise.allSettled(running);
     throw e;
   } finally {
     pool.close();

@@ -25,6 +25,9 @@ export const MAX_IN_FLIGHT_PER_CONNECTION = 64;
 /** "MULTIPROOF … (1 ≤ count ≤ 256 …)": keys per `MULTIPROOF` request. */
 export const MAX_MULTIPROOF_REQUEST_KEYS = 256;
 
+/** "MULTILEAVES … MULTIENTRIES … (1 ≤ count ≤ 256)": chunks per request. */
+export const MAX_MULTI_CHUNKS = 256;
+
 /** "NODES … levels u8 (1 … 48)": tree levels per `NODES` request. */
 export const MAX_NODES_LEVELS = 48;
 
@@ -34,8 +37,8 @@ export const MAX_PATH_DEPTH = 48;
 /** "ENTRIES … bitmap … 1 … 512 bytes" (⌈4096 / 8⌉: one bit per entry of the largest chunk). */
 export const MAX_BITMAP_BYTES = 512;
 
-/** Request kinds: "1 CHUNK, 2 PROOF, 3 RANGE, 4 ROOTS, 6 MULTIPROOF, 7 NODES, 8 LEAVES, 9 ENTRIES" (5 is retired). */
-export const Kind = { Chunk: 1, Proof: 2, Range: 3, Roots: 4, Multiproof: 6, Nodes: 7, Leaves: 8, Entries: 9 } as const;
+/** Request kinds: "1 CHUNK, 2 PROOF, 3 RANGE, 4 ROOTS, 6 MULTIPROOF, 7 NODES, 8 LEAVES, 9 ENTRIES, 10 MULTILEAVES, 11 MULTIENTRIES" (5 is retired). */
+export const Kind = { Chunk: 1, Proof: 2, Range: 3, Roots: 4, Multiproof: 6, Nodes: 7, Leaves: 8, Entries: 9, MultiLeaves: 10, MultiEntries: 11 } as const;
 /** A request kind. */
 export type Kind = (typeof Kind)[keyof typeof Kind];
 

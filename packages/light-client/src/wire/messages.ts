@@ -7,7 +7,7 @@
 import { compareBytes, encodeVarint, Reader } from '../codec.js';
 import { HASH_LEN, MAX_KEY_LEN, MAX_RANGE_LIMIT } from '../constants.js';
 import { isProofError } from '../errors.js';
-import { Kind, MAX_BITMAP_BYTES, MAX_MULTIPROOF_REQUEST_KEYS, MAX_NODES_LEVELS, MAX_PATH_DEPTH, Status, WIRE_VERSION } from './constants.js';
+import { Kind, MAX_BITMAP_BYTES, MAX_MULTI_CHUNKS, MAX_MULTIPROOF_REQUEST_KEYS, MAX_NODES_LEVELS, MAX_PATH_DEPTH, Status, WIRE_VERSION } from './constants.js';
 import { WireError } from './errors.js';
 
 /** A request a client sends (`spec/wire.md`, "Requests"). */
@@ -20,7 +20,16 @@ export type Request =
   /** Catch-up (`spec/wire.md`, "Catch-up"): `path` is an encoded tree path (`depth u8 ‖ turns`). */
   | { id: number; kind: typeof Kind.Nodes; root: Uint8Array; path: Uint8Array; levels: number }
   | { id: number; kind: typeof Kind.Leaves; root: Uint8Array; path: Uint8Array }
-  | { id: number; kind: typeof Kind.Entries; root: Uint8Array; path: Uint8Array; bitmap: Uint8Array };
+  | { id: number; kind: typeof Kind.Entries; root: Uint8Array; path: Uint8Array; bitmap: Uint8Array }
+  /** Several chunks' `LEAVES` (`ENTRIES`) in one frame, in the order asked. */
+  | { id: number; kind: typeof Kind.MultiLeaves; root: Uint8Array; paths: readonly Uint8Array[] }
+  | { id: number; kind: typeof Kind.MultiEntries; root: Uint8Array; chunks: readonly ChunkBitmap[] };
+
+/** A chunk and the positions of it that a `MULTIENTRIES` request asks for. */
+export interface ChunkBitmap {
+  path: Uint8Array;
+  bitmap: Uint8Array;
+}
 
 /** A response's header and its kind-specific payload (the rest of the frame). */
 export interface Response {
@@ -104,6 +113,14 @@ export function encodeRequest(req: Request): Uint8Array {
       return w.push(req.root).push(req.path).finish();
     case Kind.Entries:
       return w.push(req.root).push(req.path).bytes(req.bitmap).finish();
+    case Kind.MultiLeaves:
+      w.push(req.root).varint(req.paths.length);
+      for (const p of req.paths) w.push(p);
+      return w.finish();
+    case Kind.MultiEntries:
+      w.push(req.root).varint(req.chunks.length);
+      for (const c of req.chunks) w.push(c.path).bytes(c.bitmap);
+      return w.finish();
   }
 }
 
@@ -118,7 +135,7 @@ function parse<T>(f: () => T, request?: { id: number; kind: number }): T {
 }
 
 function isKind(k: number): k is Kind {
-  return (k >= Kind.Chunk && k <= Kind.Roots) || (k >= Kind.Multiproof && k <= Kind.Entries);
+  return (k >= Kind.Chunk && k <= Kind.Roots) || (k >= Kind.Multiproof && k <= Kind.MultiEntries);
 }
 
 /**
@@ -194,15 +211,38 @@ export function decodeRequest(body: Uint8Array): Request {
         return { id, kind, root: r.take(HASH_LEN), path: treePath(r, header) };
       case Kind.Entries: {
         const root = r.take(HASH_LEN);
-        const path = treePath(r, header);
-        const length = r.varint();
-        if (length < 1 || length > MAX_BITMAP_BYTES) throw new WireError('MESSAGE_MALFORMED', 'entries bitmap length', header);
-        return { id, kind, root, path, bitmap: r.take(length) };
+        return { id, kind, root, path: treePath(r, header), bitmap: entriesBitmap(r, header) };
+      }
+      case Kind.MultiLeaves: {
+        const root = r.take(HASH_LEN);
+        const paths: Uint8Array[] = [];
+        for (let i = multiCount(r, header); i > 0; i--) paths.push(treePath(r, header));
+        return { id, kind, root, paths };
+      }
+      case Kind.MultiEntries: {
+        const root = r.take(HASH_LEN);
+        const chunks: ChunkBitmap[] = [];
+        for (let i = multiCount(r, header); i > 0; i--) chunks.push({ path: treePath(r, header), bitmap: entriesBitmap(r, header) });
+        return { id, kind, root, chunks };
       }
     }
   }, header);
   parse(() => r.finish(), header);
   return req;
+}
+
+/** An `ENTRIES` bitmap: `bytes`, 1 … 512 of them. */
+function entriesBitmap(r: Reader, header: { id: number; kind: number }): Uint8Array {
+  const length = r.varint();
+  if (length < 1 || length > MAX_BITMAP_BYTES) throw new WireError('MESSAGE_MALFORMED', 'entries bitmap length', header);
+  return r.take(length);
+}
+
+/** The chunk count of a `MULTILEAVES` or `MULTIENTRIES` request: 1 … 256. */
+function multiCount(r: Reader, header: { id: number; kind: number }): number {
+  const count = r.varint();
+  if (count < 1 || count > MAX_MULTI_CHUNKS) throw new WireError('MESSAGE_MALFORMED', 'multi count', header);
+  return count;
 }
 
 /** A range start: like a key, but it may be empty. */
@@ -337,6 +377,36 @@ export function decodeMultiproofPayload(payload: Uint8Array, asked: number): Mul
     if (count < 1 || count > asked) throw new WireError('MESSAGE_MALFORMED', `a multiproof of ${count} keys for ${asked} asked`);
     return { count, proof: payload.subarray(r.pos) };
   });
+}
+
+/**
+ * Encodes a `MULTILEAVES` or `MULTIENTRIES` payload from its parts (each a
+ * `LEAVES` or `ENTRIES` body): `k varint ‖ k × (length varint ‖ part)`.
+ */
+export function encodeMultiPayload(parts: readonly Uint8Array[]): Uint8Array {
+  const w = new Writer().varint(parts.length);
+  for (const p of parts) w.bytes(p);
+  return w.finish();
+}
+
+/**
+ * The parts of a `MULTILEAVES` or `MULTIENTRIES` payload for `asked`
+ * chunks, read one at a time (`spec/wire.md`, "Catch-up": each part is
+ * checked before the next is read). Throws `WireError` `MESSAGE_MALFORMED`
+ * for k = 0 or k > asked, a part longer than what is left, or bytes after
+ * the k-th part.
+ *
+ * @example
+ * ```ts
+ * for (const leaves of multiParts(payload, paths.length)) session.add(leaves);
+ * ```
+ */
+export function* multiParts(payload: Uint8Array, asked: number): Generator<Uint8Array, void, undefined> {
+  const r = new Reader(payload);
+  const count = parse(() => r.varint());
+  if (count < 1 || count > asked) throw new WireError('MESSAGE_MALFORMED', `${count} parts for ${asked} chunks asked`);
+  for (let i = 0; i < count; i++) yield parse(() => r.take(r.varint()));
+  parse(() => r.finish());
 }
 
 /** Encodes a `ROOTS` payload. */
