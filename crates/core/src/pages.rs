@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::envelope::ChunkEnvelope;
 use crate::error::{ProofError, StoreError, TreeError};
 use crate::hash::{
-    group_count, inchunk_node, left_size, multiproof_by, subtree_level, Hash, GROUP_LEAVES, GROUP_LEVEL,
+    entry_hashes, group_count, inchunk_node, left_size, multiproof_by, subtree_level, Hash, GROUP_LEAVES, GROUP_LEVEL,
 };
 use crate::keys::Keys;
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
@@ -27,8 +27,8 @@ use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
 use crate::record::{
-    decode_entry, decode_full, verify_group, verify_groups, Child, ChunkRecord, FullParts, NodeRecord, Ref, Table,
-    WaitingDeltas, FORMAT_FULL_CHUNK,
+    decode_entry, decode_full, entry_value_unchecked, verify_group, verify_groups, Child, ChunkRecord, FullParts,
+    NodeRecord, Ref, Table, WaitingDeltas, FORMAT_FULL_CHUNK,
 };
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
@@ -679,20 +679,25 @@ impl Pages {
     }
 
     /// The keys and values of slots `range` of chunk `c`, or every entry record missing.
+    /// The keys and values of `c`'s entries in `range`, every value checked
+    /// against its entry hash (hashed together, four at a time).
     fn values(&self, c: &CachedChunk, range: std::ops::Range<usize>) -> Result<KeyValues, Step> {
-        let (mut entries, mut need) = (Vec::with_capacity(range.len()), Vec::new());
+        let (mut found, mut need) = (Vec::with_capacity(range.len()), Vec::new());
         for i in range {
             let entry = c.entry(i)?;
-            match self.entry_value(&entry, c.key(i))? {
-                Some(v) => entries.push((c.key(i).to_vec(), v)),
+            match self.entries.get(&entry) {
+                Some(bytes) => found.push((i, entry.hash, entry_value_unchecked(bytes)?)),
                 None => need.push((Table::Entries, entry)),
             }
         }
-        if need.is_empty() {
-            Ok(entries)
-        } else {
-            Err(Step::Need(need))
+        if !need.is_empty() {
+            return Err(Step::Need(need));
         }
+        let hashes = entry_hashes(found.iter().map(|&(i, _, v)| (c.key(i), v)));
+        if found.iter().zip(&hashes).any(|((_, expected, _), h)| h != expected) {
+            return Err(StoreError::Corrupt.into());
+        }
+        Ok(found.into_iter().map(|(i, _, v)| (c.key(i).to_vec(), v.to_vec())).collect())
     }
 
     /// How many chunks the version whose top is `top` has.
