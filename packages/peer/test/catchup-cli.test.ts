@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { openState, TABLES } from '@bpavl/store';
 import { Tree } from '@bpavl/wasm';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { ServerHook } from '../src/hook.ts';
 import { type RunningPeer, startPeer } from '../src/peer.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
@@ -60,8 +61,10 @@ async function storesChunks(path: string, done: Promise<unknown>): Promise<void>
   }
 }
 
-async function serve(tree: Tree): Promise<string> {
-  const peer = await startPeer(new StaticTreeSource([new CachedTree(tree.head())]), { libp2pPort: null });
+/** A peer serving `tree`; with `delayMs`, each answer is sent that much later (a slow link, so that a catch-up lasts long enough to be killed mid-way). */
+async function serve(tree: Tree, delayMs = 0): Promise<string> {
+  const hook: ServerHook = { reply: (_req, honest) => ({ kind: 'delay', ms: delayMs, reply: { kind: 'answer', status: honest.status, ...(honest.payload && { payload: honest.payload }) } }) };
+  const peer = await startPeer(new StaticTreeSource([new CachedTree(tree.head())]), { libp2pPort: null, ...(delayMs > 0 && { hook }) });
   peers.push(peer);
   return peer.wsUrl!;
 }
@@ -101,7 +104,8 @@ it(`${KILLS} SIGKILLs of a catch-up leave the old version whole; the resume fetc
   const next = version(100_000, 1, 10);
   const sync = (tree: Tree, url: string) => spawnCli(['sync', '--root', hex(tree.head().root), '--peer', url, '--db', path, '--json'], 'ignore', 60_000);
   expect((await sync(base, await serve(base)).done).code).toBe(0);
-  const url = await serve(next);
+  // A connection answers one request at a time: 20 ms each makes a whole catch-up here (about 160 requests) last 3 s, so that no run ends before its kill.
+  const url = await serve(next, 20);
   const random = instants(0x2545f491);
   let killedMid = 0;
   for (let k = 0; k < KILLS; k++) {

@@ -135,6 +135,9 @@ function multiBytes(piece: CatchUpPiece): number {
   return piece.path.length + (piece.kind === 'entries' ? 2 + piece.bitmap.length : 0);
 }
 
+/** The longest a short batch waits for more pieces while peers are busy (ms). */
+const GATHER_MS = 10;
+
 /** Request bytes before the pieces: version, kind, id (≤ 8), root, count (≤ 2). */
 const MULTI_HEAD_BYTES = 2 + 8 + 32 + 2;
 
@@ -193,6 +196,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   const perRequest = Math.max(1, Math.min(MAX_MULTI_CHUNKS, opts.chunksPerRequest ?? 32));
   /** Peers that answered `MULTILEAVES` or `MULTIENTRIES` with `BAD_REQUEST` (asked one chunk a request), and the old ones. */
   const notMulti = new Set<PoolPeer>();
+  /** Since when a short batch has been held back, waiting for more pieces. */
+  let heldSince: number | undefined;
   try {
     /** Every peer, those that predate the catch-up kinds included: they serve whole chunks. */
     const anyPeer: AskContext = { ...ctx, skip: new Set() };
@@ -318,18 +323,23 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
           batch.bytes += multiBytes(piece);
           batch.full = batch.pieces.length === perRequest;
         }
-        // A batch goes out full, or short while peers have little to do (so that pieces gather while they are busy).
+        // A batch goes out full; a short one while peers have little to do, or once it has waited
+        // GATHER_MS for more pieces (busy peers answer meanwhile; a slow link keeps its requests in flight).
+        const gathered = heldSince !== undefined && performance.now() - heldSince >= GATHER_MS;
+        let held = false;
         for (const batch of batches) {
           if (running.size >= room) break;
-          if (batch.full || running.size < Math.max(1, usable)) start(batch.pieces);
+          if (batch.full || gathered || running.size < Math.max(1, usable)) start(batch.pieces);
+          else held = true;
         }
+        heldSince = held ? (heldSince ?? performance.now()) : undefined;
       }
       if (running.size === 0) {
         await session.settle();
         if (!session.isFetched && session.pieces(1).length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
         continue;
       }
-      await Promise.race(running);
+      await Promise.race(heldSince === undefined ? running : [...running, new Promise((r) => setTimeout(r, GATHER_MS))]);
     }
     await Promise.all(running);
     const { version, liars } = await session.finish();
