@@ -303,7 +303,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       const usable = pool.usable().filter((p) => !old.has(p)).length;
       const room = Math.max(1, perPeer * usable);
       if (running.size < room) {
-        // In a stable order, pieces in flight first: enough for the requests there is room for (one peer's worth of batches at a time).
+        // The session lists pieces in flight again: ask for that many more than the requests there is room for
+        // can take (one peer's worth of batches at a time), and leave out those in flight.
         const fresh = session.pieces(asked.size + Math.min(room - running.size, usable) * perRequest).filter((p) => !asked.has(pieceKey(p)));
         const batches: { pieces: CatchUpPiece[]; bytes: number; full: boolean }[] = [];
         const open = { leaves: undefined as (typeof batches)[number] | undefined, entries: undefined as (typeof batches)[number] | undefined };
