@@ -10,6 +10,7 @@ import { multiAnswer, type MultiRequest, storedMultiAnswer } from '../src/multi.
 import { SyncServer } from '../src/server.ts';
 import type { ServedTree, StoredTree } from '../src/source.ts';
 import { StaticTreeSource } from '../src/source.ts';
+import { withoutCatchUp } from './support.ts';
 
 beforeAll(async () => {
   await init();
@@ -107,16 +108,6 @@ it('a version read from storage answers the same; a path that names no chunk, or
   expect(await ask(leavesOf([paths[0]!, Uint8Array.of(6, 0)]))).toBe(Status.OutOfRange);
   expect(await ask(entriesOf(t, paths, Uint8Array.of(0xff)))).toBe(Status.BadRequest);
   // A tree that serves no catch-up pieces answers BAD_REQUEST, as a peer that predates them.
-  const older: ServedTree = {
-    root: t.root,
-    version: t.version,
-    chunkCount: t.chunkCount,
-    exportChunk: (i) => t.exportChunk(i),
-    get: (k) => t.get(k),
-    proveExistence: (k) => t.proveExistence(k),
-    proveAbsence: (k) => t.proveAbsence(k),
-    proveRange: (a, b, l) => t.proveRange(a, b, l),
-    proveMulti: (k, m) => t.proveMulti(k, m),
-  };
+  const older = withoutCatchUp(t);
   expect((await new SyncServer(new StaticTreeSource([older])).answer({ ...leavesOf(paths), root: t.root })).status).toBe(Status.BadRequest);
 });

@@ -26,6 +26,7 @@ import { multiaddr } from '@multiformats/multiaddr';
 import { createLibp2p, type Libp2p } from 'libp2p';
 import { WebSocket } from 'ws';
 import type { ByteConnection, ConnectionEvents } from '../src/connection.ts';
+import type { ServedTree } from '../src/source.ts';
 import { workloadEntry } from '../src/workload.ts';
 
 /** A request without its id (the client picks ids). */
@@ -325,4 +326,19 @@ export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms
     });
   });
   return { child, done, stdout: () => stdout };
+}
+
+/** `tree` as a peer that predates catch-up serves it: no subtrees, leaves or entries (those kinds are answered `BAD_REQUEST`). */
+export function withoutCatchUp(tree: ServedTree): ServedTree {
+  return {
+    root: tree.root,
+    version: tree.version,
+    chunkCount: tree.chunkCount,
+    exportChunk: (i) => tree.exportChunk(i),
+    get: (k) => tree.get(k),
+    proveExistence: (k) => tree.proveExistence(k),
+    proveAbsence: (k) => tree.proveAbsence(k),
+    proveRange: (a, b, l) => tree.proveRange(a, b, l),
+    proveMulti: (k, m) => tree.proveMulti(k, m),
+  };
 }

@@ -14,6 +14,7 @@ import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/so
 import type { ServerHook } from '../../peer/src/hook.ts';
 import { startPeer as startHonestPeer } from '../../peer/src/peer.ts';
 import { Kind, Status } from '../../light-client/src/wire/index.js';
+import { withoutCatchUp } from '../../peer/test/support.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
 import { storedVersions } from '../../peer/src/db-commands.ts';
@@ -67,27 +68,11 @@ function chain(n: number, capacity: number, changes: number): { base: Tree; next
 }
 
 async function serve(tree: Tree, opts: { byzantine?: ByzantineMode; other?: Tree; old?: boolean } = {}): Promise<RunningPeer> {
-  const served: ServedTree = opts.old ? withoutCatchUp(tree) : new CachedTree(tree.head());
+  const served: ServedTree = opts.old ? withoutCatchUp(tree.head()) : new CachedTree(tree.head());
   const byzantine = opts.byzantine && new Byzantine({ mode: opts.byzantine, rate: 1, seed: 7n, ...(opts.other && { otherTree: opts.other.head() }) });
   const peer = await startPeer(new StaticTreeSource([served]), { libp2pPort: null, ...(byzantine && { byzantine }) });
   peers.push(peer);
   return peer;
-}
-
-/** A served tree of a peer that predates catch-up (it answers the new kinds `BAD_REQUEST`). */
-function withoutCatchUp(tree: Tree): ServedTree {
-  const s = tree.head();
-  return {
-    root: s.root,
-    version: s.version,
-    chunkCount: s.chunkCount,
-    exportChunk: (i) => s.exportChunk(i),
-    get: (k) => s.get(k),
-    proveExistence: (k) => s.proveExistence(k),
-    proveAbsence: (k) => s.proveAbsence(k),
-    proveRange: (a, b, l) => s.proveRange(a, b, l),
-    proveMulti: (k, m) => s.proveMulti(k, m),
-  };
 }
 
 /** A store at `path` holding `tree` (synced from a peer), as version 1. */
@@ -210,7 +195,7 @@ it('a changed chunk no peer serves leaves or entries of comes whole (CHUNK), its
   const path = await storeOf(base);
   // One peer serves the tree's nodes only; the other predates catch-up: no peer serves LEAVES or ENTRIES.
   const s = next.head();
-  const nodesOnly: ServedTree = { ...withoutCatchUp(next), exportSubtree: (p, l, m) => s.exportSubtree(p, l, m) };
+  const nodesOnly: ServedTree = { ...withoutCatchUp(next.head()), exportSubtree: (p, l, m) => s.exportSubtree(p, l, m) };
   const partial = await startPeer(new StaticTreeSource([nodesOnly]), { libp2pPort: null });
   peers.push(partial);
   const old = await serve(next, { old: true });
