@@ -678,9 +678,9 @@ impl Pages {
         then(self, c, path, d.key_height).map(Paged::Done)
     }
 
-    /// The keys and values of slots `range` of chunk `c`, or every entry record missing.
-    /// The keys and values of `c`'s entries in `range`, every value checked
-    /// against its entry hash (hashed together, four at a time).
+    /// The keys and values of slots `range` of chunk `c`, each value checked
+    /// against its entry hash (hashed together, four at a time); or every
+    /// entry record missing.
     fn values(&self, c: &CachedChunk, range: std::ops::Range<usize>) -> Result<KeyValues, Step> {
         let (mut found, mut need) = (Vec::with_capacity(range.len()), Vec::new());
         for i in range {

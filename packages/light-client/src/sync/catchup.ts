@@ -135,6 +135,35 @@ function multiBytes(piece: CatchUpPiece): number {
   return piece.path.length + (piece.kind === 'entries' ? 2 + piece.bitmap.length : 0);
 }
 
+/** A request's worth of leaves or entries pieces; `full` once no more fit. */
+interface Batch {
+  pieces: CatchUpPiece[];
+  bytes: number;
+  full: boolean;
+}
+
+/**
+ * Leaves and entries pieces grouped into requests, each kind apart and in
+ * order: at most `perRequest` chunks a request, within the request size limit.
+ */
+function batchesOf(pieces: readonly CatchUpPiece[], perRequest: number): Batch[] {
+  const batches: Batch[] = [];
+  const open = new Map<string, Batch>();
+  for (const piece of pieces) {
+    let batch = open.get(piece.kind);
+    if (batch !== undefined && batch.bytes + multiBytes(piece) > MAX_REQUEST_BYTES) batch.full = true;
+    if (batch === undefined || batch.full) {
+      batch = { pieces: [], bytes: MULTI_HEAD_BYTES, full: false };
+      batches.push(batch);
+      open.set(piece.kind, batch);
+    }
+    batch.pieces.push(piece);
+    batch.bytes += multiBytes(piece);
+    batch.full = batch.pieces.length === perRequest;
+  }
+  return batches;
+}
+
 /** The longest a short batch waits for more pieces while peers are busy (ms). */
 const GATHER_MS = 10;
 
@@ -243,7 +272,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
             old.add(peer);
             notMulti.add(peer);
           },
-          ...(top && { accept: new Set([Status.OutOfRange]) }) },
+          ...(top && { accept: new Set([Status.OutOfRange]) }),
+        },
       ).catch(async (e: unknown) => {
         if (!(e instanceof SyncError) || e.code !== 'NO_HONEST_PEERS' || opts.signal?.aborted) throw e;
         await whole(piece, e);
@@ -306,24 +336,9 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
         // The session lists pieces in flight again: ask for that many more than the requests there is room for
         // can take (one peer's worth of batches at a time), and leave out those in flight.
         const fresh = session.pieces(asked.size + Math.min(room - running.size, usable) * perRequest).filter((p) => !asked.has(pieceKey(p)));
-        const batches: { pieces: CatchUpPiece[]; bytes: number; full: boolean }[] = [];
-        const open = { leaves: undefined as (typeof batches)[number] | undefined, entries: undefined as (typeof batches)[number] | undefined };
-        for (const piece of fresh) {
-          if (piece.kind === 'nodes' || perRequest === 1) {
-            if (running.size < room) start([piece]);
-            continue;
-          }
-          let batch = open[piece.kind];
-          if (batch !== undefined && batch.bytes + multiBytes(piece) > MAX_REQUEST_BYTES) batch.full = true;
-          if (batch === undefined || batch.full) {
-            batch = { pieces: [], bytes: MULTI_HEAD_BYTES, full: false };
-            batches.push(batch);
-            open[piece.kind] = batch;
-          }
-          batch.pieces.push(piece);
-          batch.bytes += multiBytes(piece);
-          batch.full = batch.pieces.length === perRequest;
-        }
+        const single = (p: CatchUpPiece) => p.kind === 'nodes' || perRequest === 1;
+        for (const piece of fresh.filter(single)) if (running.size < room) start([piece]);
+        const batches = batchesOf(fresh.filter((p) => !single(p)), perRequest);
         // A batch goes out full; a short one while peers have little to do, or once it has waited
         // GATHER_MS for more pieces (busy peers answer meanwhile; a slow link keeps its requests in flight).
         const gathered = heldSince !== undefined && performance.now() - heldSince >= GATHER_MS;
