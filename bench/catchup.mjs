@@ -30,7 +30,7 @@
 // 4. deletes what it made under /tmp (unless --keep).
 //
 // The last line on stdout is JSON:
-// {"runs": [{pattern, fraction, byzantine, bytes, seconds, full_bytes, full_seconds, ideal_bytes, changed_chunks, chunk_count, banned}, …]}
+// {"runs": [{pattern, fraction, byzantine, bytes, seconds, full_bytes, full_seconds, ideal_bytes, changed_chunks, chunk_count, requests, banned}, …]}
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, rmSync } from 'node:fs';
@@ -223,6 +223,7 @@ try {
           ideal_bytes: moved.json.distinct * ENTRY_BYTES,
           changed_chunks: caught.json.changedChunks,
           chunk_count: caught.json.chunkCount,
+          requests: caught.json.requests,
           banned: caught.json.banned.length,
         };
         runs.push(r);
