@@ -894,19 +894,14 @@ impl CatchUp {
             self.stale.push((Table::Chunks, base));
         }
         let reused = self.reused.remove(&j);
-        let mut checked = usize::MAX;
-        for (p, s) in old.slots.iter().enumerate() {
-            if reused.as_ref().is_some_and(|r| r[p]) {
+        for (g, group) in old.slots.chunks(GROUP_LEAVES).enumerate() {
+            let taken = |k: usize| reused.as_ref().is_some_and(|r| r[g * GROUP_LEAVES + k]);
+            if (0..group.len()).all(taken) {
                 continue;
             }
-            let g = p / GROUP_LEAVES;
-            if g != checked {
-                let leaves: Vec<Hash> =
-                    old.slots.chunks(GROUP_LEAVES).nth(g).expect("p is a slot").iter().map(|s| s.entry.hash).collect();
-                verify_group(&leaves, &old.groups[g])?;
-                checked = g;
-            }
-            self.stale.push((Table::Entries, s.entry));
+            verify_group(&group.iter().map(|s| s.entry.hash).collect::<Vec<_>>(), &old.groups[g])?;
+            let dropped = group.iter().enumerate().filter(|&(k, _)| !taken(k));
+            self.stale.extend(dropped.map(|(_, s)| (Table::Entries, s.entry)));
         }
         Ok(())
     }

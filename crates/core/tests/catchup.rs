@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::pages::{Paged, Pages};
-use bpavl_core::record::{ChunkRecord, Ref, Table, VersionRecord};
+use bpavl_core::record::{Ref, Table, VersionRecord};
 use bpavl_core::{
     verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
     FORMAT_LEAVES, FORMAT_SUBTREE,
@@ -20,7 +20,7 @@ use bpavl_testkit::rng::SplitMix64;
 mod model_keys;
 mod store_kit;
 use model_keys::{key, value};
-use store_kit::{assert_no_garbage, entries, Store};
+use store_kit::{assert_no_garbage, committed, entries, Store};
 
 const MAX_BYTES: usize = 8 << 20;
 
@@ -520,35 +520,19 @@ fn changed_chunks_that_come_whole_are_taken_as_well() {
 #[test]
 fn a_corrupt_entry_hash_in_an_old_chunk_is_found_before_it_is_marked_stale() {
     let capacity = 64;
-    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
-    for k in 0..200u16 {
-        tree.insert(&key(k), &value(k, 1)).unwrap();
-    }
-    let (commit, writes) = tree.commit_to_store();
-    store.write(&writes);
+    let (mut store, tree, version) = committed(capacity, 200);
     let mut next = tree.clone();
     next.insert(&key(0), &value(0, 2)).unwrap();
     next.commit();
     let target = next.head();
     let peer = Peer { target, levels: 4, lie: Lie::None, tag: 1 };
-
-    let chunks = store.table(Table::Chunks).clone();
-    let (record_key, mut slots, groups) = chunks
-        .iter()
-        .find_map(|(k, b)| match ChunkRecord::decode(b, capacity) {
-            Ok(ChunkRecord::Full { slots, groups }) if slots[0].key.as_slice() == key(0).as_slice() => {
-                Some((k.clone(), slots, groups))
-            }
-            _ => None,
-        })
-        .expect("the chunk of key 0");
+    // The last slot of the chunk of key 0 names another entry hash.
+    let (mut bad, slots) =
+        store.with_entry_hash_flipped(capacity, |s| (s[0].key.as_slice() == key(0).as_slice()).then(|| s.len() - 1));
     assert!(slots.len() > 16, "slot 0 and the last slot are in different groups");
-    slots.last_mut().unwrap().entry.hash[0] ^= 1;
-    let mut bad = store.clone();
-    bad.table(Table::Chunks).insert(record_key, ChunkRecord::Full { slots, groups }.encode());
 
     for (s, whole) in [(&mut store, true), (&mut bad, false)] {
-        let head = s.load_as(commit.version, capacity, true).unwrap();
+        let head = s.load_as(version, capacity, true).unwrap();
         let mut cu = CatchUp::new(&head, target.root()).unwrap();
         let mut outcome = None;
         for _ in 0..1000 {

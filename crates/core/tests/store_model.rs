@@ -21,7 +21,7 @@ use proptest::prelude::*;
 mod model_keys;
 mod store_kit;
 use model_keys::{key, value};
-use store_kit::{assert_no_garbage, be, entries, Model, Store};
+use store_kit::{assert_no_garbage, be, committed, entries, Model, Store};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -442,24 +442,12 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
 #[test]
 fn a_paged_write_checks_the_groups_it_uses() {
     let capacity = 64;
-    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
-    for k in 0..60u16 {
-        tree.insert(&key(k), &value(k, 1)).unwrap();
-    }
-    let (commit, writes) = tree.commit_to_store();
-    store.write(&writes);
-    let chunks = store.table(Table::Chunks).clone();
-    let [(record_key, bytes)] = chunks.iter().collect::<Vec<_>>()[..] else { panic!("one chunk of 60 entries") };
-    let Ok(ChunkRecord::Full { mut slots, groups }) = ChunkRecord::decode(bytes, capacity) else {
-        panic!("a full chunk")
-    };
-    // Slot 40 (group 2 of 4) names another entry hash.
-    slots[40].entry.hash[0] ^= 1;
-    let mut bad = store.clone();
-    bad.table(Table::Chunks).insert(record_key.clone(), ChunkRecord::Full { slots: slots.clone(), groups }.encode());
+    let (store, _, version) = committed(capacity, 60);
+    // Slot 40 (group 2 of 4) of the one chunk of 60 entries names another entry hash.
+    let (bad, slots) = store.with_entry_hash_flipped(capacity, |s| (s.len() == 60).then_some(40));
     let keys: Vec<Vec<u8>> = slots.iter().map(|s| s.key.to_vec()).collect();
     let write = |k: &[u8], new_key: bool| -> Result<Tree, StoreError> {
-        let mut head = bad.load_as(commit.version, capacity, true)?;
+        let mut head = bad.load_as(version, capacity, true)?;
         for _ in 0..4 {
             let wanted = head.needed_for(k, false)?;
             if wanted.is_empty() {
@@ -489,9 +477,8 @@ fn a_paged_write_checks_the_groups_it_uses() {
     assert_eq!(write(&new_key, true).err(), Some(StoreError::Corrupt));
     // Unflipped, every one of these writes commits a version that loads whole.
     for k in [&keys[0], &keys[40], &new_key] {
-        let mut head = bad.clone();
-        head.table(Table::Chunks).insert(record_key.clone(), bytes.clone());
-        let mut tree = head.load_as(commit.version, capacity, true).unwrap();
+        let mut head = store.clone();
+        let mut tree = head.load_as(version, capacity, true).unwrap();
         load_for(&mut tree, &head, k, false);
         tree.insert(k, b"new").unwrap();
         confirm(&mut tree, &head).unwrap();

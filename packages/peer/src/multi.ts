@@ -8,7 +8,7 @@
  * @module
  */
 
-import { encodeMultiPayload, Kind, type Request } from '@bpavl/light-client/wire';
+import { encodeMultiPayload, Kind, MAX_KEY_LEN, MAX_VALUE_LEN, type Request } from '@bpavl/light-client/wire';
 import type { ServedTree, StoredTree } from './source.ts';
 
 /** A `MULTILEAVES` or `MULTIENTRIES` request. */
@@ -31,7 +31,7 @@ const COUNT_BYTES = 2;
  * entry; and an `ENTRIES` part is cut only when its next entry does not
  * fit, which leaves less than this, so a cut part is always the last.
  */
-const ROOM_FOR_AN_ENTRY = 1 + 2 + 1024 + 3 + 65536 + 8 + PREFIX_BYTES + 8;
+const ROOM_FOR_AN_ENTRY = 1 + 2 + MAX_KEY_LEN + 3 + MAX_VALUE_LEN + 8 + PREFIX_BYTES + 8;
 
 /** Builds one answer part by part. */
 class MultiAnswer {

@@ -342,15 +342,11 @@ export class SyncServer {
         }
         case Kind.Nodes:
         case Kind.Leaves:
-        case Kind.Entries: {
-          const answer = catchUpAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
-          if (answer === undefined) return { status: Status.BadRequest };
-          payload = answer;
-          break;
-        }
+        case Kind.Entries:
         case Kind.MultiLeaves:
         case Kind.MultiEntries: {
-          const answer = multiAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          const max = MAX_RESPONSE_BYTES - 11;
+          const answer = req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? multiAnswer(tree, req, max) : catchUpAnswer(tree, req, max);
           if (answer === undefined) return { status: Status.BadRequest };
           payload = answer;
           break;
@@ -382,13 +378,11 @@ export class SyncServer {
         }
         case Kind.Nodes:
         case Kind.Leaves:
-        case Kind.Entries: {
-          const answer = await catchUpAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
-          return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
-        }
+        case Kind.Entries:
         case Kind.MultiLeaves:
         case Kind.MultiEntries: {
-          const answer = await storedMultiAnswer(tree, req, MAX_RESPONSE_BYTES - 11);
+          const max = MAX_RESPONSE_BYTES - 11;
+          const answer = await (req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? storedMultiAnswer(tree, req, max) : catchUpAnswer(tree, req, max));
           return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
         }
       }

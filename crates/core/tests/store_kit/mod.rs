@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bpavl_core::record::{stale_key, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use bpavl_core::record::{stale_key, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord};
 use bpavl_core::{Loader, StoreError, Tree, WriteSet};
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -24,7 +24,40 @@ pub fn be(v: u64) -> Vec<u8> {
     v.to_be_bytes().to_vec()
 }
 
+/// Keys 0 … n − 1 (`model_keys`, values of byte 1) written to a new tree
+/// of `capacity` and committed to a new store: the store, the tree and the
+/// version.
+pub fn committed(capacity: usize, n: u16) -> (Store, Tree, u64) {
+    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
+    for k in 0..n {
+        tree.insert(&crate::model_keys::key(k), &crate::model_keys::value(k, 1)).unwrap();
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    (store, tree, commit.version)
+}
+
 impl Store {
+    /// A copy in which the first full chunk record whose slots `pick` takes
+    /// (it names a slot) names another entry hash at that slot; with that
+    /// record's slots as they were.
+    pub fn with_entry_hash_flipped(
+        &self,
+        capacity: usize,
+        pick: impl Fn(&[Slot]) -> Option<usize>,
+    ) -> (Store, Vec<Slot>) {
+        let mut bad = self.clone();
+        for (key, bytes) in self.records.get(&(Table::Chunks as u8)).into_iter().flatten() {
+            let Ok(ChunkRecord::Full { slots, groups }) = ChunkRecord::decode(bytes, capacity) else { continue };
+            let Some(at) = pick(&slots) else { continue };
+            let mut flipped = slots.clone();
+            flipped[at].entry.hash[0] ^= 1;
+            bad.table(Table::Chunks).insert(key.clone(), ChunkRecord::Full { slots: flipped, groups }.encode());
+            return (bad, slots);
+        }
+        panic!("no full chunk record that `pick` takes");
+    }
+
     pub fn table(&mut self, t: Table) -> &mut Records {
         self.records.entry(t as u8).or_default()
     }

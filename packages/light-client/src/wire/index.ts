@@ -8,3 +8,5 @@ export * from './constants.js';
 export * from './errors.js';
 export * from './frame.js';
 export * from './messages.js';
+/** The key and value limits (`encoding.md`), which bound what one answer must carry. */
+export { MAX_KEY_LEN, MAX_VALUE_LEN } from '../constants.js';
