@@ -5,7 +5,7 @@
 // prints the targets next to the figures, exits 0 when they are missed and
 // 1 when a check fails.
 //
-//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10 --cache-mib 64 --value-cache-mib 96]
+//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10 --cache-mib 64 --value-cache-mib 96 --batch-mib 1024]
 //
 // Per N, each phase in its own child process (so that its peak RSS is its
 // own), on a directory under /tmp/bpavl-bench-store-*, deleted afterwards:
@@ -54,6 +54,8 @@ const { values: args } = parseArgs({
     keep: { type: 'string', default: '10' },
     'cache-mib': { type: 'string', default: '64' },
     'value-cache-mib': { type: 'string', default: '96' },
+    // A pending batch's bound (`batchBytes`); the store's default.
+    'batch-mib': { type: 'string', default: '1024' },
     child: { type: 'string' },
     dir: { type: 'string' },
     batch: { type: 'string' },
@@ -120,12 +122,13 @@ async function child(phase) {
   const n = Number(args.n);
   const cacheBytes = Number(args['cache-mib']) << 20;
   const valueCacheBytes = Number(args['value-cache-mib']) << 20;
+  const batchBytes = Number(args['batch-mib']) * 2 ** 20;
   const out = {};
   if (phase === 'import') {
     // As `bpavl generate` does: slices of 16,384 entries to putMany, a commit every --batch.
     // Only the store's calls are timed; generating the entries (17 SHA-256 calls each) is not.
     const batch = Number(args.batch);
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes });
+    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
     let storeMs = 0;
     let generateMs = 0;
     let head;
@@ -151,7 +154,7 @@ async function child(phase) {
     const keys = picks(1, Number(args.gets), n);
     const [firstKey, firstValue] = workloadEntry(0n, keys[0]);
     const t0 = performance.now();
-    const state = await openState({ path: dir, readOnly: true, cacheBytes, valueCacheBytes });
+    const state = await openState({ path: dir, readOnly: true, cacheBytes, valueCacheBytes, batchBytes });
     const first = await state.proveExistence(firstKey);
     if (!sameBytes(first.value, firstValue)) fail('the first get');
     const root = state.head().root;
@@ -188,7 +191,7 @@ async function child(phase) {
     await state.close();
   } else if (phase === 'update') {
     const versions = Number(args.versions);
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes });
+    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
     const next = splitmix(2);
     const commitSeconds = [];
     for (let v = 0; v < versions; v++) {
@@ -219,7 +222,7 @@ async function child(phase) {
     out.update10k_commit_s_max = sorted.at(-1);
     await state.close();
   } else if (phase === 'prune') {
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes });
+    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
     const t = performance.now();
     await state.prune({ keepLast: Number(args.keep) });
     out.prune_s = seconds(t);
@@ -243,7 +246,7 @@ async function child(phase) {
 // --- driver ------------------------------------------------------------------
 
 function phase(name, dir, n, extra = []) {
-  const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], ...extra], {
+  const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
     encoding: 'utf8',
     maxBuffer: 1 << 20,

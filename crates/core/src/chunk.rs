@@ -246,6 +246,27 @@ impl Chunk {
         out
     }
 
+    /// For a changed chunk: moves to `out` the records born at `version`
+    /// (written ahead by the batch) that it no longer uses: dropped entries,
+    /// and its own record. Its next record is then written against its
+    /// older base, or whole if the base was born at `version` too, so that
+    /// no record born at `version` serves as another's base.
+    pub(crate) fn discard_unborn(&mut self, version: u64, out: &mut Vec<(Table, Ref)>) {
+        crate::persist::take_born(&mut self.dropped, version, out);
+        let Some(s) = &mut self.stored else { return };
+        if s.base.birth == version {
+            // A record born at `version` is a delta of a base born then too.
+            out.push((Table::Chunks, s.record));
+            if s.base != s.record {
+                out.push((Table::Chunks, s.base));
+            }
+            self.stored = None;
+        } else if s.record.birth == version {
+            out.push((Table::Chunks, s.record));
+            s.record = s.base;
+        }
+    }
+
     /// Builds a chunk from verified sorted entries, their in-chunk tree
     /// and their chunk hash.
     pub fn from_verified(keys: &[&[u8]], values: &[&[u8]], tree: Vec<Hash>, hash: Hash) -> Chunk {

@@ -37,6 +37,9 @@ pub(crate) struct Paging {
     unconfirmed: HashMap<Ref, Vec<u8>>,
     /// Counts loads, so that the oldest loaded chunks are evicted first.
     clock: u64,
+    /// Whether the batch wrote a piece ahead ([`Tree::write_ahead`]): its
+    /// records born at the coming version may have been dropped since.
+    pub(crate) wrote_ahead: bool,
 }
 
 /// Walks from `node` to chunk `index`: the chunk, with the key copies that
@@ -334,11 +337,13 @@ impl Tree {
         loaded.iter().map(|l| l.2).sum()
     }
 
-    /// After a commit: turns the oldest loaded chunks back into stubs until
-    /// the loaded ones take at most `budget` bytes. Chunks with unstored
-    /// changes stay.
+    /// Turns the oldest loaded chunks back into stubs until the loaded ones
+    /// take at most `budget` bytes: after a commit, or during a batch.
+    /// Chunks with unstored changes stay.
     pub fn evict(&mut self, budget: usize) {
         let Some(top) = self.top() else { return };
+        // The committed snapshot shares the working tree only while no write is pending.
+        let pending = !self.dropped.is_empty() || !top.is_persisted();
         let mut loaded = Vec::new();
         loaded_chunks(top, 0, &mut loaded);
         let mut total: usize = loaded.iter().map(|l| l.2).sum();
@@ -355,7 +360,9 @@ impl Tree {
                 total -= bytes;
             }
         }
-        self.restore_committed(committed);
+        if !pending {
+            self.restore_committed(committed);
+        }
     }
 }
 

@@ -93,6 +93,15 @@ impl Node {
         }
     }
 
+    /// Whether the store holds this node as it is now (a stub always is).
+    pub fn is_persisted(&self) -> bool {
+        match self {
+            Node::Leaf(c) => c.persisted,
+            Node::Inner(n) => n.persisted,
+            Node::Stub(_) => true,
+        }
+    }
+
     /// Whether this is a chunk, loaded or not.
     pub fn is_chunk(&self) -> bool {
         !matches!(self, Node::Inner(_))

@@ -1,7 +1,10 @@
 //! What a commit writes to a state store (`spec/store-format.md`,
 //! `docs/store.md`): the records of every chunk, inner node and entry that
 //! changed, the records that no later version uses (stale), and the
-//! version record that makes the version visible. The caller does the I/O.
+//! version record that makes the version visible. A batch too large to
+//! hold is written ahead in pieces, between its writes too; a record a
+//! piece wrote that the batch stops using is deleted by the next write.
+//! The caller does the I/O.
 
 use std::sync::Arc;
 
@@ -19,6 +22,10 @@ pub struct WriteSet {
     pub puts: Vec<(Table, Ref, Vec<u8>)>,
     /// Records used by versions before `version` only.
     pub stale: Vec<(Table, Ref)>,
+    /// Records born at `version`, written ahead by an earlier piece of the
+    /// same batch, that the batch no longer uses: deleted in the same
+    /// atomic write, before the puts (a put may write the same key again).
+    pub discarded: Vec<(Table, Ref)>,
     /// The version record: written last (or in the same atomic write), it
     /// makes the version visible.
     pub version_record: Vec<u8>,
@@ -32,6 +39,8 @@ impl Tree {
         let root = self.hash_changes();
         let version = self.head().version() + 1;
         let mut out = WriteSet { version, ..WriteSet::default() };
+        out.discarded = self.discard_unborn(version);
+        self.paging.wrote_ahead = false;
         out.stale.append(&mut self.dropped);
         let capacity = self.capacity();
         let (chunk_count, entry_count) = (self.chunk_count(), self.len());
@@ -42,17 +51,21 @@ impl Tree {
         (self.take_snapshot(root), out)
     }
 
-    /// The first part of a commit, for a batch too large to hold until its
-    /// write: writes changed chunks (their entry records and chunk records,
-    /// born at the coming version) in key order and unloads them, until
-    /// their records or the bytes they held (`Chunk::resident_bytes`) reach
-    /// `max_bytes`. Call it while the head holds too much, then
-    /// [`Tree::commit_to_store`] writes the rest, the inner nodes and the
-    /// version record. No write may come between: a chunk written ahead is
-    /// a stub until the next write loads it back. `version_record` is empty.
+    /// A piece of a batch too large to hold until its commit: writes
+    /// changed chunks (their entry records and chunk records, born at the
+    /// coming version) in key order and unloads them, until their records
+    /// or the bytes they held (`Chunk::resident_bytes`) reach `max_bytes`.
+    /// Call it while the head holds too much, during the batch or before
+    /// its commit; [`Tree::commit_to_store`] writes the rest, the inner
+    /// nodes and the version record. A chunk written ahead is a stub until
+    /// a write loads it back; one the batch changes again is written again,
+    /// and what its earlier piece wrote is `discarded`. Supply the records
+    /// [`Tree::unconfirmed`] names first. `version_record` is empty.
     pub fn write_ahead(&mut self, max_bytes: usize) -> WriteSet {
         let version = self.head().version() + 1;
         let mut out = WriteSet { version, ..WriteSet::default() };
+        out.discarded = self.discard_unborn(version);
+        self.paging.wrote_ahead = true;
         let mut ahead = Ahead { max_bytes, written: 0, unloaded: 0 };
         // The snapshot shares no changed node; letting go of it frees the
         // chunks it alone holds (the commit replaces it anyway).
@@ -62,6 +75,50 @@ impl Tree {
         out.sort_puts();
         out
     }
+}
+
+impl Tree {
+    /// The records born at `version` (written ahead by this batch) that it
+    /// stopped using since: entries it replaced or removed, and the records
+    /// of chunks it changed again or merged away, wherever the drop waits
+    /// (with the tree, or with a changed chunk not written yet). All of
+    /// them go in the next write, so that none is deleted after a later
+    /// piece wrote its key again.
+    fn discard_unborn(&mut self, version: u64) -> Vec<(Table, Ref)> {
+        let mut out = Vec::new();
+        if !self.paging.wrote_ahead {
+            return out;
+        }
+        if let Some(top) = self.top_for_store() {
+            discard_below(top, version, &mut out);
+        }
+        take_born(&mut self.dropped, version, &mut out);
+        out
+    }
+}
+
+/// [`Tree::discard_unborn`] for the changed chunks below `node`.
+fn discard_below(node: &mut Node, version: u64, out: &mut Vec<(Table, Ref)>) {
+    match node {
+        Node::Leaf(c) if !c.persisted => Arc::make_mut(c).discard_unborn(version, out),
+        Node::Inner(n) if !n.persisted => {
+            let n = node.inner_mut();
+            discard_below(&mut n.left, version, out);
+            discard_below(&mut n.right, version, out);
+        }
+        _ => {}
+    }
+}
+
+/// Moves the records born at `version` from `dropped` to `out`.
+pub(crate) fn take_born(dropped: &mut Vec<(Table, Ref)>, version: u64, out: &mut Vec<(Table, Ref)>) {
+    dropped.retain(|d| {
+        let born = d.1.birth == version;
+        if born {
+            out.push(*d);
+        }
+        !born
+    });
 }
 
 impl WriteSet {

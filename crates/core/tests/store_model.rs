@@ -45,7 +45,8 @@ fn op(domain: u16) -> impl Strategy<Value = Op> {
 }
 
 /// Every retained version loads to its model and root; the store holds
-/// exactly what they reach.
+/// exactly what they reach, and what a pending batch wrote ahead (born
+/// after the head).
 fn check(store: &Store, versions: &BTreeMap<u64, (Model, [u8; 32])>, capacity: usize) {
     assert_eq!(store.version_numbers(), versions.keys().copied().collect::<Vec<_>>());
     for (&v, (model, root)) in versions {
@@ -53,7 +54,9 @@ fn check(store: &Store, versions: &BTreeMap<u64, (Model, [u8; 32])>, capacity: u
         assert_eq!((tree.head().version(), tree.head().root()), (v, *root));
         assert_eq!(&entries(&tree), model);
     }
-    assert_no_garbage(store, capacity);
+    let mut born = store.clone();
+    born.remove_unborn(versions.keys().last().copied().unwrap_or(0));
+    assert_no_garbage(&born, capacity);
 }
 
 /// Reads the entry records that confirm a paged head's writes (a loaded head has none).
@@ -109,15 +112,33 @@ fn commit_in_pieces(tree: &mut Tree, store: &mut Store, piece_bytes: usize) -> C
     commit
 }
 
-fn run(capacity: usize, ops: &[Op]) {
-    run_as(capacity, ops, None);
-    // Evicting every chunk after a commit, and keeping about two.
-    run_as(capacity, ops, Some(0));
-    run_as(capacity, ops, Some(2 * (capacity * 200)));
+/// Writes every changed chunk of a pending batch ahead, a chunk a piece,
+/// and unloads every chunk: the batch holds nothing between two writes.
+fn spill(tree: &mut Tree, store: &mut Store) {
+    confirm(tree, store).unwrap();
+    loop {
+        let piece = tree.write_ahead(1);
+        store.write(&piece);
+        if piece.puts.is_empty() {
+            break;
+        }
+    }
+    tree.evict(0);
+    assert_eq!(tree.resident_bytes(), 0);
 }
 
-/// `paged`: the head is paged, evicted down to this many bytes after each commit.
-fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>) {
+fn run(capacity: usize, ops: &[Op]) {
+    run_as(capacity, ops, None, false);
+    // Evicting every chunk after a commit, and keeping about two.
+    run_as(capacity, ops, Some(0), false);
+    run_as(capacity, ops, Some(2 * (capacity * 200)), false);
+    // Writing every changed chunk ahead after each write.
+    run_as(capacity, ops, Some(0), true);
+}
+
+/// `paged`: the head is paged, evicted down to this many bytes after each
+/// commit; `spilling`: and it holds no chunk between writes ([`spill`]).
+fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>, spilling: bool) {
     let mut store = Store::default();
     let mut tree = Tree::new(capacity).unwrap();
     let mut model = Model::new();
@@ -136,6 +157,7 @@ fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>) {
             _ => {}
         }
         match *op {
+            Op::Insert(..) | Op::Remove(_) if spilling => spill(&mut tree, &mut store),
             Op::Insert(..) | Op::Remove(_) => {}
             Op::Commit => {
                 confirm(&mut tree, &store).unwrap();
@@ -164,6 +186,8 @@ fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>) {
             }
             Op::Reopen => {
                 let Some(&head) = versions.keys().last() else { continue };
+                // The pending batch is lost, and what it wrote ahead goes.
+                store.remove_unborn(head);
                 tree = store.load_as(head, capacity, paged.is_some()).unwrap();
                 model = versions[&head].0.clone();
             }
@@ -546,4 +570,26 @@ fn a_forged_first_key_of_the_next_chunk_is_caught() {
         unreachable!("a write needs a few rounds")
     })();
     assert_eq!(outcome, Err(StoreError::Corrupt));
+}
+
+/// A batch that writes its chunk ahead and then empties the tree discards
+/// that chunk's records: the empty version leaves nothing behind.
+#[test]
+fn a_batch_that_empties_a_tree_it_wrote_ahead_discards_what_it_wrote() {
+    let (mut store, tree, v) = committed(4, 2);
+    let mut versions = BTreeMap::from([(v, (entries(&tree), tree.head().root()))]);
+    let mut paged = store.load_as(v, 4, true).unwrap();
+    load_for(&mut paged, &store, &key(2), false);
+    paged.insert(&key(2), &value(2, 1)).unwrap();
+    spill(&mut paged, &mut store);
+    for k in 0..3 {
+        load_for(&mut paged, &store, &key(k), true);
+        assert!(paged.remove(&key(k)));
+    }
+    confirm(&mut paged, &store).unwrap();
+    let (commit, writes) = paged.commit_to_store();
+    assert_eq!(writes.discarded.len(), 2, "the chunk and the entry written ahead");
+    store.write(&writes);
+    versions.insert(commit.version, (Model::new(), commit.root));
+    check(&store, &versions, 4);
 }

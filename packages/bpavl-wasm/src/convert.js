@@ -120,13 +120,20 @@ const RECORD_KEY_LEN = 40;
 const STALE_KEY_LEN = 49;
 
 /** A WriteSet from records laid end to end (each a 40-byte key, then the value) and 49-byte stale keys. */
-export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, versionRecord) {
-  return { version, root: root.slice(), puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat), versionRecord: versionRecord.slice() };
+export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, discardedTables, discardedFlat, versionRecord) {
+  return {
+    version,
+    root: root.slice(),
+    puts: records(putTables, putFlat, putEnds),
+    stale: staleKeys(staleFlat),
+    discarded: tableKeys(discardedTables, discardedFlat),
+    versionRecord: versionRecord.slice(),
+  };
 }
 
-/** What `StoredHead.writeAhead` returns: records and stale marks (views of wasm memory, copied here). */
-export function writtenAhead(putTables, putFlat, putEnds, staleFlat) {
-  return { puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat) };
+/** What `StoredHead.writeAhead` returns: records, stale marks and records to delete (views of wasm memory, copied here). */
+export function writtenAhead(putTables, putFlat, putEnds, staleFlat, discardedTables, discardedFlat) {
+  return { puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat), discarded: tableKeys(discardedTables, discardedFlat) };
 }
 
 /** 49-byte stale keys laid end to end, each copied. */

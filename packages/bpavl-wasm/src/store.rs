@@ -26,16 +26,24 @@ export interface WriteSet {
   puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
   /** Keys of the `stale` table (49 bytes each) for the records this version replaced. */
   stale: Uint8Array[];
+  /**
+   * Records born at `version` that an earlier piece of the batch wrote
+   * ahead (`StoredHead.writeAhead`) and the version does not use: delete
+   * them in the same write, before the puts (which may write a key again).
+   */
+  discarded: [table: RecordTable, key: Uint8Array][];
   /** The value of `versions[u64be(version)]`: written last, it makes the version visible. */
   versionRecord: Uint8Array;
 }
 
-/** What `StoredHead.writeAhead()` returns: a commit's first records, born at the coming version. */
+/** What `StoredHead.writeAhead()` returns: a piece of a batch, born at the coming version. */
 export interface WrittenAhead {
   /** New records: table, record key (40 bytes), record. */
   puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
   /** Keys of the `stale` table (49 bytes each) for the records they replace. */
   stale: Uint8Array[];
+  /** Records an earlier piece wrote that the batch no longer uses: delete them in the same write, before the puts. */
+  discarded: [table: RecordTable, key: Uint8Array][];
 }
 "#;
 
@@ -49,10 +57,19 @@ extern "C" {
         put_flat: &[u8],
         put_ends: &[u32],
         stale_flat: &[u8],
+        discarded_tables: &[u8],
+        discarded_flat: &[u8],
         version_record: &[u8],
     ) -> JsValue;
     #[wasm_bindgen(js_name = writtenAhead)]
-    fn written_ahead(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], stale_flat: &[u8]) -> JsValue;
+    fn written_ahead(
+        put_tables: &[u8],
+        put_flat: &[u8],
+        put_ends: &[u32],
+        stale_flat: &[u8],
+        discarded_tables: &[u8],
+        discarded_flat: &[u8],
+    ) -> JsValue;
     #[wasm_bindgen(js_name = chunkWrite)]
     fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
@@ -121,7 +138,18 @@ fn flat_stale(w: &core::WriteSet) -> Vec<u8> {
 
 pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
     let (tables, flat, ends) = flat_puts(&w.puts);
-    write_set(w.version as f64, root, &tables, &flat, &ends, &flat_stale(w), &w.version_record)
+    let (discarded_tables, discarded_flat) = flat_refs(&w.discarded);
+    write_set(
+        w.version as f64,
+        root,
+        &tables,
+        &flat,
+        &ends,
+        &flat_stale(w),
+        &discarded_tables,
+        &discarded_flat,
+        &w.version_record,
+    )
 }
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -682,22 +710,24 @@ impl StoredHead {
         Ok(())
     }
 
-    /// The first part of a commit too large to hold whole: writes changed
-    /// chunks ahead, born at the coming version, and unloads them, until
-    /// their records or the bytes they held reach `maxBytes`. Write what it
-    /// returns and call it while `residentBytes` is too high, then
-    /// `commitToStore`, with no write in between. Throws a RangeError while
-    /// `unconfirmed()` names records.
+    /// A piece of a batch too large to hold: writes changed chunks ahead,
+    /// born at the coming version, and unloads them, until their records
+    /// or the bytes they held reach `maxBytes`. Write what it returns (its
+    /// `discarded` deleted first) and call it while `residentBytes` is too
+    /// high, during the batch or before `commitToStore`. Throws a RangeError
+    /// while `unconfirmed()` names records.
     #[wasm_bindgen(js_name = writeAhead, unchecked_return_type = "WrittenAhead")]
     pub fn write_ahead(&mut self, max_bytes: &Number) -> Result<JsValue, JsValue> {
         self.confirmed()?;
         let w = self.0.write_ahead(count(max_bytes, "maxBytes")?);
         let (tables, flat, ends) = flat_puts(&w.puts);
-        Ok(written_ahead(&tables, &flat, &ends, &flat_stale(&w)))
+        let (discarded_tables, discarded_flat) = flat_refs(&w.discarded);
+        Ok(written_ahead(&tables, &flat, &ends, &flat_stale(&w), &discarded_tables, &discarded_flat))
     }
 
-    /// After a commit: unloads the oldest loaded chunks until the loaded
-    /// ones take at most `budget` bytes.
+    /// Unloads the oldest loaded chunks without unstored changes until the
+    /// loaded ones take at most `budget` bytes: after a commit, or during a
+    /// batch after `writeAhead`.
     pub fn evict(&mut self, budget: &Number) -> Result<(), JsValue> {
         self.0.evict(count(budget, "budget")?);
         Ok(())

@@ -14,13 +14,13 @@
 import { init } from '@bpavl/wasm';
 import type { StorageBackend } from '../../storage/src/port.ts';
 import { TABLES } from './records.ts';
-import { State } from './state.ts';
+import { State, type StateSizes } from './state.ts';
 
 export { StoreError, type StoreErrorCode } from './errors.ts';
 export { NODES_LEVELS, type CatchUpPiece, type StoreCatchUp } from './catchup.ts';
 export { TABLES } from './records.ts';
 export { DEFAULT_VALUE_CACHE_BYTES } from './value-cache.ts';
-export { DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StoreStats, type VersionInfo } from './state.ts';
+export { DEFAULT_BATCH_BYTES, DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StateSizes, type StoreStats, type VersionInfo } from './state.ts';
 
 /** Where the state lives: a directory (the Node backend) or any backend. */
 export type StateLocation =
@@ -36,18 +36,11 @@ export type StateLocation =
     };
 
 /** What `openState` is given. */
-export type OpenStateOptions = StateLocation & {
-  /** Chunk capacity of a new state (2 … 4096, default 256); an existing state keeps its own. */
-  readonly capacity?: number;
-  /** Bytes of chunks that paged reads may cache (default 64 MiB). */
-  readonly cacheBytes?: number;
-  /**
-   * Bytes of answers of reads at the head kept for the next read of the
-   * same key (default 16 MiB; 0 keeps none). About 320 bytes an answer
-   * besides its key and value.
-   */
-  readonly valueCacheBytes?: number;
-};
+export type OpenStateOptions = StateLocation &
+  StateSizes & {
+    /** Chunk capacity of a new state (2 … 4096, default 256); an existing state keeps its own. */
+    readonly capacity?: number;
+  };
 
 /**
  * Opens the state at `path` or in `backend`, or starts an empty one.
@@ -55,7 +48,7 @@ export type OpenStateOptions = StateLocation & {
  * file that is not a store is `STORE_NOT_A_DATABASE` (`spec/errors.md`).
  */
 export async function openState(options: OpenStateOptions): Promise<State> {
-  for (const name of ['cacheBytes', 'valueCacheBytes'] as const) {
+  for (const name of ['cacheBytes', 'valueCacheBytes', 'batchBytes'] as const) {
     const bytes = options[name];
     if (bytes !== undefined && !(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`${name} must be a non-negative integer`);
   }
@@ -68,7 +61,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     backend = await openPathBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
   }
   try {
-    return await State.open(backend, options.capacity, options.cacheBytes, options.valueCacheBytes);
+    return await State.open(backend, options.capacity, options);
   } catch (e) {
     await backend.close();
     throw e;

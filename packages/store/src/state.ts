@@ -93,6 +93,28 @@ export interface StoreStats {
   readonly cachedValueBytes: number;
 }
 
+/** The memory a state may use, each bound counted from contents (never through RSS). */
+export interface StateSizes {
+  /** Bytes of chunks that paged reads may cache, and that the head keeps after a commit (default 64 MiB). */
+  readonly cacheBytes?: number;
+  /**
+   * Bytes of answers of reads at the head kept for the next read of the
+   * same key (default 16 MiB; 0 keeps none). About 320 bytes an answer
+   * besides its key and value.
+   */
+  readonly valueCacheBytes?: number;
+  /**
+   * Bytes of chunks a batch not committed yet may hold (default 1 GiB).
+   * Past it, checked after every 1,024 writes and every 16,384 of
+   * `putMany`, the batch writes changed chunks ahead, born at the coming
+   * version and invisible until its commit, and holds at most
+   * `min(cacheBytes, batchBytes / 2)` again. A chunk it changes after that
+   * is loaded and written again, so a batch of random keys far larger
+   * than the bound costs more writes (docs/store.md, "A batch of any size").
+   */
+  readonly batchBytes?: number;
+}
+
 /** An unfinished sync that the store holds: its root and the chunks it has stored. */
 export interface PendingSync {
   readonly root: Uint8Array;
@@ -101,6 +123,20 @@ export interface PendingSync {
 
 /** The default chunk cache of paged reads. */
 export const DEFAULT_CACHE_BYTES = 64 << 20;
+
+/**
+ * The default bound on the chunks a pending batch holds: a bulk import of
+ * 1M standard entries (about 620 MB) stays whole until its commit, and a
+ * batch of any size fits the 4 GiB of WASM memory.
+ */
+export const DEFAULT_BATCH_BYTES = 1 << 30;
+
+/**
+ * Single writes (`put`, `delete`) between two checks of a pending batch
+ * against `batchBytes`; `putMany` checks after each prefetched slice.
+ * Counting the loaded chunks walks them all, too slow for every write.
+ */
+const BATCH_CHECK_WRITES = 1024;
 
 /**
  * Records deleted per atomic write when pruning or rolling back. Each write
@@ -165,6 +201,14 @@ export class State {
   /** Set by the store record; a sync into an empty store takes the synced tree's. */
   #capacity: number;
   readonly #cacheBytes: number;
+  /** Bytes of chunks a pending batch holds before it writes some ahead. */
+  readonly #batchBytes: number;
+  /** The bound of one piece written ahead (`COMMIT_PIECE_BYTES`). */
+  readonly #pieceBytes: number;
+  /** Single writes since the pending batch was last checked against `#batchBytes`. */
+  #writesUnchecked = 0;
+  /** Whether the pending batch wrote pieces ahead: dropping it deletes them. */
+  #wroteAhead = false;
   /** Every retained version's record (checked when decoded), ascending. */
   #versions: Map<number, VersionRecord>;
   /** The head version (0: nothing committed). */
@@ -198,14 +242,16 @@ export class State {
     backend: StorageBackend,
     capacity: number,
     versions: Map<number, VersionRecord>,
-    cacheBytes: number,
-    valueCacheBytes: number,
+    sizes: Required<StateSizes>,
     syncing: Uint8Array | undefined,
     catchUpRoot: Uint8Array | undefined,
   ) {
+    const { cacheBytes, valueCacheBytes, batchBytes } = sizes;
     this.#backend = backend;
     this.#capacity = capacity;
     this.#cacheBytes = cacheBytes;
+    this.#batchBytes = batchBytes;
+    this.#pieceBytes = Math.min(COMMIT_PIECE_BYTES.max, Math.max(COMMIT_PIECE_BYTES.min, cacheBytes));
     this.#versions = versions;
     this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
@@ -224,7 +270,7 @@ export class State {
    * 256). Reads only the version records: the records they name are
    * checked when a read or a write reaches them.
    */
-  static async open(backend: StorageBackend, capacity = 256, cacheBytes = DEFAULT_CACHE_BYTES, valueCacheBytes = DEFAULT_VALUE_CACHE_BYTES): Promise<State> {
+  static async open(backend: StorageBackend, capacity = 256, sizes: StateSizes = {}): Promise<State> {
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
       if (backend.readOnly) throw new StoreError('STORE_CORRUPT', 'a read-only open of an empty store');
@@ -244,7 +290,8 @@ export class State {
       if (syncing === undefined) await removeProgress(backend);
       if (catchingUp === undefined) await removeKeys(backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     }
-    return new State(backend, stored, versions, cacheBytes, valueCacheBytes, syncing, catchingUp);
+    const { cacheBytes = DEFAULT_CACHE_BYTES, valueCacheBytes = DEFAULT_VALUE_CACHE_BYTES, batchBytes = DEFAULT_BATCH_BYTES } = sizes;
+    return new State(backend, stored, versions, { cacheBytes, valueCacheBytes, batchBytes }, syncing, catchingUp);
   }
 
   #open(): void {
@@ -298,10 +345,10 @@ export class State {
       throw new StoreError('SYNC_PENDING', `an unfinished sync of another root (${hex(this.#syncing)}) is stored: discard it first`);
     }
     const resume = this.#syncing !== undefined;
-    // The store holds no version: a batch not committed yet is replaced by the synced state.
-    this.#dropTree();
     this.#sinkOpening = true;
     try {
+      // The store holds no version: a batch not committed yet is replaced by the synced state.
+      await this.#dropBatch();
       const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume);
       this.#syncing = root.slice();
       this.#sink = sink;
@@ -366,7 +413,7 @@ export class State {
     this.#catchingUp = true;
     try {
       return await this.#serially(async () => {
-        this.#dropTree();
+        await this.#dropBatch();
         const host: CatchUpHost = {
           backend: this.#backend,
           commitCaughtUp: async (batch, version, versionRecord) => {
@@ -454,7 +501,9 @@ export class State {
     return this.#serially(async () => {
       const head = await this.#writable();
       this.#wrote(key);
-      return this.#apply(head, write);
+      const done = await this.#apply(head, write);
+      if (++this.#writesUnchecked >= BATCH_CHECK_WRITES) await this.#bound(head);
+      return done;
     });
   }
 
@@ -497,8 +546,49 @@ export class State {
           await fetchRecords(this.#backend, wanted, (t, k, v) => head.supply(t, k, v));
         }
         for (const [key, value] of slice) await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
+        await this.#bound(head);
       }
     });
+  }
+
+  /**
+   * Keeps a pending batch within `batchBytes` (docs/store.md, "A batch of
+   * any size"): past it, the loaded chunks it did not change go, then the
+   * changed ones are written ahead, born at the coming version, until the
+   * batch holds at most the cache or half the bound. If a write fails, the
+   * pending batch is dropped, as a failed commit drops it.
+   */
+  async #bound(head: StoredHead): Promise<void> {
+    this.#writesUnchecked = 0;
+    if (head.residentBytes <= this.#batchBytes) return;
+    const target = Math.min(this.#cacheBytes, Math.floor(this.#batchBytes / 2));
+    try {
+      // The slot keys the writes so far relied on: a piece may discard their records.
+      await fetchRecords(this.#backend, head.unconfirmed(), (t, k, v) => head.supply(t, k, v));
+      head.evict(target);
+      await this.#writeAhead(head, target);
+    } catch (e) {
+      await this.#dropBatch();
+      throw e;
+    }
+  }
+
+  /** Writes changed chunks of `head` ahead, a piece a write, until it holds at most `limit` bytes. */
+  async #writeAhead(head: StoredHead, limit: number): Promise<void> {
+    while (head.residentBytes > limit) {
+      const piece = head.writeAhead(this.#pieceBytes);
+      if (piece.puts.length === 0 && piece.discarded.length === 0) break;
+      this.#wroteAhead = true;
+      await this.#backend.write({ deletes: piece.discarded, puts: [...piece.puts, ...staleMarks(piece.stale)] });
+    }
+  }
+
+  /** Drops the pending batch and deletes what it wrote ahead (a crash leaves that to the next open). */
+  async #dropBatch(): Promise<void> {
+    this.#dropTree();
+    if (!this.#wroteAhead) return;
+    await removeUnborn(this.#backend, this.#head);
+    this.#wroteAhead = false;
   }
 
   /** Runs `f` once the writes, commits and rollbacks called before it end. */
@@ -816,19 +906,15 @@ export class State {
       // A large batch: its changed chunks first, born at the coming version,
       // which stays invisible until the version record lands (a crash
       // leaves them to the next open's cleanup, a failure removes them).
-      const pieceBytes = Math.min(COMMIT_PIECE_BYTES.max, Math.max(COMMIT_PIECE_BYTES.min, this.#cacheBytes));
-      while (head.residentBytes > this.#cacheBytes + pieceBytes) {
-        const piece = head.writeAhead(pieceBytes);
-        if (piece.puts.length === 0) break;
-        await this.#backend.write({ puts: [...piece.puts, ...staleMarks(piece.stale)] });
-      }
+      await this.#writeAhead(head, this.#cacheBytes + this.#pieceBytes);
       w = head.commitToStore();
-      await this.#backend.write({ puts: [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]] });
+      const version = ['versions', versionKey(w.version), w.versionRecord] as const;
+      await this.#backend.write({ deletes: w.discarded, puts: [...w.puts, ...staleMarks(w.stale), version] });
     } catch (e) {
-      this.#dropTree();
-      await removeUnborn(this.#backend, this.#head).catch(() => {});
+      await this.#dropBatch().catch(() => {});
       throw e;
     }
+    this.#wroteAhead = false;
     const record = decodeVersionRecord(w.versionRecord, this.capacity);
     const from = this.#versions.get(this.#head)?.root;
     this.#versions.set(w.version, record);

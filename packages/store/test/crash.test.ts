@@ -3,7 +3,7 @@
 // and root once its commit resolved; it is killed with SIGKILL at a random
 // instant, 55 times over one directory (one kill in five while it starts,
 // the others 0-120 ms after it opened; every fifth version is large enough
-// to be written ahead in pieces). After every kill the store must open
+// to be written ahead in pieces, between its puts and at its commit). After every kill the store must open
 // at the last version the child printed, or the one after it (killed after
 // the write but before the print), whole: every record of the head is
 // checked against its hash when the store opens, its root is the one

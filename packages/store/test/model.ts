@@ -19,6 +19,8 @@ export interface ModelPlace {
 export interface Caches {
   readonly cacheBytes?: number;
   readonly valueCacheBytes?: number;
+  /** Set: puts go through `putMany`, which checks the batch against it after each call (0: writes every changed chunk ahead). */
+  readonly batchBytes?: number;
 }
 
 export type Model = Map<string, Uint8Array>;
@@ -135,7 +137,8 @@ export async function runModel(place: ModelPlace, capacity: number, seed: number
       const roll = pick(100);
       if (roll < 50) {
         const k = pick(domain);
-        await state.put(key(k), value(k, step & 0xff));
+        if (cache.batchBytes === undefined) await state.put(key(k), value(k, step & 0xff));
+        else await state.putMany([[key(k), value(k, step & 0xff)]]);
         model.set(hex(key(k)), value(k, step & 0xff));
       } else if (roll < 75) {
         const k = pick(domain);

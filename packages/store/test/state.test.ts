@@ -42,6 +42,15 @@ describe('the store against a model of every retained version', { timeout: 60_00
   ])('memory, C = %i, seed %i, a cache of nothing', async (capacity, seed) =>
     run(inMemory(), capacity, seed, capacity === 256 ? 1000 : 400, capacity === 256 ? 1200 : 60, { cacheBytes: 0, valueCacheBytes: 0 }));
 
+  // A batch of any size: every put writes the batch's changed chunks ahead and unloads every chunk.
+  it.each([
+    [2, 16],
+    [3, 17],
+    [4, 18],
+    [256, 19],
+  ])('memory, C = %i, seed %i, batches written ahead at every put', async (capacity, seed) =>
+    run(inMemory(), capacity, seed, capacity === 256 ? 1000 : 400, capacity === 256 ? 1200 : 60, { cacheBytes: 0, batchBytes: 0 }));
+
   // A value cache of about six answers: most reads evict one.
   it.each([
     [3, 14],
@@ -53,6 +62,8 @@ describe('the store against a model of every retained version', { timeout: 60_00
     [3, 8],
     [256, 9],
   ])('node, C = %i, seed %i', { timeout: 60_000 }, async (capacity, seed) => run(onDisk(), capacity, seed, 250, capacity === 256 ? 800 : 60));
+
+  it('node, C = 3, seed 20, batches written ahead at every put', async () => run(onDisk(), 3, 20, 250, 60, { cacheBytes: 0, batchBytes: 0 }));
 });
 
 describe('on the Node backend, by path', () => {
@@ -238,6 +249,21 @@ async function expectSameRoots(writes: (state: State, paged: boolean) => Promise
   expect(await root(inMemory(), true)).toEqual(await root(inMemory(), false));
 }
 
+/**
+ * A memory backend on `place` that notes, per write, whether it holds a
+ * version record (`writes`); `write` is its own write, to wrap it again.
+ */
+function countedWrites(place: ReturnType<typeof inMemory>) {
+  const backend = memoryBackend(place.database);
+  const writes: boolean[] = [];
+  const write = backend.write.bind(backend);
+  backend.write = async (batch) => {
+    writes.push((batch.puts ?? []).some(([table]) => table === 'versions'));
+    return write(batch);
+  };
+  return { backend, writes, write };
+}
+
 describe('the paged head', () => {
   it('holds at most cacheBytes of chunks after each commit, and loads what each write changes', async () => {
     const cacheBytes = 30_000;
@@ -277,14 +303,7 @@ describe('the paged head', () => {
     // 3,000 values of 1,000 bytes: about 3 MB of changed chunks against pieces of 1 MiB.
     const big = (k: number, seed: number) => new Uint8Array(1_000).fill(k + seed);
     const place = inMemory();
-    const backend = memoryBackend(place.database);
-    // Per write of the backend: whether it holds a version record.
-    const writes: boolean[] = [];
-    const write = backend.write.bind(backend);
-    backend.write = async (batch) => {
-      writes.push((batch.puts ?? []).some(([table]) => table === 'versions'));
-      return write(batch);
-    };
+    const { backend, writes, write } = countedWrites(place);
     const state = await openState({ backend, capacity: 16, cacheBytes: 0 });
     await state.putMany(Array.from({ length: 3_000 }, (_, k) => [key(k), big(k, 1)] as const));
     writes.length = 0;
@@ -314,6 +333,62 @@ describe('the paged head', () => {
     }
     expect((await reopened.stats()).entryCount).toBe(3_000);
     await reopened.close();
+  });
+
+  it('holds a batch of any size within batchBytes, writing changed chunks ahead between writes; a failed piece drops the batch', async () => {
+    // 3,000 values of 1,000 bytes (about 3.4 MB of chunks) against a bound of 400 kB.
+    const big = (k: number, seed: number) => new Uint8Array(1_000).fill(k + seed);
+    const batchBytes = 400_000;
+    const place = inMemory();
+    const { backend, writes, write } = countedWrites(place);
+    const state = await openState({ backend, capacity: 16, cacheBytes: 100_000, batchBytes });
+    let model: Model = new Map();
+    const putAll = async (from: number, to: number, seed: number) => {
+      for (let at = from; at < to; at += 100) {
+        const slice = Array.from({ length: Math.min(100, to - at) }, (_, i) => [key(at + i), big(at + i, seed)] as const);
+        await state.putMany(slice);
+        for (const [k, v] of slice) model.set(hex(k), v);
+        expect((await state.stats()).headChunkBytes).toBeLessThanOrEqual(batchBytes);
+      }
+    };
+    await putAll(0, 3_000, 1);
+    // The same batch writes keys again: new values, deletes, and back to the first values.
+    await putAll(0, 1_500, 2);
+    await state.deleteMany(Array.from({ length: 500 }, (_, i) => key(1_500 + i)));
+    for (let k = 1_500; k < 2_000; k++) model.delete(hex(key(k)));
+    await putAll(0, 500, 1);
+    expect(writes.length).toBeGreaterThan(5);
+    expect(writes).not.toContain(true);
+    const first = await state.commit();
+    const check = async (s: State) => {
+      expect((await s.stats()).entryCount).toBe(model.size);
+      for (let k = 0; k < 3_000; k += 7) {
+        expect(hex((await s.get(key(k))) ?? undefined), `key ${k}`).toBe(hex(model.get(hex(key(k)))));
+      }
+      const entries: [string, string][] = [];
+      for await (const [k, v] of s.range(undefined)) entries.push([hex(k), hex(v)]);
+      expect(entries).toEqual([...model].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, hex(v)]));
+    };
+    await check(state);
+    // The next batch fails at its second piece: the batch is dropped, and nothing born after version 1 stays.
+    let calls = 0;
+    backend.write = async (batch) => {
+      if (++calls === 2) throw Object.assign(new Error('disk full'), { code: 'STORE_IO' });
+      return write(batch);
+    };
+    const committed = new Map(model);
+    await expect(putAll(0, 3_000, 3)).rejects.toMatchObject({ code: 'STORE_IO' });
+    model = committed;
+    for (const table of ['nodes', 'chunks', 'entries', 'stale']) {
+      expect(records(place.database, table).filter(([k]) => k[7]! > first.version)).toEqual([]);
+    }
+    expect(state.head()?.version).toBe(first.version);
+    await check(state);
+    await state.close();
+    const reopened = await place.open();
+    await check(reopened);
+    await reopened.close();
+    place.remove();
   });
 
   it('applies writes called at once in the order they were called', async () => {

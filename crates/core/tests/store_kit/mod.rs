@@ -66,15 +66,33 @@ impl Store {
         self.records.get(&(t as u8))?.get(r.key().as_slice()).map(Vec::as_slice)
     }
 
-    /// One commit: new records, stale marks, and the version record.
+    /// One commit, or a piece of one (no version record): the records it
+    /// discards first, as the backends order deletes before puts; then new
+    /// records, stale marks, and the version record.
     pub fn write(&mut self, w: &WriteSet) {
+        for (t, r) in &w.discarded {
+            assert_eq!(r.birth, w.version, "only records born at the version are discarded");
+            assert!(self.table(*t).remove(r.key().as_slice()).is_some(), "a discarded record was written");
+        }
         for (t, r, bytes) in &w.puts {
             self.table(*t).insert(r.key().to_vec(), bytes.clone());
         }
         for (t, r) in &w.stale {
             self.stale.insert(stale_key(w.version, *t, r).to_vec(), Vec::new());
         }
-        self.versions.insert(be(w.version), w.version_record.clone());
+        if !w.version_record.is_empty() {
+            self.versions.insert(be(w.version), w.version_record.clone());
+        }
+    }
+
+    /// Deletes what a batch that never committed wrote ahead: records and
+    /// stale marks born after `head` (as the store's open does).
+    pub fn remove_unborn(&mut self, head: u64) {
+        let after = be(head + 1);
+        self.stale.retain(|k, _| k[..8] < after[..]);
+        for t in RECORD_TABLES {
+            self.table(t).retain(|k, _| k[..8] < after[..]);
+        }
     }
 
     pub fn version_numbers(&self) -> Vec<u64> {
@@ -96,10 +114,7 @@ impl Store {
     pub fn rollback(&mut self, to: u64) {
         let after = be(to + 1);
         self.versions.retain(|k, _| k < &after);
-        self.stale.retain(|k, _| k[..8] < after[..]);
-        for t in RECORD_TABLES {
-            self.table(t).retain(|k, _| k[..8] < after[..]);
-        }
+        self.remove_unborn(to);
     }
 
     pub fn load(&self, version: u64, capacity: usize) -> Result<Tree, StoreError> {
