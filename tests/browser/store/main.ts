@@ -24,6 +24,7 @@ const cases = MODEL_RUNS.map((run) => ({
       run.seed,
       run.steps,
       run.domain,
+      run.caches,
     ),
 }));
 
