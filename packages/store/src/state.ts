@@ -107,8 +107,8 @@ export interface StateSizes {
    * Bytes of chunks a batch not committed yet may hold (default 1 GiB).
    * Past it, checked after every 1,024 writes and every 16,384 of
    * `putMany`, the batch writes changed chunks ahead, born at the coming
-   * version and invisible until its commit, and holds at most
-   * `min(cacheBytes, batchBytes / 2)` again. A chunk it changes after that
+   * version and invisible until its commit, and holds at most half the
+   * bound again. A chunk it changes after that
    * is loaded and written again, so a batch of random keys far larger
    * than the bound costs more writes (docs/store.md, "A batch of any size").
    */
@@ -555,13 +555,13 @@ export class State {
    * Keeps a pending batch within `batchBytes` (docs/store.md, "A batch of
    * any size"): past it, the loaded chunks it did not change go, then the
    * changed ones are written ahead, born at the coming version, until the
-   * batch holds at most the cache or half the bound. If a write fails, the
+   * batch holds at most half the bound. If a write fails, the
    * pending batch is dropped, as a failed commit drops it.
    */
   async #bound(head: StoredHead): Promise<void> {
     this.#writesUnchecked = 0;
     if (head.residentBytes <= this.#batchBytes) return;
-    const target = Math.min(this.#cacheBytes, Math.floor(this.#batchBytes / 2));
+    const target = Math.floor(this.#batchBytes / 2);
     try {
       // The slot keys the writes so far relied on: a piece may discard their records.
       await fetchRecords(this.#backend, head.unconfirmed(), (t, k, v) => head.supply(t, k, v));
@@ -981,6 +981,7 @@ export class State {
     for (const v of later) this.#forget(v);
     this.#head = version;
     this.#dropTree();
+    this.#wroteAhead = false;
     // …then what those versions wrote (a crash here leaves garbage that the next open removes).
     await removeUnborn(this.#backend, version);
   }
