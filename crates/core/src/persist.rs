@@ -75,9 +75,7 @@ impl Tree {
         out.sort_puts();
         out
     }
-}
 
-impl Tree {
     /// The records born at `version` (written ahead by this batch) that it
     /// stopped using since: entries it replaced or removed, and the records
     /// of chunks it changed again or merged away, wherever the drop waits
