@@ -311,15 +311,22 @@ impl Chunk {
     /// the store, for a paged head; that slot's key is not confirmed yet).
     pub fn from_stored(slots: &[Slot], values: Vec<Option<Box<[u8]>>>, tree: Vec<Hash>, stored: StoredChunk) -> Chunk {
         let trusted = values.iter().map(Option::is_some).collect();
-        let mut c =
-            Chunk { hash: Some(stored.record.hash), tree, values, trusted, persisted: true, ..Chunk::default() };
+        let mut keys = Keys::with_capacity(slots.len(), slots.iter().map(|s| s.key.len()).sum());
         for s in slots {
-            c.keys.push(&s.key);
-            c.entry_hashes.push(Some(s.entry.hash));
-            c.births.push(Some(s.entry.birth));
+            keys.push(&s.key);
         }
-        c.stored = Some(stored);
-        c
+        Chunk {
+            keys,
+            entry_hashes: slots.iter().map(|s| Some(s.entry.hash)).collect(),
+            births: slots.iter().map(|s| Some(s.entry.birth)).collect(),
+            hash: Some(stored.record.hash),
+            tree,
+            values,
+            trusted,
+            stored: Some(stored),
+            persisted: true,
+            ..Chunk::default()
+        }
     }
 
     /// A chunk a paged head loads: its groups' entry hashes are checked
