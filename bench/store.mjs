@@ -300,6 +300,9 @@ async function run(n) {
       prune_disk_after: pruneDiskAfter,
       one_version_disk: disk,
       peak_rss_mib: Math.max(bulk.peak_rss_mib, batched.peak_rss_mib, intermediate?.peak_rss_mib ?? 0, reads.peak_rss_mib, updates.peak_rss_mib, prune.peak_rss_mib),
+      // The bounds the store ran with, so that runs compare.
+      cache_mib: Number(args['cache-mib']),
+      batch_mib: Number(args['batch-mib']),
       peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, intermediatePrune: intermediate?.peak_rss_mib, reads: reads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
     };
   } finally {
