@@ -12,7 +12,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyRange } from '@bpavl/wasm';
-import { openState, type State } from '@bpavl/store';
+import { DEFAULT_BATCH_BYTES, openState, type State } from '@bpavl/store';
 import { fromHex, type StoredTree, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
 
@@ -27,24 +27,29 @@ export class ImportError extends Error {
   }
 }
 
+/** What `--batch-mib` says, in the help of the commands that take it. */
+const BATCH_MIB = `A batch not committed yet
+holds at most --batch-mib MiB of chunks (default 1024) and writes changed
+chunks ahead past it: less memory, more writes for a batch of random keys.`;
+
 const COMMON = `  --db DIR             the state directory (made by import or generate --db)
   --json               print one JSON line instead of text
   --help               this text`;
 
 export const DB_USAGE = {
-  import: `bpavl import --db DIR [--batch N] [--utf8] [--json] FILE
+  import: `bpavl import --db DIR [--batch N] [--batch-mib M] [--utf8] [--json] FILE
 
 Loads a file of JSON lines {"key": …, "value": …} (hex, or UTF-8 text with
 --utf8) into the state, committing every --batch entries (default 100000) and
 at the end. A malformed line stops the import with its line number (exit 1,
-IMPORT_LINE_INVALID); the last commit stays as it was.
+IMPORT_LINE_INVALID); the last commit stays as it was. ${BATCH_MIB}
 
 ${COMMON}`,
-  generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--json]
+  generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--batch-mib M] [--json]
 
 Writes the deterministic workload of "bpavl serve" into a new version of the
 state (entries 100000, seed 0, chunk capacity 256 for a new state; a commit
-every --batch entries, default 1000000).
+every --batch entries, default 1000000). ${BATCH_MIB}
 
 ${COMMON}`,
   get: `bpavl get --db DIR [--version V] [--utf8] [--json] KEY [KEY …]
@@ -98,6 +103,7 @@ const OPTIONS = {
   db: { type: 'string' },
   version: { type: 'string' },
   batch: { type: 'string' },
+  'batch-mib': { type: 'string' },
   entries: { type: 'string' },
   seed: { type: 'string' },
   chunk: { type: 'string' },
@@ -124,6 +130,11 @@ function int(v: Values, name: keyof Values, def: number | undefined, min: number
   return n;
 }
 
+/** `--batch-mib` in bytes (`batchBytes`). */
+function batchBound(v: Values): number {
+  return int(v, 'batch-mib', DEFAULT_BATCH_BYTES / 2 ** 20, 0, 1 << 20) * 2 ** 20;
+}
+
 const encoder = new TextEncoder();
 
 /** A key or value from the command line or a file: hex, or UTF-8 with --utf8. */
@@ -136,8 +147,8 @@ function bytesOf(text: string, utf8: boolean | undefined, what: string): Uint8Ar
   }
 }
 
-async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, capacity?: number): Promise<T> {
-  const state = await openState({ path: dir, readOnly, ...(capacity === undefined ? {} : { capacity }) });
+async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, sizes: { capacity?: number; batchBytes?: number } = {}): Promise<T> {
+  const state = await openState({ path: dir, readOnly, ...sizes });
   try {
     return await body(state);
   } finally {
@@ -271,6 +282,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
     case 'import': {
       if (positionals.length !== 1) throw new UsageError('exactly one FILE');
       const batch = int(v, 'batch', 100_000, 1, 10_000_000);
+      const batchBytes = batchBound(v);
       return withState(dir, false, async (state) => {
         const t0 = performance.now();
         const done = await importLines(state, positionals[0]!, batch, v.utf8, (lines) => tty && process.stderr.write(`\rimported ${lines} lines`));
@@ -281,13 +293,14 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           `imported ${done.entries} entries; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}`,
         );
         return 0;
-      });
+      }, { batchBytes });
     }
     case 'generate': {
       const entryCount = int(v, 'entries', 100_000, 0, Number.MAX_SAFE_INTEGER);
       const seed = BigInt(int(v, 'seed', 0, 0, Number.MAX_SAFE_INTEGER));
       const capacity = int(v, 'chunk', 256, 2, 4096);
       const batch = int(v, 'batch', 1_000_000, 1, 100_000_000);
+      const batchBytes = batchBound(v);
       return withState(
         dir,
         false,
@@ -313,7 +326,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           );
           return 0;
         },
-        capacity,
+        { capacity, batchBytes },
       );
     }
     case 'get':

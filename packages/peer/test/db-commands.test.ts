@@ -118,6 +118,18 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     tree.free();
   });
 
+  it('generate --db --batch-mib 0 writes its one batch ahead between slices: the same root', async () => {
+    // 40,000 entries in slices of 16,384: the batch outgrows a bound of nothing twice before its commit.
+    const db = join(dir, 'bounded');
+    const r = await json(['generate', '--db', db, '--entries', '40000', '--chunk', '32', '--seed', '5', '--batch', '40000', '--batch-mib', '0']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.out).toMatchObject({ version: 1, entryCount: 40_000 });
+    const tree = buildWorkloadTree({ entryCount: 40_000, seed: 5n }, 32);
+    expect(r.out.root).toBe(Buffer.from(tree.head().root).toString('hex'));
+    tree.free();
+    expect((await json(['check', '--db', db])).code).toBe(0);
+  });
+
   it('check finds a damaged record and says where', async () => {
     const db = join(dir, 'damaged');
     expect((await json(['generate', '--db', db, '--entries', '400', '--chunk', '8'])).code).toBe(0);
@@ -203,7 +215,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
   });
 
   it('usage errors exit 2', async () => {
-    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')]]) {
+    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')], ['generate', '--db', join(dir, 'x'), '--batch-mib', 'lots']]) {
       expect((await spawnCli(args, 'ignore', 30_000).done).code).toBe(2);
     }
   });

@@ -108,9 +108,10 @@ export interface StateSizes {
    * Past it, checked after every 1,024 writes and every 16,384 of
    * `putMany`, the batch writes changed chunks ahead, born at the coming
    * version and invisible until its commit, and holds at most half the
-   * bound again. A chunk it changes after that
-   * is loaded and written again, so a batch of random keys far larger
-   * than the bound costs more writes (docs/store.md, "A batch of any size").
+   * bound again; if that write fails, the batch is dropped (as by a failed
+   * commit) and the write rejects. A chunk the batch changes again is
+   * loaded and written again, so a batch of random keys far larger than
+   * the bound costs more writes (docs/store.md, "A batch of any size").
    */
   readonly batchBytes?: number;
 }
@@ -555,8 +556,8 @@ export class State {
    * Keeps a pending batch within `batchBytes` (docs/store.md, "A batch of
    * any size"): past it, the loaded chunks it did not change go, then the
    * changed ones are written ahead, born at the coming version, until the
-   * batch holds at most half the bound. If a write fails, the
-   * pending batch is dropped, as a failed commit drops it.
+   * batch holds at most half the bound. If a write fails, the pending
+   * batch is dropped, as a failed commit drops it.
    */
   async #bound(head: StoredHead): Promise<void> {
     this.#writesUnchecked = 0;
