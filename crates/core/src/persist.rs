@@ -26,6 +26,10 @@ pub struct WriteSet {
     /// same batch, that the batch no longer uses: deleted in the same
     /// atomic write, before the puts (a put may write the same key again).
     pub discarded: Vec<(Table, Ref)>,
+    /// For a piece ([`Tree::write_ahead`]): the bytes the chunks it wrote
+    /// held (`Chunk::resident_bytes`), by which the head's resident bytes
+    /// fell; so a caller needs not count them again after each piece.
+    pub unloaded: usize,
     /// The version record: written last (or in the same atomic write), it
     /// makes the version visible.
     pub version_record: Vec<u8>,
@@ -72,6 +76,7 @@ impl Tree {
         if let Some(top) = self.top_for_store() {
             ahead.write(top, version, &mut out);
         }
+        out.unloaded = ahead.unloaded;
         out.sort_puts();
         out
     }

@@ -315,6 +315,7 @@ fn a_commit_written_ahead_writes_what_one_write_set_does() {
         (puts, stale, w.last().unwrap().version_record.clone())
     };
     let mut pieces = Vec::new();
+    let held = ahead.resident_bytes();
     loop {
         let piece = ahead.write_ahead(4_000);
         if piece.puts.is_empty() {
@@ -329,6 +330,8 @@ fn a_commit_written_ahead_writes_what_one_write_set_does() {
     }
     assert!(pieces.len() > 10, "{} pieces", pieces.len());
     assert_eq!(ahead.resident_bytes(), 0);
+    // Each piece says what it unloaded: together, all the head held.
+    assert_eq!(pieces.iter().map(|p| p.unloaded).sum::<usize>(), held);
     let (commit, last) = ahead.commit_to_store();
     pieces.push(last);
     assert_eq!((commit.version, commit.root), (first.version, first.root));

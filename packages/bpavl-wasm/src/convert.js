@@ -132,8 +132,8 @@ export function writeSet(version, root, putTables, putFlat, putEnds, staleFlat, 
 }
 
 /** What `StoredHead.writeAhead` returns: records, stale marks and records to delete (views of wasm memory, copied here). */
-export function writtenAhead(putTables, putFlat, putEnds, staleFlat, discardedTables, discardedFlat) {
-  return { puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat), discarded: tableKeys(discardedTables, discardedFlat) };
+export function writtenAhead(putTables, putFlat, putEnds, staleFlat, discardedTables, discardedFlat, unloaded) {
+  return { puts: records(putTables, putFlat, putEnds), stale: staleKeys(staleFlat), discarded: tableKeys(discardedTables, discardedFlat), unloaded };
 }
 
 /** 49-byte stale keys laid end to end, each copied. */

@@ -44,6 +44,8 @@ export interface WrittenAhead {
   stale: Uint8Array[];
   /** Records an earlier piece wrote that the batch no longer uses: delete them in the same write, before the puts. */
   discarded: [table: RecordTable, key: Uint8Array][];
+  /** The bytes the chunks it wrote held: `residentBytes` fell by this much. */
+  unloaded: number;
 }
 "#;
 
@@ -69,6 +71,7 @@ extern "C" {
         stale_flat: &[u8],
         discarded_tables: &[u8],
         discarded_flat: &[u8],
+        unloaded: f64,
     ) -> JsValue;
     #[wasm_bindgen(js_name = chunkWrite)]
     fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
@@ -722,7 +725,7 @@ impl StoredHead {
         let w = self.0.write_ahead(count(max_bytes, "maxBytes")?);
         let (tables, flat, ends) = flat_puts(&w.puts);
         let (discarded_tables, discarded_flat) = flat_refs(&w.discarded);
-        Ok(written_ahead(&tables, &flat, &ends, &flat_stale(&w), &discarded_tables, &discarded_flat))
+        Ok(written_ahead(&tables, &flat, &ends, &flat_stale(&w), &discarded_tables, &discarded_flat, w.unloaded as f64))
     }
 
     /// Unloads the oldest loaded chunks without unstored changes until the

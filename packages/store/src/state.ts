@@ -576,9 +576,11 @@ export class State {
 
   /** Writes changed chunks of `head` ahead, a piece a write, until it holds at most `limit` bytes. */
   async #writeAhead(head: StoredHead, limit: number): Promise<void> {
-    while (head.residentBytes > limit) {
+    // Counted once: each piece says what it unloaded (a count walks every loaded chunk).
+    for (let resident = head.residentBytes; resident > limit; ) {
       const piece = head.writeAhead(this.#pieceBytes);
       if (piece.puts.length === 0 && piece.discarded.length === 0) break;
+      resident -= piece.unloaded;
       this.#wroteAhead = true;
       await this.#backend.write({ deletes: piece.discarded, puts: [...piece.puts, ...staleMarks(piece.stale)] });
     }
