@@ -319,10 +319,12 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       }
       await progress();
     };
+    /** Whether `piece` goes in a request of its own: nodes always, everything when one chunk a request is asked. */
+    const single = (piece: CatchUpPiece) => piece.kind === 'nodes' || perRequest === 1;
     const start = (pieces: CatchUpPiece[]) => {
       const keys = pieces.map(pieceKey);
       for (const k of keys) asked.add(k);
-      const run: Promise<void> = (pieces.length === 1 && (pieces[0]!.kind === 'nodes' || perRequest === 1) ? fetch(pieces[0]!) : fetchMany(pieces)).finally(() => {
+      const run: Promise<void> = (pieces.length === 1 && single(pieces[0]!) ? fetch(pieces[0]!) : fetchMany(pieces)).finally(() => {
         running.delete(run);
         for (const k of keys) asked.delete(k);
       });
@@ -336,7 +338,6 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
         // The session lists pieces in flight again: ask for that many more than the requests there is room for
         // can take (one peer's worth of batches at a time), and leave out those in flight.
         const fresh = session.pieces(asked.size + Math.min(room - running.size, usable) * perRequest).filter((p) => !asked.has(pieceKey(p)));
-        const single = (p: CatchUpPiece) => p.kind === 'nodes' || perRequest === 1;
         for (const piece of fresh.filter(single)) if (running.size < room) start([piece]);
         const batches = batchesOf(fresh.filter((p) => !single(p)), perRequest);
         // A batch goes out full; a short one while peers have little to do, or once it has waited
