@@ -737,9 +737,12 @@ export class State {
     const answer = await this.#ask(version, () => this.#pages.proveExistence(top[0], top[1], key));
     if ('notFound' in answer) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
     // A cached value is checked by the proof too.
-    const value = this.#cached(record!, key) ?? (await readEntry(this.#backend, answer.found, key));
+    let value = this.#cached(record!, key);
+    if (value === undefined || value === null) {
+      value = await readEntry(this.#backend, answer.found, key);
+      this.#remember(record!, key, value);
+    }
     proven(version, () => verifyExistence(record!.root, key, value, answer.proof));
-    this.#remember(record!, key, value);
     return { value, proof: answer.proof };
   }
 

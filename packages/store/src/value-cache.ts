@@ -34,6 +34,31 @@ const answerBytes = (id: string, value: Uint8Array | null): number => id.length 
 
 const equal = (a: Uint8Array, b: Uint8Array): boolean => compareBytes(a, b) === 0;
 
+/**
+ * Copies of cached values are cut from shared 8 KiB buffers, as Node's
+ * `Buffer` pool does: a typed array of its own costs about 1.3 µs to
+ * allocate, a view 0.4 µs, and a warm get is a few µs in all. A copy
+ * shares its `buffer` with others (read it through `byteOffset` and
+ * `byteLength`); values above 1 KiB get their own.
+ */
+const SLAB_BYTES = 8192;
+const SLAB_MAX_VALUE = SLAB_BYTES >> 3;
+let slab = new ArrayBuffer(SLAB_BYTES);
+let slabUsed = 0;
+
+function copyOut(value: Uint8Array): Uint8Array {
+  if (value.length > SLAB_MAX_VALUE) return value.slice();
+  if (slabUsed + value.length > SLAB_BYTES) {
+    slab = new ArrayBuffer(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const copy = new Uint8Array(slab, slabUsed, value.length);
+  copy.set(value);
+  // Each copy starts 8-byte aligned, so that a reader can put any typed view on it.
+  slabUsed += (value.length + 7) & ~7;
+  return copy;
+}
+
 /** An answer: the value, or `null` for a key the version lacks; `used` if read since the sweep passed it. */
 interface Answer {
   readonly value: Uint8Array | null;
@@ -77,7 +102,7 @@ export class ValueCache {
     }
     answer.used = true;
     this.hits++;
-    return answer.value === null ? null : answer.value.slice();
+    return answer.value === null ? null : copyOut(answer.value);
   }
 
   /**

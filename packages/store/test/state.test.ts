@@ -493,9 +493,13 @@ describe('the value cache', () => {
     const hits = (await state.stats()).valueCacheHits;
     const got = (await state.get(key(3)))!;
     expect(got).toEqual(proved.value);
+    // Copies are cut from shared buffers: filling one must touch nothing else.
+    await state.get(key(6));
+    const next = (await state.get(key(6)))!;
     got.fill(0xee);
+    expect(next).toEqual(value(6, 0));
     expect(await state.get(key(3))).toEqual(value(3, 0));
-    expect((await state.stats()).valueCacheHits).toBe(hits + 2);
+    expect((await state.stats()).valueCacheHits).toBe(hits + 3);
     await state.close();
   });
 
