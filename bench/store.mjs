@@ -24,7 +24,12 @@
 //    (`dd iflag=nocache`): `open_s`, the open to the first verified get;
 //    --gets random gets (keys: SplitMix64 seed 1, index = next() mod N),
 //    cold (first pass) then the same keys warm; --proofs existence proofs
-//    (seed 1 again), every one verified against the root;
+//    (seed 1 again), every one verified against the root; then, in another
+//    child after dropping the page cache again, the same keys read with
+//    `getMany`, GET_MANY_BATCH at a time, cold then warm
+//    (`get_many_per_s_cold`, `get_many_per_s_warm`: no target of their own;
+//    a batch reads its keys in key order, so a chunk is loaded once for
+//    the keys of a batch it holds);
 // 5. updates: --versions commits of 10,000 random updates each (keys: seed
 //    2; a new value is a SHA-256 chain started from the old value, 512
 //    bytes), `update10k_commit_s` the median of the puts plus the commit;
@@ -77,6 +82,13 @@ const TARGETS_10M = {
 const VALUE_LEN = 512;
 const UPDATES_PER_VERSION = 10_000;
 const ENTRIES_PER_BULK_COMMIT = 1_000_000;
+/**
+ * Keys handed to `getMany` at a time in the batched reads: all of the
+ * default --gets in one call. At 1M a batch of 1,000 or 10,000 random keys
+ * meets most chunks once anyway, and read no faster than single gets.
+ */
+const GET_MANY_BATCH = 100_000;
+
 /** Entries handed to `putMany` at a time, as `bpavl generate` does. */
 const IMPORT_SLICE = 16_384;
 
@@ -189,6 +201,21 @@ async function child(phase) {
     out.value_cache_hits = stats.valueCacheHits;
     out.value_cache_misses = stats.valueCacheMisses;
     await state.close();
+  } else if (phase === 'read-many') {
+    const entries = picks(1, Number(args.gets), n).map((i) => workloadEntry(0n, i));
+    const state = await openState({ path: dir, readOnly: true, cacheBytes, valueCacheBytes, batchBytes });
+    for (const pass of ['cold', 'warm']) {
+      const t = performance.now();
+      for (let at = 0; at < entries.length; at += GET_MANY_BATCH) {
+        const batch = entries.slice(at, at + GET_MANY_BATCH);
+        const values = await state.getMany(batch.map(([key]) => key));
+        batch.forEach(([, value], i) => {
+          if (!sameBytes(values[i], value)) fail(`a ${pass} getMany`);
+        });
+      }
+      out[`get_many_per_s_${pass}`] = Math.round(entries.length / seconds(t));
+    }
+    await state.close();
   } else if (phase === 'update') {
     const versions = Number(args.versions);
     const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
@@ -273,6 +300,8 @@ async function run(n) {
     dropCache(bulkDir);
     process.stderr.write(`n = ${n}: reads\n`);
     const reads = phase('read', bulkDir, n, ['--gets', args.gets, '--proofs', args.proofs]);
+    dropCache(bulkDir);
+    const batchedReads = phase('read-many', bulkDir, n, ['--gets', args.gets]);
     process.stderr.write(`n = ${n}: ${args.versions} versions of 10k updates\n`);
     const updates = phase('update', bulkDir, n, ['--versions', args.versions]);
     const pruneDiskBefore = diskBytes(bulkDir);
@@ -291,6 +320,8 @@ async function run(n) {
       get_per_s_cold: reads.get_per_s_cold,
       get_per_s_warm: reads.get_per_s_warm,
       prove_per_s: reads.prove_per_s,
+      get_many_per_s_cold: batchedReads.get_many_per_s_cold,
+      get_many_per_s_warm: batchedReads.get_many_per_s_warm,
       update10k_commit_s: round(updates.update10k_commit_s, 3),
       update10k_commit_s_max: round(updates.update10k_commit_s_max, 3),
       prune_s: round(prune.prune_s),
@@ -299,11 +330,11 @@ async function run(n) {
       prune_disk_after_unpacked: prune.disk_unpacked,
       prune_disk_after: pruneDiskAfter,
       one_version_disk: disk,
-      peak_rss_mib: Math.max(bulk.peak_rss_mib, batched.peak_rss_mib, intermediate?.peak_rss_mib ?? 0, reads.peak_rss_mib, updates.peak_rss_mib, prune.peak_rss_mib),
+      peak_rss_mib: Math.max(bulk.peak_rss_mib, batched.peak_rss_mib, intermediate?.peak_rss_mib ?? 0, reads.peak_rss_mib, batchedReads.peak_rss_mib, updates.peak_rss_mib, prune.peak_rss_mib),
       // The bounds the store ran with, so that runs compare.
       cache_mib: Number(args['cache-mib']),
       batch_mib: Number(args['batch-mib']),
-      peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, intermediatePrune: intermediate?.peak_rss_mib, reads: reads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
+      peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, intermediatePrune: intermediate?.peak_rss_mib, reads: reads.peak_rss_mib, batchedReads: batchedReads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
     };
   } finally {
     rmSync(base, { recursive: true, force: true });

@@ -698,15 +698,42 @@ export class State {
   /** The value of `key` in the committed version `at` names (the head by default). */
   async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
     const [version, record] = this.#at(at);
-    const top = record?.top;
-    if (top === undefined) return undefined;
-    const cached = this.#cached(record!, key);
+    if (record?.top === undefined) return undefined;
+    const cached = this.#cached(record, key);
     if (cached !== undefined) return cached ?? undefined;
+    return this.#read(version, record, key);
+  }
+
+  /**
+   * The values of `keys` in the committed version `at` names (the head by
+   * default), in the order asked (`undefined`: absent). Cached answers come
+   * first; the others are read in key order, so that the keys a chunk holds
+   * are read together and the chunk is loaded once for them.
+   */
+  async getMany(keys: readonly Uint8Array[], at: AtVersion = {}): Promise<Array<Uint8Array | undefined>> {
+    const [version, record] = this.#at(at);
+    const values = new Array<Uint8Array | undefined>(keys.length).fill(undefined);
+    if (record?.top === undefined) return values;
+    const misses: number[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const cached = this.#cached(record, keys[i]!);
+      if (cached === undefined) misses.push(i);
+      else values[i] = cached ?? undefined;
+    }
+    misses.sort((a, b) => compareBytes(keys[a]!, keys[b]!));
+    // Asked again for each key: the store may have been closed, or the version pruned, meanwhile.
+    for (const i of misses) values[i] = await this.#read(version, this.#at({ version })[1]!, keys[i]!);
+    return values;
+  }
+
+  /** `key`'s value read from the records of `version` (not from the value cache), then kept there. */
+  async #read(version: number, record: VersionRecord, key: Uint8Array): Promise<Uint8Array | undefined> {
+    const top = record.top!;
     const answer = await this.#ask(version, () => this.#pages.lookup(top[0], top[1], key));
     let value: Uint8Array | null = null;
     if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
     else for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
-    this.#remember(record!, key, value);
+    this.#remember(record, key, value);
     return value ?? undefined;
   }
 

@@ -91,6 +91,9 @@ async function checkVersions(state: State, models: Map<number, Model>, domain: n
       }
       if (want) await rejectsWith(() => state.proveAbsence(k, { version }), 'KEY_EXISTS', `absence proof of present ${hex(k)}`);
     }
+    // Up to 12 keys at once, repeats included, in the order asked.
+    const asked = Array.from({ length: pick(13) }, () => key(pick(domain)));
+    same(await state.getMany(asked, { version }), asked.map((k) => model.get(hex(k))), `getMany at version ${version}`);
     const all = [...model.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
     const from = pick(domain);
     const start = key(from);

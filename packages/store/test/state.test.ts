@@ -578,6 +578,48 @@ describe('paged reads of old versions', () => {
     await state.close();
   });
 
+  it('getMany answers in the order asked, loading each chunk once for the keys it holds', async () => {
+    // Keys of 1,000 bytes, so that the smallest cache holds about one chunk.
+    const key = (k: number) => new Uint8Array(1000).fill(0x6b).fill(k >> 8, 0, 1).fill(k & 0xff, 1, 2);
+    const state = await inMemory().open({ capacity: 8, cacheBytes: 0, valueCacheBytes: 0 });
+    for (let k = 0; k < 400; k += 2) await state.put(key(k), value(k, 1));
+    await state.commit();
+    for (let k = 0; k < 400; k += 4) await state.delete(key(k));
+    await state.commit();
+    // Every key of the domain, present or not, in a shuffled order, some twice.
+    const pick = rng(5);
+    const order = Array.from({ length: 400 }, (_, k) => k);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = pick(i + 1);
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    order.push(order[7]!, order[300]!);
+    const asked = order.map(key);
+    const one = async (version: number) => {
+      const values = [];
+      for (const k of asked) values.push(await state.get(k, { version }));
+      return values;
+    };
+    for (const version of [1, 2]) {
+      const before = (await state.stats()).cacheMisses;
+      const alone = await one(version);
+      const missesAlone = (await state.stats()).cacheMisses - before;
+      const many = await state.getMany(asked, { version });
+      const missesMany = (await state.stats()).cacheMisses - before - missesAlone;
+      expect(many).toEqual(alone);
+      const present = (k: number) => k % 2 === 0 && (version === 1 || k % 4 !== 0);
+      expect(many).toEqual(order.map((k) => (present(k) ? value(k, 1) : undefined)));
+      // A cache of one chunk: one miss a chunk in key order, one a key or so out of it.
+      const { chunkCount } = state.versions()[version - 1]!;
+      expect(missesMany).toBeLessThanOrEqual(chunkCount);
+      expect(missesAlone).toBeGreaterThan(4 * chunkCount);
+    }
+    expect(await state.getMany([])).toEqual([]);
+    await expect(state.getMany([key(1)], { version: 9 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+    await state.close();
+    await expect(state.getMany([key(1)])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+
   it('answer questions asked at once (as a server does) with a cache of two chunks, each as if asked alone', async () => {
     const state = await inMemory().open({ capacity: 4, cacheBytes: 0 });
     for (let v = 0; v < 3; v++) {
