@@ -1063,7 +1063,8 @@ function lastKey(versions: Map<number, unknown>): number {
 }
 
 function info(version: number, { root, chunkCount, entryCount }: VersionRecord): VersionInfo {
-  return { version, root, chunkCount, entryCount };
+  // A copy: the state's own root is what its reads and checks compare against.
+  return { version, root: root.slice(), chunkCount, entryCount };
 }
 
 /** Runs `verify` and returns what it proves; a proof built from stored records that fails it means a record lied. */

@@ -69,6 +69,8 @@ export class ValueCache {
   readonly budget: number;
   /** The root of the version whose answers these are; `undefined` holds nothing. */
   #root: Uint8Array | undefined;
+  /** A caller's array last found equal to `#root` (callers never change a root's bytes); cleared when the root changes. */
+  #rootSeen: Uint8Array | undefined;
   /** By `cacheKey`, in the order the sweep meets them. */
   readonly #answers = new Map<string, Answer>();
   #bytes = 0;
@@ -94,7 +96,7 @@ export class ValueCache {
    * `null` for an absent key, `undefined` when not cached.
    */
   get(root: Uint8Array, key: Uint8Array): Uint8Array | null | undefined {
-    const id = this.#root !== undefined && equal(root, this.#root) ? cacheKey(key) : undefined;
+    const id = this.#isRoot(root) ? cacheKey(key) : undefined;
     const answer = id === undefined ? undefined : this.#answers.get(id);
     if (answer === undefined) {
       this.misses++;
@@ -148,12 +150,22 @@ export class ValueCache {
     }
     for (const id of written) this.#remove(id);
     this.#root = to.slice();
+    this.#rootSeen = undefined;
+  }
+
+  /** Whether `root` is the cache's root; the array last found equal is remembered, so that the reads of one version compare no bytes. */
+  #isRoot(root: Uint8Array): boolean {
+    if (root === this.#rootSeen) return true;
+    if (this.#root === undefined || !equal(root, this.#root)) return false;
+    this.#rootSeen = root;
+    return true;
   }
 
   #rebind(root: Uint8Array): void {
     this.#answers.clear();
     this.#bytes = 0;
     this.#root = root.slice();
+    this.#rootSeen = undefined;
   }
 
   #remove(id: string): void {

@@ -500,6 +500,13 @@ describe('the value cache', () => {
     expect(next).toEqual(value(6, 0));
     expect(await state.get(key(3))).toEqual(value(3, 0));
     expect((await state.stats()).valueCacheHits).toBe(hits + 3);
+    // A root handed out is a copy too: the state's own is what its reads compare against.
+    const root = state.head()!.root.slice();
+    state.head()!.root.fill(0);
+    state.versions()[0]!.root.fill(0);
+    expect(state.head()!.root).toEqual(root);
+    expect(await state.get(key(3))).toEqual(value(3, 0));
+    expect((await state.stats()).valueCacheHits).toBe(hits + 4);
     await state.close();
   });
 
