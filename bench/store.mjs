@@ -39,16 +39,20 @@
 //    which has nothing left to delete and packs the database
 //    (`prune_vacuum_s`; `prune_disk_after` is the packed size); the kept
 //    versions still read.
+// Each phase's `peak_rss_mib` is its child's own (getrusage); the parent
+// samples the child's /proc every 50 ms for the largest anonymous and
+// file-backed parts (`rss_anon_file_mib_by_phase`: the file-backed part is
+// mostly SQLite's memory map of the database, which the kernel can drop).
 // Values read are compared with the workload's; roots are compared between
 // the two imports; every proof is verified. Progress on stderr; one JSON
 // line last: {"runs": [{"n": …, "bulk_import_s": …, …}, …]}.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { diskBytes, dropCache, splitmix } from './files.mjs';
+import { diskBytes, dropCache, runSampled, splitmix } from './files.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -272,14 +276,12 @@ async function child(phase) {
 
 // --- driver ------------------------------------------------------------------
 
-function phase(name, dir, n, extra = []) {
-  const r = spawnSync(process.execPath, [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], ...extra], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    encoding: 'utf8',
-    maxBuffer: 1 << 20,
-  });
-  if (r.status !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${r.status ?? r.signal})`);
-  return JSON.parse(r.stdout.trim().split('\n').at(-1));
+async function phase(name, dir, n, extra = []) {
+  const argv = [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], ...extra];
+  const { code, signal, stdout, parts } = await runSampled(argv);
+  if (code !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${code ?? signal})`);
+  // The child's own peak (getrusage), and the largest anonymous and file-backed parts sampled from /proc.
+  return { ...JSON.parse(stdout.trim().split('\n').at(-1)), anon_mib: Math.round(parts.anon), file_mib: Math.round(parts.file) };
 }
 
 async function run(n) {
@@ -288,24 +290,24 @@ async function run(n) {
   const batchedDir = join(base, 'every10k');
   try {
     process.stderr.write(`n = ${n}: bulk import\n`);
-    const bulk = phase('import', bulkDir, n, ['--batch', String(ENTRIES_PER_BULK_COMMIT)]);
+    const bulk = await phase('import', bulkDir, n, ['--batch', String(ENTRIES_PER_BULK_COMMIT)]);
     process.stderr.write(`n = ${n}: import with a commit every 10k\n`);
-    const batched = phase('import', batchedDir, n, ['--batch', '10000']);
+    const batched = await phase('import', batchedDir, n, ['--batch', '10000']);
     if (batched.root !== bulk.root) fail(`the two imports disagree: ${bulk.root} and ${batched.root}`);
     rmSync(batchedDir, { recursive: true, force: true });
     const diskAllVersions = diskBytes(bulkDir);
     // Past 1M entries the bulk import leaves a version per 1M: the phases below take its last one alone.
-    const intermediate = bulk.version > 1 ? phase('prune', bulkDir, n, ['--keep', '1']) : undefined;
+    const intermediate = bulk.version > 1 ? await phase('prune', bulkDir, n, ['--keep', '1']) : undefined;
     const disk = diskBytes(bulkDir);
     dropCache(bulkDir);
     process.stderr.write(`n = ${n}: reads\n`);
-    const reads = phase('read', bulkDir, n, ['--gets', args.gets, '--proofs', args.proofs]);
+    const reads = await phase('read', bulkDir, n, ['--gets', args.gets, '--proofs', args.proofs]);
     dropCache(bulkDir);
-    const batchedReads = phase('read-many', bulkDir, n, ['--gets', args.gets]);
+    const batchedReads = await phase('read-many', bulkDir, n, ['--gets', args.gets]);
     process.stderr.write(`n = ${n}: ${args.versions} versions of 10k updates\n`);
-    const updates = phase('update', bulkDir, n, ['--versions', args.versions]);
+    const updates = await phase('update', bulkDir, n, ['--versions', args.versions]);
     const pruneDiskBefore = diskBytes(bulkDir);
-    const prune = phase('prune', bulkDir, n, ['--keep', args.keep]);
+    const prune = await phase('prune', bulkDir, n, ['--keep', args.keep]);
     const pruneDiskAfter = diskBytes(bulkDir);
     return {
       n,
@@ -335,6 +337,12 @@ async function run(n) {
       cache_mib: Number(args['cache-mib']),
       batch_mib: Number(args['batch-mib']),
       peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, intermediatePrune: intermediate?.peak_rss_mib, reads: reads.peak_rss_mib, batchedReads: batchedReads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
+      // Of each, the largest anonymous part (heaps, WASM, SQLite's page cache) and file-backed part (SQLite's memory map, the node binary) seen.
+      rss_anon_file_mib_by_phase: Object.fromEntries(
+        Object.entries({ bulk, every10k: batched, intermediatePrune: intermediate, reads, batchedReads, updates, prune })
+          .filter(([, p]) => p !== undefined)
+          .map(([name, p]) => [name, [p.anon_mib, p.file_mib]]),
+      ),
     };
   } finally {
     rmSync(base, { recursive: true, force: true });

@@ -26,9 +26,10 @@
 //   peak_rss_anon_mib, peak_rss_file_mib  the largest anonymous (heaps, WASM) and file-backed
 //               (SQLite's memory map) parts of the RSS sampled every 50 ms
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { runSampled } from './files.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -57,42 +58,17 @@ const log = (s) => process.stderr.write(`bench:sync-store: ${s}\n`);
 const src = `${args.dir}/source-${n}`;
 const dst = `${args.dir}/synced`;
 const resumed = `${args.dir}/resumed`;
+/** The serving peers, stopped at the end (and killed if this process exits first). */
 const children = new Set();
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
 });
 
-/** Runs `bpavl ARGS` to its end; its stdout's last line as JSON, and its peak RSS (MiB) from /proc. */
-function bpavl(argv, { killAfterMs } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.add(child);
-    let out = '';
-    let peak = 0;
-    // Its parts as sampled: anonymous memory (heaps, WASM) and mapped files (SQLite's memory map).
-    const parts = { anon: 0, file: 0 };
-    child.stdout.on('data', (d) => (out += d));
-    const poll = setInterval(() => {
-      try {
-        const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-        const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-        peak = Math.max(peak, kib('VmHWM') / 1024);
-        parts.anon = Math.max(parts.anon, kib('RssAnon') / 1024);
-        parts.file = Math.max(parts.file, kib('RssFile') / 1024);
-      } catch {
-        // Gone.
-      }
-    }, 50);
-    const killer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearInterval(poll);
-      clearTimeout(killer);
-      children.delete(child);
-      const last = out.trim().split('\n').at(-1);
-      resolve({ code, signal, peak, parts, json: last && last.startsWith('{') ? JSON.parse(last) : undefined });
-    });
-  });
+/** Runs `bpavl ARGS` to its end; its stdout's last line as JSON, and its memory as sampled. */
+async function bpavl(argv, opts) {
+  const { stdout, ...run } = await runSampled([BIN, ...argv], opts);
+  const last = stdout.trim().split('\n').at(-1);
+  return { ...run, json: last && last.startsWith('{') ? JSON.parse(last) : undefined };
 }
 
 /** Starts `bpavl serve --db SRC` and resolves with its info line. */
