@@ -711,6 +711,7 @@ export class State {
    * are read together and the chunk is loaded once for them.
    */
   async getMany(keys: readonly Uint8Array[], at: AtVersion = {}): Promise<Array<Uint8Array | undefined>> {
+    if (!Array.isArray(keys)) throw new TypeError('keys must be an array');
     const [version, record] = this.#at(at);
     const values = new Array<Uint8Array | undefined>(keys.length).fill(undefined);
     if (record?.top === undefined) return values;

@@ -622,6 +622,8 @@ describe('paged reads of old versions', () => {
       expect(missesAlone).toBeGreaterThan(4 * chunkCount);
     }
     expect(await state.getMany([])).toEqual([]);
+    await expect(state.getMany(5 as never)).rejects.toThrow(TypeError);
+    await expect(state.getMany([5 as never])).rejects.toThrow(TypeError);
     await expect(state.getMany([key(1)], { version: 9 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
     await state.close();
     await expect(state.getMany([key(1)])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
