@@ -88,8 +88,8 @@ const UPDATES_PER_VERSION = 10_000;
 const ENTRIES_PER_BULK_COMMIT = 1_000_000;
 /**
  * Keys handed to `getMany` at a time in the batched reads: all of the
- * default --gets in one call. At 1M a batch of 1,000 or 10,000 random keys
- * meets most chunks once anyway, and read no faster than single gets.
+ * default --gets in one call. At 1M a call of 1,000 or 10,000 random keys
+ * meets nearly as many chunks as keys, and reads no faster than single gets.
  */
 const GET_MANY_BATCH = 100_000;
 
