@@ -569,7 +569,7 @@ export class State {
       head.evict(target);
       await this.#writeAhead(head, target);
     } catch (e) {
-      await this.#dropBatch();
+      await this.#dropBatch().catch(() => {});
       throw e;
     }
   }
@@ -932,7 +932,8 @@ export class State {
       // The slot keys the batch's writes relied on, read together (STORE_CORRUPT drops the batch).
       await fetchRecords(this.#backend, head.unconfirmed(), (t, k, v) => head.supply(t, k, v));
     } catch (e) {
-      this.#dropTree();
+      // With what it wrote ahead: born at the version the next commit takes, it would outlive it unused.
+      await this.#dropBatch().catch(() => {});
       throw e;
     }
     let w: WriteSet;

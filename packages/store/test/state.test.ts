@@ -335,7 +335,7 @@ describe('the paged head', () => {
     await reopened.close();
   });
 
-  it('holds a batch of any size within batchBytes, writing changed chunks ahead between writes; a failed piece drops the batch', async () => {
+  it('holds a batch of any size within batchBytes, writing changed chunks ahead between writes; a failed piece or commit drops the batch and what it wrote', async () => {
     // 3,000 values of 1,000 bytes (about 3.4 MB of chunks) against a bound of 400 kB.
     const big = (k: number, seed: number) => new Uint8Array(1_000).fill(k + seed);
     const batchBytes = 400_000;
@@ -383,6 +383,22 @@ describe('the paged head', () => {
       expect(records(place.database, table).filter(([k]) => k[7]! > first.version)).toEqual([]);
     }
     expect(state.head()?.version).toBe(first.version);
+    await check(state);
+    // A commit whose batch wrote ahead fails reading the slot keys its last writes relied on: the same.
+    backend.write = write;
+    const stored = new Map(model);
+    await putAll(0, 3_000, 4);
+    await state.put(key(0), big(0, 5));
+    const getMany = backend.getMany.bind(backend);
+    backend.getMany = async () => {
+      throw Object.assign(new Error('disk gone'), { code: 'STORE_IO' });
+    };
+    await expect(state.commit()).rejects.toMatchObject({ code: 'STORE_IO' });
+    backend.getMany = getMany;
+    model = stored;
+    for (const table of ['nodes', 'chunks', 'entries', 'stale']) {
+      expect(records(place.database, table).filter(([k]) => k[7]! > first.version)).toEqual([]);
+    }
     await check(state);
     await state.close();
     const reopened = await place.open();
