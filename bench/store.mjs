@@ -5,7 +5,7 @@
 // prints the targets next to the figures, exits 0 when they are missed and
 // 1 when a check fails.
 //
-//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10 --cache-mib 64 --value-cache-mib 96 --batch-mib 1024]
+//   npm run bench:store [-- --n 1000000,10000000 --gets 100000 --proofs 100000 --versions 100 --keep 10 --cache-mib 64 --value-cache-mib 96 --batch-mib 1024 --mmap-mib 0]
 //
 // Per N, each phase in its own child process (so that its peak RSS is its
 // own), on a directory under /tmp/bpavl-bench-store-*, deleted afterwards:
@@ -65,6 +65,8 @@ const { values: args } = parseArgs({
     'value-cache-mib': { type: 'string', default: '96' },
     // A pending batch's bound (`batchBytes`); the store's default.
     'batch-mib': { type: 'string', default: '1024' },
+    // Bytes of SQLite's file read through a memory map (the Node backend's `mmapBytes`).
+    'mmap-mib': { type: 'string', default: '0' },
     child: { type: 'string' },
     dir: { type: 'string' },
     batch: { type: 'string' },
@@ -139,12 +141,13 @@ async function child(phase) {
   const cacheBytes = Number(args['cache-mib']) << 20;
   const valueCacheBytes = Number(args['value-cache-mib']) << 20;
   const batchBytes = Number(args['batch-mib']) * 2 ** 20;
+  const opened = { cacheBytes, valueCacheBytes, batchBytes, mmapBytes: Number(args['mmap-mib']) * 2 ** 20 };
   const out = {};
   if (phase === 'import') {
     // As `bpavl generate` does: slices of 16,384 entries to putMany, a commit every --batch.
     // Only the store's calls are timed; generating the entries (17 SHA-256 calls each) is not.
     const batch = Number(args.batch);
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
+    const state = await openState({ path: dir, ...opened });
     let storeMs = 0;
     let generateMs = 0;
     let head;
@@ -170,7 +173,7 @@ async function child(phase) {
     const keys = picks(1, Number(args.gets), n);
     const [firstKey, firstValue] = workloadEntry(0n, keys[0]);
     const t0 = performance.now();
-    const state = await openState({ path: dir, readOnly: true, cacheBytes, valueCacheBytes, batchBytes });
+    const state = await openState({ path: dir, readOnly: true, ...opened });
     const first = await state.proveExistence(firstKey);
     if (!sameBytes(first.value, firstValue)) fail('the first get');
     const root = state.head().root;
@@ -207,7 +210,7 @@ async function child(phase) {
     await state.close();
   } else if (phase === 'read-many') {
     const entries = picks(1, Number(args.gets), n).map((i) => workloadEntry(0n, i));
-    const state = await openState({ path: dir, readOnly: true, cacheBytes, valueCacheBytes, batchBytes });
+    const state = await openState({ path: dir, readOnly: true, ...opened });
     for (const pass of ['cold', 'warm']) {
       const t = performance.now();
       for (let at = 0; at < entries.length; at += GET_MANY_BATCH) {
@@ -222,7 +225,7 @@ async function child(phase) {
     await state.close();
   } else if (phase === 'update') {
     const versions = Number(args.versions);
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
+    const state = await openState({ path: dir, ...opened });
     const next = splitmix(2);
     const commitSeconds = [];
     for (let v = 0; v < versions; v++) {
@@ -253,7 +256,7 @@ async function child(phase) {
     out.update10k_commit_s_max = sorted.at(-1);
     await state.close();
   } else if (phase === 'prune') {
-    const state = await openState({ path: dir, cacheBytes, valueCacheBytes, batchBytes });
+    const state = await openState({ path: dir, ...opened });
     const t = performance.now();
     await state.prune({ keepLast: Number(args.keep) });
     out.prune_s = seconds(t);
@@ -277,7 +280,7 @@ async function child(phase) {
 // --- driver ------------------------------------------------------------------
 
 async function phase(name, dir, n, extra = []) {
-  const argv = [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], ...extra];
+  const argv = [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], '--mmap-mib', args['mmap-mib'], ...extra];
   const { code, signal, stdout, parts } = await runSampled(argv);
   if (code !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${code ?? signal})`);
   // The child's own peak (getrusage), and the largest anonymous and file-backed parts sampled from /proc.
@@ -336,6 +339,7 @@ async function run(n) {
       // The bounds the store ran with, so that runs compare.
       cache_mib: Number(args['cache-mib']),
       batch_mib: Number(args['batch-mib']),
+      mmap_mib: Number(args['mmap-mib']),
       peak_rss_mib_by_phase: { bulk: bulk.peak_rss_mib, every10k: batched.peak_rss_mib, intermediatePrune: intermediate?.peak_rss_mib, reads: reads.peak_rss_mib, batchedReads: batchedReads.peak_rss_mib, updates: updates.peak_rss_mib, prune: prune.peak_rss_mib },
       // Of each, the largest anonymous part (heaps, WASM, SQLite's page cache) and file-backed part (SQLite's memory map, the node binary) seen.
       rss_anon_file_mib_by_phase: Object.fromEntries(

@@ -17,7 +17,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
-import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES } from './constants.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
 import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
@@ -239,7 +239,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       let workload: WorkloadArgs;
       if (v.db !== undefined) {
         // Read as asked, through the store's chunk cache: memory stays bounded at any size.
-        state = await openState({ path: v.db, readOnly: true });
+        state = await openState({ path: v.db, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES });
         served = storedVersions(state);
         if (served.length === 0) {
           await state.close();

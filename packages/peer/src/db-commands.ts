@@ -13,6 +13,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyRange } from '@bpavl/wasm';
 import { DEFAULT_BATCH_BYTES, openState, type State } from '@bpavl/store';
+import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import { fromHex, type StoredTree, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
 
@@ -147,7 +148,7 @@ function bytesOf(text: string, utf8: boolean | undefined, what: string): Uint8Ar
   }
 }
 
-async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, sizes: { capacity?: number; batchBytes?: number } = {}): Promise<T> {
+async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, sizes: { capacity?: number; batchBytes?: number; mmapBytes?: number } = {}): Promise<T> {
   const state = await openState({ path: dir, readOnly, ...sizes });
   try {
     return await body(state);
@@ -424,7 +425,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           damaged.length === 0 ? `${versions.length} versions verified` : damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`).join('\n'),
         );
         return damaged.length === 0 ? 0 : 1;
-      });
+      }, { mmapBytes: WHOLE_STATE_MMAP_BYTES });
     }
   }
 }

@@ -1,7 +1,9 @@
 // The `bpavl` CLI as a user runs it (node bin/bpavl.mjs …) and its tree files.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -228,6 +230,38 @@ describe('bpavl sync, against peers in other processes', () => {
     expect(text.stdout).toContain(`root verified ${honest.info.root}`);
     for (const p of [honest, liar]) p.child.kill('SIGTERM');
   }, 120_000);
+
+  it('runs again in the same process with the memory settings (bin/bpavl.mjs); BPAVL_NODE_TUNED=1 skips that', async () => {
+    // A "peer" that takes the connection and never answers: once the sync has dialled it,
+    // the launcher's choice is made, and the process's command line and environment show it.
+    const sockets: Socket[] = [];
+    const silent = createServer((s) => sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      for (const tuned of [true, false]) {
+        const env = { ...process.env, BPAVL_NODE_TUNED: tuned ? '' : '1', MALLOC_ARENA_MAX: '' };
+        const child = spawn(process.execPath, [BIN, 'sync', '--root', 'ab'.repeat(32), '--peer', `ws://127.0.0.1:${port}`], { stdio: 'ignore', env });
+        children.push(child);
+        const dialled = sockets.length;
+        const until = Date.now() + 20_000;
+        while (sockets.length === dialled && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        expect(sockets.length, 'the sync dialled its peer').toBeGreaterThan(dialled);
+        const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+        const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+        expect(argv.includes('--max-semi-space-size=4')).toBe(tuned);
+        expect(environ.includes('BPAVL_NODE_TUNED=1')).toBe(true);
+        // Set but empty in the parent: the user's own setting is kept.
+        expect(environ.includes('MALLOC_ARENA_MAX=')).toBe(true);
+        expect(environ.includes('MALLOC_MMAP_THRESHOLD_=65536')).toBe(tuned);
+        child.kill('SIGKILL');
+        await exited(child, 10_000).catch(() => undefined);
+      }
+    } finally {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  }, 60_000);
 
   it('fails with NO_HONEST_PEERS (exit 1) when every peer lies, and checks its arguments', async () => {
     const liar = await serve(['--entries', '500', '--chunk', '8', '--byzantine', 'corrupt-value', '--libp2p-port', 'off']);

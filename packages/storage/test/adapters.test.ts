@@ -1,6 +1,7 @@
 // The shared adapter suite (adapter-suite.ts) on the memory backend and the
-// Node backend, each case on a fresh place: a new MemoryDatabase, a new
-// directory under the system temp dir (deleted afterwards).
+// Node backend (with and without a memory map), each case on a fresh place:
+// a new MemoryDatabase, a new directory under the system temp dir (deleted
+// afterwards).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,11 @@ const backends: Record<string, () => { place: Place; cleanup(): void }> = {
   node: () => {
     const path = mkdtempSync(join(tmpdir(), 'backends-suite-'));
     return { place: { open: (options) => openNodeBackend({ ...options, path }) }, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+  },
+  // Reads through SQLite's memory map instead of copies (`mmapBytes`).
+  'node, mapped': () => {
+    const path = mkdtempSync(join(tmpdir(), 'backends-suite-'));
+    return { place: { open: (options) => openNodeBackend({ ...options, path, mmapBytes: 1 << 26 }) }, cleanup: () => rmSync(path, { recursive: true, force: true }) };
   },
 };
 

@@ -1,7 +1,7 @@
 // The Node backend beyond the shared suite: the writer lock across
 // processes (and its release when the holder is killed), readers in one
 // process while another writes, and files that are not a database.
-import { mkdtempSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -143,6 +143,26 @@ describe('Node backend and files that are not its database', () => {
     expect(packed).toBeLessThan(freed * 0.7);
     for (const i of [1, 2, 3999]) expect(await writer.get('items', key(i))).toEqual(i % 2 === 1 ? value : undefined);
     await writer.close();
+  });
+
+  it('reads copy pages unless mmapBytes asks for a memory map; a bad mmapBytes is TypeError / RangeError', async () => {
+    // The data file itself, not its WAL index (`data.sqlite-shm`), which SQLite always maps.
+    const mapped = () => readFileSync('/proc/self/maps', 'utf8').split('\n').some((line) => line.endsWith(` ${join(dir, DATA_FILE)}`));
+    const value = new Uint8Array(100_000).fill(7);
+    // Closed, so that the record is in the data file: pages still in the WAL are read from there.
+    const writer = await openNodeBackend({ path: dir, tables: ['items'] });
+    await writer.write({ puts: [['items', Uint8Array.of(1), value]] });
+    await writer.close();
+    for (const mmapBytes of [undefined, 0, 1 << 24]) {
+      const b = await openNodeBackend({ path: dir, tables: ['items'], mmapBytes });
+      expect(await b.get('items', Uint8Array.of(1))).toEqual(value);
+      expect(mapped(), `mmapBytes ${mmapBytes}`).toBe(mmapBytes === 1 << 24);
+      await b.close();
+    }
+    await expect(openNodeBackend({ path: dir, tables: ['items'], mmapBytes: '1' as unknown as number })).rejects.toBeInstanceOf(TypeError);
+    for (const mmapBytes of [-1, 1.5, 2 ** 53]) await expect(openNodeBackend({ path: dir, tables: ['items'], mmapBytes })).rejects.toBeInstanceOf(RangeError);
+    // The lock of a refused open is not kept.
+    await (await openNodeBackend({ path: dir, tables: ['items'] })).close();
   });
 
   it('a table no writer has created yet reads as empty for a reader', async () => {

@@ -29,6 +29,8 @@ export type StateLocation =
       readonly path: string;
       /** Open for reading only, beside a writer. */
       readonly readOnly?: boolean;
+      /** Bytes of the data file read through a memory map (default 0; `NodeBackendOptions.mmapBytes`). */
+      readonly mmapBytes?: number;
     }
   | {
       /** A backend opened with the tables of `TABLES`; the state owns it (`close()`, or a failed open, closes it). */
@@ -60,7 +62,7 @@ export async function openState(options: OpenStateOptions): Promise<State> {
   else {
     // Node's backend under the `node` condition; elsewhere a TypeError (src/path-backend.ts).
     const { openPathBackend } = await import('#path-backend');
-    backend = await openPathBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false });
+    backend = await openPathBackend({ path: options.path, tables: TABLES, readOnly: options.readOnly ?? false, mmapBytes: options.mmapBytes });
   }
   try {
     await ready;

@@ -33,15 +33,15 @@ const APPLICATION_ID = 0x62706176;
 /**
  * Settings, each measured by `npm run bench:storage` (docs/storage.md): 64 KiB
  * pages keep a 140 KB chunk in three pages; 64 MiB of page cache per
- * connection keeps a 10,000-update commit from spilling pages twice; reads
- * go through a memory map; a busy database is waited for 5 s (a checkpoint
- * or a WAL recovery in another process), then `STORE_LOCKED`. After a large
- * batch the WAL is cut back to 64 MiB once checkpointed, instead of keeping
- * its largest size on disk.
+ * connection keeps a 10,000-update commit from spilling pages twice; a busy
+ * database is waited for 5 s (a checkpoint or a WAL recovery in another
+ * process), then `STORE_LOCKED`. After a large batch the WAL is cut back to
+ * 64 MiB once checkpointed, instead of keeping its largest size on disk.
+ * Reads copy pages (`pread`) unless {@link NodeBackendOptions.mmapBytes}
+ * says otherwise.
  */
 const PAGE_SIZE = 65_536;
 const CACHE_KIB = 65_536;
-const MMAP_BYTES = 1 << 30;
 const BUSY_TIMEOUT_MS = 5_000;
 const WAL_KEEP_BYTES = 64 << 20;
 
@@ -49,6 +49,14 @@ const WAL_KEEP_BYTES = 64 << 20;
 export interface NodeBackendOptions extends BackendOptions {
   /** The database directory (created by a writer when missing). */
   readonly path: string;
+  /**
+   * Bytes of the data file that SQLite reads through a memory map
+   * (`mmap_size`; default 0: none). A map saves a copy per page read, but a
+   * cold page read through it takes the kernel's whole readahead window
+   * (8 MB on the machine of docs/storage.md, 5–20 ms, against 0.3–0.5 ms
+   * copied), and every page it touched counts in the process's RSS.
+   */
+  readonly mmapBytes?: number;
 }
 
 /** SQLite's primary result codes (https://sqlite.org/rescode.html) mapped to ours; anything else is `STORE_IO`. */
@@ -80,7 +88,7 @@ function markMade(path: string): void {
   }
 }
 
-function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<string>): DatabaseSync {
+function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<string>, mmapBytes: number): DatabaseSync {
   const file = join(path, DATA_FILE);
   const made = existsSync(join(path, MADE_FILE));
   if (made && !existsSync(file)) throw new StorageError('STORE_CORRUPT', `${file} was removed`);
@@ -99,7 +107,7 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
       if (fresh && !readOnly) db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL; PRAGMA application_id = ${APPLICATION_ID}`);
       // After the page size: a cache set in KiB before it keeps its page count, so a new
       // database's cache would hold 16 times its budget of 64 KiB pages (1 GiB, not 64 MiB).
-      db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${MMAP_BYTES}`);
+      db.exec(`PRAGMA cache_size = -${CACHE_KIB}; PRAGMA mmap_size = ${mmapBytes}`);
       if (readOnly) return;
       db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = ${WAL_KEEP_BYTES}`);
       for (const t of tables) db.exec(`CREATE TABLE IF NOT EXISTS "${t}" (k BLOB PRIMARY KEY, v BLOB NOT NULL)`);
@@ -136,13 +144,16 @@ export async function openNodeBackend(options: NodeBackendOptions): Promise<Stor
   if (typeof path !== 'string') throw new TypeError('options.path must be a string');
   if (path === '') throw new RangeError('options.path must not be empty');
   const readOnly = options.readOnly ?? false;
+  const mmapBytes = options.mmapBytes ?? 0;
+  if (typeof mmapBytes !== 'number') throw new TypeError('options.mmapBytes must be a number');
+  if (!(Number.isSafeInteger(mmapBytes) && mmapBytes >= 0)) throw new RangeError('options.mmapBytes must be a non-negative integer');
   let lock: WriterLock | undefined;
   if (!readOnly) {
     guarded(`creating ${path}`, () => mkdirSync(path, { recursive: true }));
     lock = takeWriterLock(path);
   }
   try {
-    return new SqliteBackend(openDatabase(path, readOnly, tables), path, tables, readOnly, lock);
+    return new SqliteBackend(openDatabase(path, readOnly, tables, mmapBytes), path, tables, readOnly, lock, mmapBytes);
   } catch (e) {
     lock?.release();
     throw e;
@@ -155,11 +166,13 @@ class SqliteBackend implements StorageBackend {
   readonly #path: string;
   readonly #tables: ReadonlySet<string>;
   readonly #lock: WriterLock | undefined;
+  readonly #mmapBytes: number;
   readonly #statements = new Map<string, StatementSync>();
   #db: DatabaseSync | undefined;
 
-  constructor(db: DatabaseSync, path: string, tables: ReadonlySet<string>, readOnly: boolean, lock: WriterLock | undefined) {
+  constructor(db: DatabaseSync, path: string, tables: ReadonlySet<string>, readOnly: boolean, lock: WriterLock | undefined, mmapBytes: number) {
     this.#db = db;
+    this.#mmapBytes = mmapBytes;
     this.#path = path;
     this.#tables = tables;
     this.readOnly = readOnly;
@@ -237,7 +250,7 @@ class SqliteBackend implements StorageBackend {
         try {
           db.exec('VACUUM');
         } finally {
-          db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
+          db.exec(`PRAGMA mmap_size = ${this.#mmapBytes}`);
         }
       } else db.exec('PRAGMA incremental_vacuum');
       db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
