@@ -3,6 +3,8 @@
 // chunk record deleted through the backend. Opening the store and reading
 // every retained version (whole snapshots and paged gets) must then either
 // answer exactly the model or fail with a typed code; never a wrong answer.
+// Every damaged copy is read twice, with pages copied and through SQLite's
+// memory map (as `serve --db` and `check` read).
 import { cpSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,8 +47,8 @@ function damaged(damage: (dir: string) => void): string {
 }
 
 /** Reads every retained version of the store in `dir`: each read is exact or throws. */
-async function readAll(dir: string): Promise<void> {
-  const state = await openState({ path: dir });
+async function readAll(dir: string, mmapBytes: number): Promise<void> {
+  const state = await openState({ path: dir, mmapBytes });
   try {
     for (const { version } of state.versions()) {
       const model = models.get(version)!;
@@ -61,9 +63,9 @@ async function readAll(dir: string): Promise<void> {
 }
 
 /** `readAll`, which must either pass or fail with one of `CODES`; returns the code or 'intact'. */
-async function outcome(dir: string): Promise<string> {
+async function outcomeOf(dir: string, mmapBytes: number): Promise<string> {
   try {
-    await readAll(dir);
+    await readAll(dir, mmapBytes);
     return 'intact';
   } catch (e) {
     const code = (e as { code?: unknown }).code;
@@ -74,9 +76,30 @@ async function outcome(dir: string): Promise<string> {
   }
 }
 
+/** Bytes read through SQLite's memory map in the mapped runs, as `serve --db` and `check` read. */
+const MAPPED = 1 << 26;
+
+/** The outcome of reading `dir`, the same whether pages are copied or mapped (each on its own copy). */
+async function outcome(dir: string): Promise<string> {
+  const mapped = `${dir}-mapped`;
+  cpSync(dir, mapped, { recursive: true });
+  const copied = await outcomeOf(dir, 0);
+  expect(await outcomeOf(mapped, MAPPED)).toBe(copied);
+  return copied;
+}
+
 describe('a damaged database on the Node backend gives a typed error, never a wrong answer', { timeout: 60_000 }, () => {
-  it('the pristine copy reads whole', async () => {
+  it('the pristine copy reads whole, and openState({ mmapBytes }) reads it through a map', async () => {
     expect(await outcome(damaged(() => undefined))).toBe('intact');
+    const dir = damaged(() => undefined);
+    const mapped = () => readFileSync('/proc/self/maps', 'utf8').split('\n').some((line) => line.endsWith(` ${join(dir, FILE)}`));
+    for (const mmapBytes of [0, MAPPED]) {
+      const state = await openState({ path: dir, readOnly: true, mmapBytes });
+      expect(await state.get(key(1))).toBeDefined();
+      expect(mapped()).toBe(mmapBytes > 0);
+      await state.close();
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('bytes flipped at spread offsets of the file', async () => {
