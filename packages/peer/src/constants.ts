@@ -54,7 +54,6 @@ export const MAX_WS_MESSAGE_BYTES = 64 * (4096 + 4);
 /** libp2p streams of `/bpavl/sync/1.0.0` one libp2p connection may open at once. */
 export const MAX_STREAMS_PER_LIBP2P_CONNECTION = 8;
 
-
 /**
  * Bytes of a state directory's file that the commands reading whole chunks
  * (`serve --db`, `check`) read through SQLite's memory map; the store's
