@@ -20,6 +20,7 @@ export {
   verifyLeaves,
   verifyEntries,
   StoreSync,
+  StoreBulkLoad,
   Pages,
   PagedRange,
   decodeVersionRecord,

@@ -24,6 +24,7 @@ export {
   verifyLeaves,
   verifyEntries,
   StoreSync,
+  StoreBulkLoad,
   Pages,
   PagedRange,
   decodeVersionRecord,

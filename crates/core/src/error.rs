@@ -156,6 +156,9 @@ pub enum TreeError {
     /// A range query is malformed.
     #[error("invalid range query")]
     QueryInvalid,
+    /// A bulk load was handed a key not above the one before.
+    #[error("keys are not strictly increasing")]
+    KeysNotSorted,
 }
 
 impl TreeError {
@@ -172,6 +175,7 @@ impl TreeError {
             ChunkOutOfRange => "CHUNK_OUT_OF_RANGE",
             TreeFull => "TREE_FULL",
             QueryInvalid => "QUERY_INVALID",
+            KeysNotSorted => "KEYS_NOT_SORTED",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! implements those specs and has no wasm, file or network dependencies.
 #![forbid(unsafe_code)]
 
+mod bulk_load;
 mod catchup;
 mod chunk;
 pub mod codec;
@@ -39,6 +40,7 @@ mod verify_batch;
 
 mod invariants;
 
+pub use bulk_load::BulkLoad;
 pub use catchup::{CatchUp, Fetch};
 pub use envelope::{verify_chunk, ChunkEnvelope, VerifiedChunk, FORMAT_CHUNK_ENVELOPE};
 pub use error::{ProofError, RebuildError, StoreError, TreeError};

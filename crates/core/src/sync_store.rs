@@ -23,11 +23,12 @@ pub const FORMAT_SYNC_PROGRESS: u8 = 0x0c;
 
 /// What a stored chunk contributes to the inner tree.
 #[derive(Debug, Clone)]
-struct ChunkFacts {
-    hash: Hash,
-    entries: u64,
-    key_height: u8,
-    first_key: Box<[u8]>,
+pub(crate) struct ChunkFacts {
+    pub(crate) hash: Hash,
+    pub(crate) entries: u64,
+    /// As its chunk path declares (a bulk load, which shapes its own tree, keeps 0).
+    pub(crate) key_height: u8,
+    pub(crate) first_key: Box<[u8]>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,24 +196,16 @@ impl StoreSync {
         while let Some((height, key, left)) = stack.pop() {
             current = close(height, key, left, current, self.version, &mut out)?;
         }
-        let root = root_hash(layout.capacity, current.chunks, current.entries, &current.child.record().hash);
+        let root = finish_version(layout.capacity, current, &mut out);
         if root != self.root {
             return Err(RebuildError::RootMismatch);
         }
-        let record = VersionRecord {
-            capacity: layout.capacity,
-            chunk_count: current.chunks,
-            entry_count: current.entries,
-            top: Some(current.child),
-            root,
-        };
-        out.version_record = record.encode();
         Ok(out)
     }
 }
 
 /// A finished subtree: what its parent's record and hash need.
-struct Sub {
+pub(crate) struct Sub {
     child: Child,
     height: u8,
     chunks: u64,
@@ -220,7 +213,7 @@ struct Sub {
 }
 
 impl Sub {
-    fn chunk(f: &ChunkFacts, version: u64) -> Sub {
+    pub(crate) fn chunk(f: &ChunkFacts, version: u64) -> Sub {
         Sub { child: Child::Chunk(Ref { birth: version, hash: f.hash }), height: 0, chunks: 1, entries: f.entries }
     }
 }
@@ -235,10 +228,15 @@ fn close(
     version: u64,
     out: &mut WriteSet,
 ) -> Result<Sub, RebuildError> {
-    let height = 1 + left.height.max(right.height);
-    if height != declared || left.height.abs_diff(right.height) > 1 {
+    if 1 + left.height.max(right.height) != declared || left.height.abs_diff(right.height) > 1 {
         return Err(RebuildError::RootMismatch);
     }
+    Ok(inner_node(key, left, right, version, out))
+}
+
+/// The inner node over `left` and `right` (key copy `key`), written to `out` as a node record.
+pub(crate) fn inner_node(key: &[u8], left: Sub, right: Sub, version: u64, out: &mut WriteSet) -> Sub {
+    let height = 1 + left.height.max(right.height);
     let (chunks, entries) = (left.chunks + right.chunks, left.entries + right.entries);
     let hash = inner_hash(height, chunks, entries, &left.child.record().hash, &right.child.record().hash);
     let record = NodeRecord {
@@ -251,7 +249,16 @@ fn close(
     };
     let at = Ref { birth: version, hash };
     out.puts.push((Table::Nodes, at, record.encode()));
-    Ok(Sub { child: Child::Node(at), height, chunks, entries })
+    Sub { child: Child::Node(at), height, chunks, entries }
+}
+
+/// Sets `out`'s version record to the tree under `top`; returns its root.
+pub(crate) fn finish_version(capacity: usize, top: Sub, out: &mut WriteSet) -> Hash {
+    let root = root_hash(capacity, top.chunks, top.entries, &top.child.record().hash);
+    let record =
+        VersionRecord { capacity, chunk_count: top.chunks, entry_count: top.entries, top: Some(top.child), root };
+    out.version_record = record.encode();
+    root
 }
 
 /// A decoded progress record.

@@ -6,7 +6,7 @@ use bpavl_core as core;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{bytes, opt_bytes, range_error, throw, uint, Bytes, Number};
-use crate::store::{js_write_set, opt_child, paged, record_ref, table_key_list, Pages, StoredHead};
+use crate::store::{js_write_set, opt_child, paged, record_puts, record_ref, table_key_list, Pages, StoredHead};
 use crate::{Snapshot, VerifiedChunk};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -45,8 +45,6 @@ export interface CaughtUp {
 
 #[wasm_bindgen(module = "/src/convert.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = recordPuts)]
-    fn record_puts(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = catchUpFetch)]
     fn catch_up_fetch(kind: &str, path: &[u8], bitmap: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = caughtUp)]

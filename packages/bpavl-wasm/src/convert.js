@@ -207,7 +207,7 @@ export function provenResult(entryKey, proof) {
   return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };
 }
 
-/** A catch-up's record puts (`CatchUp.takePuts`), as `chunkWrite`'s. */
+/** Record puts (`CatchUp.takePuts`, `StoreBulkLoad.takePuts`), as `chunkWrite`'s. */
 export function recordPuts(putTables, putFlat, putEnds) {
   return records(putTables, putFlat, putEnds);
 }

@@ -73,6 +73,8 @@ extern "C" {
         discarded_flat: &[u8],
         unloaded: f64,
     ) -> JsValue;
+    #[wasm_bindgen(js_name = recordPuts)]
+    pub(crate) fn record_puts(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = chunkWrite)]
     fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
@@ -244,6 +246,67 @@ impl StoreSync {
     pub fn finish(&self) -> Result<JsValue, JsValue> {
         let w = self.0.finish().map_err(throw)?;
         Ok(js_write_set(&self.0.root(), &w))
+    }
+}
+
+/// A bulk load into a store that holds no version (`spec/store-format.md`,
+/// "Bulk load"): entries in ascending key order become full chunks and
+/// their records as they come, and `finish()` gives the balanced inner tree
+/// over them and the version record.
+#[wasm_bindgen]
+pub struct StoreBulkLoad(Option<core::BulkLoad>);
+
+impl StoreBulkLoad {
+    fn load(&mut self) -> Result<&mut core::BulkLoad, JsValue> {
+        self.0.as_mut().ok_or_else(|| range_error("the bulk load is finished"))
+    }
+}
+
+#[wasm_bindgen]
+impl StoreBulkLoad {
+    /// A load of chunks of `capacity` (2 … 4096; TreeError `CAPACITY_INVALID`
+    /// otherwise) as version `version`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(capacity: &Number, version: &Number) -> Result<StoreBulkLoad, JsValue> {
+        let load = core::BulkLoad::new(count(capacity, "capacity")?, uint(version, "version")?).map_err(throw)?;
+        Ok(StoreBulkLoad(Some(load)))
+    }
+
+    /// Adds the entry after the last one. Throws TreeError `KEYS_NOT_SORTED`
+    /// unless its key is above the last key, `KEY_EMPTY`, `KEY_TOO_LONG`,
+    /// `VALUE_TOO_LONG` or `TREE_FULL`; the load is unchanged then.
+    pub fn push(&mut self, key: &Bytes, value: &Bytes) -> Result<(), JsValue> {
+        let (key, value) = (bytes(key, "key")?, bytes(value, "value")?);
+        self.load()?.push(&key, &value).map_err(throw)
+    }
+
+    /// Entries pushed so far.
+    #[wasm_bindgen(getter)]
+    pub fn entries(&self) -> f64 {
+        self.0.as_ref().map_or(0.0, |l| l.entries() as f64)
+    }
+
+    /// Bytes of the records that `takePuts()` would hand over.
+    #[wasm_bindgen(getter, js_name = putsBytes)]
+    pub fn puts_bytes(&self) -> f64 {
+        self.0.as_ref().map_or(0.0, |l| l.puts_bytes() as f64)
+    }
+
+    /// The records of the chunks filled since the last call: each chunk's
+    /// entry records, then its chunk record (table, 40-byte key, record).
+    #[wasm_bindgen(js_name = takePuts, unchecked_return_type = "[table: RecordTable, key: Uint8Array, value: Uint8Array][]")]
+    pub fn take_puts(&mut self) -> Result<JsValue, JsValue> {
+        let (tables, flat, ends) = flat_puts(&self.load()?.take_puts());
+        Ok(record_puts(&tables, &flat, &ends))
+    }
+
+    /// The last chunks' records, the inner node records and the version
+    /// record (`stale` and `discarded` are empty). Ends the load.
+    #[wasm_bindgen(unchecked_return_type = "WriteSet")]
+    pub fn finish(&mut self) -> Result<JsValue, JsValue> {
+        let load = self.0.take().ok_or_else(|| range_error("the bulk load is finished"))?;
+        let (root, w) = load.finish();
+        Ok(js_write_set(&root, &w))
     }
 }
 

@@ -13,6 +13,8 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyRange } from '@bpavl/wasm';
 import { DEFAULT_BATCH_BYTES, openState, type State } from '@bpavl/store';
+import { removeSortDirs, sortEntries } from '@bpavl/store/sort';
+import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import { fromHex, type StoredTree, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
@@ -41,9 +43,17 @@ export const DB_USAGE = {
   import: `bpavl import --db DIR [--batch N] [--batch-mib M] [--utf8] [--json] FILE
 
 Loads a file of JSON lines {"key": …, "value": …} (hex, or UTF-8 text with
---utf8) into the state, committing every --batch entries (default 100000) and
-at the end. A malformed line stops the import with its line number (exit 1,
-IMPORT_LINE_INVALID); the last commit stays as it was. ${BATCH_MIB}
+--utf8) into the state; the last line of a key wins. A malformed line stops
+the import with its line number (exit 1, IMPORT_LINE_INVALID); the last
+commit stays as it was.
+
+Into a state that holds no version, without --batch: a bulk load. The lines
+are sorted on disk (files under DIR, removed afterwards) and written once as
+version 1, in full chunks under a balanced tree, so the root depends on the
+entries alone. A malformed line then leaves the state empty.
+
+Otherwise: puts, committing every --batch entries (default 100000) and at the
+end. ${BATCH_MIB}
 
 ${COMMON}`,
   generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--batch-mib M] [--json]
@@ -198,14 +208,11 @@ function rootOf(state: State, version: number): Uint8Array {
 /** Entries `generate` hands to `putMany` at a time. */
 const GENERATE_SLICE = 16_384;
 
-/** Reads the JSON lines of `file` into `state`, committing every `batch` entries. */
-async function importLines(state: State, file: string, batch: number, utf8: boolean | undefined, progress: (lines: number) => void): Promise<{ entries: number; lines: number }> {
+/** The entries of the JSON lines of `file`, each checked as `put` would check it; a bad line is an `ImportError`. */
+async function* importLines(file: string, utf8: boolean | undefined, counted: { lines: number; entries: number }): AsyncGenerator<[Uint8Array, Uint8Array]> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
-  let n = 0;
-  let pending = 0;
-  let entries = 0;
   for await (const line of lines) {
-    n++;
+    const n = ++counted.lines;
     if (line.trim() === '') continue;
     let record: unknown;
     try {
@@ -220,21 +227,30 @@ async function importLines(state: State, file: string, batch: number, utf8: bool
     try {
       k = bytesOf(key, utf8, 'key');
       val = bytesOf(value, utf8, 'value');
-      await state.put(k, val);
     } catch (e) {
-      // A key or value the tree refuses is the line's fault; a store failure is not.
-      if (e instanceof Error && e.name !== 'TreeError' && !(e instanceof UsageError)) throw e;
       throw new ImportError(n, e instanceof Error ? e.message : String(e));
     }
-    entries++;
+    // Checked here, where the line is known: a bulk load meets its entries only once they are sorted.
+    if (k.length === 0) throw new ImportError(n, 'KEY_EMPTY: the key is empty');
+    if (k.length > MAX_KEY_LEN) throw new ImportError(n, `KEY_TOO_LONG: the key is longer than ${MAX_KEY_LEN} bytes`);
+    if (val.length > MAX_VALUE_LEN) throw new ImportError(n, `VALUE_TOO_LONG: the value is longer than ${MAX_VALUE_LEN} bytes`);
+    counted.entries++;
+    yield [k, val];
+  }
+}
+
+/** Puts the entries of `file` into `state`, committing every `batch` entries and at the end. */
+async function importInBatches(state: State, entries: AsyncIterable<[Uint8Array, Uint8Array]>, batch: number, progress: () => void): Promise<void> {
+  let pending = 0;
+  for await (const [key, value] of entries) {
+    await state.put(key, value);
     if (++pending === batch) {
       await state.commit();
       pending = 0;
-      progress(n);
+      progress();
     }
   }
   if (pending > 0) await state.commit();
-  return { entries, lines: n };
 }
 
 type Out = (json: Record<string, unknown>, text: string) => void;
@@ -286,12 +302,23 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       const batchBytes = batchBound(v);
       return withState(dir, false, async (state) => {
         const t0 = performance.now();
-        const done = await importLines(state, positionals[0]!, batch, v.utf8, (lines) => tty && process.stderr.write(`\rimported ${lines} lines`));
+        const counted = { lines: 0, entries: 0 };
+        const entries = importLines(positionals[0]!, v.utf8, counted);
+        // A state with no version and no --batch: sorted on disk, then loaded in one version.
+        const bulk = state.head() === undefined && v.batch === undefined;
+        if (bulk) {
+          removeSortDirs(dir);
+          const sortRecords = (records: AsyncIterable<[Uint8Array, Uint8Array]>) => sortEntries(records, { dir });
+          const onProgress = (n: number) => tty && process.stderr.write(`\rwrote ${n} of ${counted.entries} entries`);
+          await state.bulkLoad(sortEntries(entries, { dir }), { onProgress, sortRecords });
+        } else {
+          await importInBatches(state, entries, batch, () => tty && process.stderr.write(`\rimported ${counted.lines} lines`));
+        }
         if (tty) process.stderr.write('\n');
         const head = state.head();
         out(
-          { entries: done.entries, lines: done.lines, version: head?.version ?? 0, root: head ? toHex(head.root) : null, seconds: (performance.now() - t0) / 1000 },
-          `imported ${done.entries} entries; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}`,
+          { entries: counted.entries, lines: counted.lines, bulk, version: head?.version ?? 0, root: head ? toHex(head.root) : null, seconds: (performance.now() - t0) / 1000 },
+          `imported ${counted.entries} entries${bulk ? ' (bulk load)' : ''}; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}`,
         );
         return 0;
       }, { batchBytes });

@@ -2,9 +2,11 @@
 // user runs them: real child processes on a real SQLite database. The round
 // trip import → versions → get/prove/range at the head and at an old
 // version → import more → prune → rollback → check; a malformed import line;
+// an import into an empty state as a bulk load;
 // `generate --db` against the workload's own tree; damage that `check` finds.
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -101,6 +103,47 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     const { out: after } = await json(['versions', '--db', db]);
     expect(after.versions.at(0).root).toBe(before.root);
     expect((await json(['get', '--db', db, hex('b'), hex('c')])).out.results.map((r: { value: string | null }) => r.value)).toEqual([hex('2'), hex('3')]);
+  });
+
+  it('import into an empty state is a bulk load: sorted on disk, one version, the root of the entries alone', async () => {
+    // 3,000 entries of 300 bytes in random order, the first 100 keys written twice (the second line wins).
+    const entries = Array.from({ length: 3000 }, (_, i) => [createHash('sha256').update(`k${i}`).digest('hex'), Buffer.alloc(300, i & 0xff).toString('hex')]);
+    const text = (list: string[][]) => list.map(([key, value]) => `${JSON.stringify({ key, value })}\n`).join('');
+    const again = entries.slice(0, 100).map(([k]) => [k!, hex('again')]);
+    const file = join(dir, 'bulk.jsonl');
+    await writeFile(file, text([...entries, ...again]));
+    const db = join(dir, 'bulk');
+    const r = await json(['import', '--db', db, file]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.out).toMatchObject({ entries: 3100, lines: 3100, bulk: true, version: 1 });
+    // The same entries in another order, each key once: the same state.
+    const reversed = join(dir, 'bulk-reversed.jsonl');
+    await writeFile(reversed, text([...again, ...entries.slice(100)].reverse()));
+    const other = await json(['import', '--db', join(dir, 'bulk-reversed'), reversed]);
+    expect(other.out.root).toBe(r.out.root);
+    const got = await json(['get', '--db', db, entries[0]![0]!, entries[2999]![0]!]);
+    expect(got.out.results.map((x: { value: string }) => x.value)).toEqual([hex('again'), entries[2999]![1]]);
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 1, damaged: [] });
+    // A second import goes in as commits on top; no sort files stay behind.
+    expect((await json(['import', '--db', db, file])).out).toMatchObject({ bulk: false, version: 2 });
+    expect((await readdir(db)).filter((f) => f.startsWith('bpavl-sort-'))).toEqual([]);
+  });
+
+  it('a malformed line stops a bulk load with its line number and leaves the state empty', async () => {
+    const db = join(dir, 'bulk-malformed');
+    const bad = join(dir, 'bulk-bad.jsonl');
+    const good = Array.from({ length: 50 }, (_, i) => `${JSON.stringify({ key: hex(`k${i}`), value: hex('v') })}\n`).join('');
+    for (const [content, line] of [
+      [`${good}{"key": "", "value": "00"}\n`, 51],
+      [`${good}{"key": "${'ab'.repeat(1025)}", "value": "00"}\n`, 51],
+      [`${good}${good}{"key": "00", "value": "zz"}\n`, 101],
+    ] as const) {
+      await writeFile(bad, content);
+      const r = await json(['import', '--db', db, bad]);
+      expect([r.code, r.out.error, r.out.line]).toEqual([1, 'IMPORT_LINE_INVALID', line]);
+      expect((await json(['versions', '--db', db])).out.versions).toEqual([]);
+    }
+    expect((await readdir(db)).filter((f) => f.startsWith('bpavl-sort-'))).toEqual([]);
   });
 
   it('generate --db writes the workload: the same root as the tree built in memory', async () => {

@@ -41,6 +41,7 @@ import { StoreError } from './errors.ts';
 import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
+import { type BulkLoadOptions, type SortedEntries, writeBulkLoad } from './bulk-load.ts';
 import { cacheKey, DEFAULT_VALUE_CACHE_BYTES, ValueCache } from './value-cache.ts';
 
 /** A committed version: its number, root hash and counts. */
@@ -169,6 +170,9 @@ type Needs = { need: [RecordTable, Uint8Array][] };
  */
 const COMMIT_PIECE_BYTES = { min: 1 << 20, max: 64 << 20 };
 
+/** The most bytes of records a bulk load writes at a time (the WASM side holds about three times a write while it is handed over). */
+const BULK_WRITE_BYTES = 16 << 20;
+
 /** Writes of `putMany`/`deleteMany` whose chunks are fetched together. */
 const PREFETCH_WRITES = 16_384;
 
@@ -235,6 +239,8 @@ export class State {
   /** The root of the unfinished catch-up the store holds: no writes until it finishes or is discarded. */
   #catchUpRoot: Uint8Array | undefined;
   #sinkOpening = false;
+  /** Whether a bulk load runs: it takes no other write meanwhile. */
+  #bulkLoading = false;
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -306,6 +312,52 @@ export class State {
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
     if (this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is running');
     if (this.#catchUpRoot !== undefined) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is unfinished: run it again or discard it');
+    if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
+  }
+
+  /**
+   * Loads `entries`, in strictly ascending key order, into a store that
+   * holds no version, as its first version (`docs/store.md`, "A bulk
+   * load"): full chunks, each written once, under a balanced inner tree,
+   * so the root depends on the entries and the capacity alone. Nothing is
+   * visible until the last write; if the load fails or the store closes
+   * first, what it wrote is removed and the store stays empty.
+   * `STORE_NOT_EMPTY` if the store holds a version, `SYNC_PENDING` while a
+   * sync, catch-up or another bulk load is unfinished or runs, TreeError
+   * `KEYS_NOT_SORTED` for a key not above the one before (and the entry
+   * checks of `put`). A batch of puts and deletes not committed yet is
+   * dropped: the loaded state replaces it. Records go in writes of the
+   * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB);
+   * `options.sortRecords` orders the entry records first (in Node, give
+   * it `sortEntries` of `@bpavl/store/sort`).
+   */
+  async bulkLoad(entries: SortedEntries, options: BulkLoadOptions = {}): Promise<VersionInfo> {
+    this.#writer();
+    if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
+    this.#bulkLoading = true;
+    try {
+      return await this.#serially(async () => {
+        await this.#dropBatch();
+        const version = this.#head + 1;
+        try {
+          const where = { capacity: this.#capacity, version, writeBytes: Math.min(this.#pieceBytes, BULK_WRITE_BYTES) };
+          const w = await writeBulkLoad(this.#backend, where, entries, options, () => this.#open());
+          this.#open();
+          await this.#backend.write({ puts: [...w.puts, ['versions', versionKey(version), w.versionRecord]] });
+          const record = decodeVersionRecord(w.versionRecord, this.#capacity);
+          this.#versions.set(version, record);
+          this.#head = version;
+          return info(version, record);
+        } catch (e) {
+          // The records written so far belong to no version: a crash would leave them to the next open.
+          await removeUnborn(this.#backend, this.#head).catch(() => {});
+          throw e;
+        }
+      });
+    } finally {
+      this.#bulkLoading = false;
+    }
   }
 
   /** The unfinished sync this store holds, if any. */
@@ -337,6 +389,7 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
     if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
     const head = this.#versions.get(this.#head);
     if (head !== undefined) {
       if (equal(head.root, root)) return new Synced(this.#head, head.chunkCount);
@@ -404,7 +457,7 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
-    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
+    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a sync, catch-up or bulk load of this store is running');
     const pending = this.#catchUpRoot;
     if (pending !== undefined && !equal(pending, root)) {
       throw new StoreError('SYNC_PENDING', `an unfinished catch-up to another root (${hex(pending)}) is stored: discard it first`);

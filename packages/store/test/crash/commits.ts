@@ -33,3 +33,8 @@ export function changes(v: number): Array<readonly [Uint8Array, Uint8Array | und
     return [key(k), next(4) === 0 ? undefined : new Uint8Array(1 + ((k + v) % 48)).fill(v & 0xff)] as const;
   });
 }
+
+/** The bulk load of the SIGKILL test: 12,000 entries of 600 bytes (about 7 MB, seven writes of 1 MiB), in key order. */
+export function* bulkEntries(): Generator<[Uint8Array, Uint8Array]> {
+  for (let i = 0; i < 12_000; i++) yield [new Uint8Array([i >> 8, i & 0xff, 0x62]), new Uint8Array(600).fill(i & 0xff)];
+}

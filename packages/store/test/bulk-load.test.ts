@@ -1,0 +1,239 @@
+// The bulk load (docs/store.md, "A bulk load"), on the memory and the Node
+// backend: the loaded version reads and proves exactly its entries, takes
+// later commits, and is all or nothing: a load that fails, is closed, or
+// whose backend dies at any of its writes leaves an empty store with no
+// record. The SIGKILL of a real load is in crash.test.ts's bulk case.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { verifyExistence, Tree } from '@bpavl/wasm';
+import type { MemoryDatabase } from '../../storage/src/memory.ts';
+import { openState, type State } from '../src/index.ts';
+import { sortEntries } from '../src/sort.node.ts';
+import type { BulkLoadOptions } from '../src/bulk-load.ts';
+import { inMemory, memoryBackend, onDisk } from './support/places.ts';
+
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+/** `n` entries in key order: 32-byte hashed keys, values of 1 … 2,000 bytes. */
+function entries(n: number, salt = 0): [Uint8Array, Uint8Array][] {
+  const out: [Uint8Array, Uint8Array][] = [];
+  for (let i = 0; i < n; i++) {
+    const key = new Uint8Array(createHash('sha256').update(`${salt}:${i}`).digest());
+    out.push([key, new Uint8Array(1 + ((i * 37) % 2000)).fill(i & 0xff)]);
+  }
+  return out.sort(([a], [b]) => Buffer.compare(a, b));
+}
+
+const recordCount = (db: MemoryDatabase) => ['nodes', 'chunks', 'entries', 'stale', 'versions'].reduce((n, t) => n + db.table(t).size(), 0);
+
+async function expectHolds(state: State, input: readonly (readonly [Uint8Array, Uint8Array])[]) {
+  const snapshot = await state.snapshot();
+  expect(snapshot.len).toBe(input.length);
+  // As many entries as the input, each of them there: exactly the input.
+  for (const [k, v] of input) expect(hex(snapshot.get(k)!)).toBe(hex(v));
+  for (const [k, v] of input.filter((_, i) => i % 97 === 0)) {
+    expect(hex((await state.get(k))!)).toBe(hex(v));
+    const { value, proof } = await state.proveExistence(k);
+    expect(hex(value)).toBe(hex(v));
+    verifyExistence(state.head()!.root, k, value, proof);
+  }
+}
+
+const places = [() => inMemory(), () => onDisk()];
+const made: { remove(): void }[] = [];
+const sortDir = mkdtempSync(join(tmpdir(), 'bpavl-bulk-sort-'));
+afterAll(() => {
+  made.forEach((p) => p.remove());
+  rmSync(sortDir, { recursive: true, force: true });
+});
+/** Entry records sorted on disk before they are written, in runs of 100 kB (many run files). */
+const sortRecords: BulkLoadOptions['sortRecords'] = (records) => sortEntries(records, { dir: sortDir, runBytes: 100_000 });
+
+describe.each(places.map((p) => [p().name, p] as const))('a bulk load on the %s backend', (_, place) => {
+  it('is version 1 of exactly the entries, reads, proves and takes commits', async () => {
+    for (const [n, capacity] of [[0, 4], [1, 2], [9, 4], [700, 3], [3000, 256]] as const) {
+      const at = place();
+      made.push(at);
+      const input = entries(n);
+      const state = await at.open({ capacity, cacheBytes: 0 });
+      const progress: number[] = [];
+      const info = await state.bulkLoad(input, { onProgress: (k) => progress.push(k) });
+      expect(info).toMatchObject({ version: 1, entryCount: n });
+      expect(progress.every((k, i) => k <= n && (i === 0 || k > progress[i - 1]!))).toBe(true);
+      // Full chunks: ⌈n/C⌉ of them.
+      expect(info.chunkCount).toBe(Math.ceil(n / capacity));
+      await expectHolds(state, input);
+      if (n > 0) {
+        const next = entries(50, 1);
+        for (const [k, v] of next) await state.put(k, v);
+        await state.delete(input[0]![0]);
+        const { version } = await state.commit();
+        expect(version).toBe(2);
+        const expected = [...input.slice(1), ...next].sort(([a], [b]) => Buffer.compare(a, b));
+        await expectHolds(state, expected);
+      }
+      await state.close();
+      const reopened = await at.open();
+      expect(reopened.versions().map((v) => v.version)).toEqual(n > 0 ? [1, 2] : [1]);
+      expect(hex((await reopened.snapshot({ version: 1 })).root)).toBe(hex(info.root));
+      await reopened.close();
+    }
+  });
+
+  it('gives the same root as the same entries loaded anywhere else, its entry records sorted first or not', async () => {
+    const input = entries(1000);
+    const roots: string[] = [];
+    for (const [backend, options] of [[inMemory(), {}], [place(), {}], [place(), { sortRecords }]] as const) {
+      made.push(backend);
+      const state = await backend.open({ capacity: 16, cacheBytes: 0 });
+      roots.push(hex((await state.bulkLoad(input, options)).root));
+      await expectHolds(state, input);
+      await state.close();
+    }
+    expect(new Set(roots).size).toBe(1);
+    expect(readdirSync(sortDir)).toEqual([]);
+    // Not an insert's shape: the tree built by puts holds chunks about 3/4 full.
+    const tree = new Tree(16);
+    for (const [k, v] of input) tree.insert(k, v);
+    expect(hex(tree.commit().root)).not.toBe(roots[0]);
+    tree.free();
+  });
+
+  it('refuses a store with a version, keys out of order, and writes while it runs', async () => {
+    const at = place();
+    made.push(at);
+    const state = await at.open({ capacity: 4 });
+    const input = entries(100);
+    const swapped = [...input];
+    [swapped[60], swapped[61]] = [swapped[61]!, swapped[60]!];
+    await expect(state.bulkLoad(swapped)).rejects.toMatchObject({ name: 'TreeError', code: 'KEYS_NOT_SORTED' });
+    await expect(state.bulkLoad([[input[0]![0], new Uint8Array(65537)]])).rejects.toMatchObject({ code: 'VALUE_TOO_LONG' });
+    expect(state.versions()).toEqual([]);
+    // While one runs, another, a prune, a sync and a catch-up are refused; a put waits for it, as it waits for a commit.
+    async function* slow() {
+      for (const e of input) {
+        await new Promise((r) => setTimeout(r, 1));
+        yield e;
+      }
+    }
+    const running = state.bulkLoad(slow());
+    await expect(state.bulkLoad(input)).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+    await expect(state.prune({ keepLast: 1 })).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+    await expect(state.syncSink(new Uint8Array(32))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+    await expect(state.catchUpSession(new Uint8Array(32))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+    const put = state.put(input[0]![0], Uint8Array.of(1));
+    await running;
+    await put;
+    await expect(state.bulkLoad(input)).rejects.toMatchObject({ code: 'STORE_NOT_EMPTY' });
+    await expectHolds(state, input);
+    await state.commit();
+    expect(await state.get(input[0]![0])).toEqual(Uint8Array.of(1));
+    await state.close();
+    const reader = await at.open({ readOnly: true });
+    await expect(reader.bulkLoad([])).rejects.toMatchObject({ code: 'STORE_READ_ONLY' });
+    await reader.close();
+  });
+});
+
+describe.each([['as they come', {}], ['sorted first', { sortRecords }]] as const)('a bulk load that writes its entry records %s is all or nothing', (_, options: BulkLoadOptions) => {
+  // About 3 MB of entries in writes of 1 MiB (cacheBytes 0): a few writes before the last.
+  const input = entries(3000);
+
+  it('a failed or closed load leaves no record, and a load after it works', async () => {
+    const at = inMemory();
+    const state = await at.open({ capacity: 8, cacheBytes: 0 });
+    let writes = 0;
+    async function* failing() {
+      for (const [i, e] of input.entries()) {
+        if (i === 2500) throw Object.assign(new Error('the source failed'), { code: 'SOURCE' });
+        yield e;
+      }
+    }
+    await expect(state.bulkLoad(failing(), { ...options, onProgress: () => writes++ })).rejects.toMatchObject({ code: 'SOURCE' });
+    // Entry records written as they come are written before the source fails; sorted ones only after it ends.
+    if (options.sortRecords === undefined) expect(writes).toBeGreaterThan(0);
+    expect(recordCount(at.database)).toBe(0);
+    await state.close();
+    // Closed while it runs: the load stops before its next write (STORE_CLOSED) and removes what it wrote.
+    const again = await at.open({ capacity: 8, cacheBytes: 0 });
+    let closing: Promise<void> | undefined;
+    async function* closedMidway() {
+      for (const [i, e] of input.entries()) {
+        if (i === 2500) closing = again.close();
+        yield e;
+      }
+    }
+    await expect(again.bulkLoad(closedMidway(), options)).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await closing;
+    expect(recordCount(at.database)).toBe(0);
+    const last = await at.open({ capacity: 8, cacheBytes: 0 });
+    await last.bulkLoad(input, options);
+    await expectHolds(last, input);
+    await last.close();
+  });
+
+  it('a backend that dies at any of its writes leaves an empty store', async () => {
+    let writes = 0;
+    {
+      const at = inMemory();
+      const counting = memoryBackend(at.database);
+      const write = counting.write.bind(counting);
+      counting.write = (batch) => (writes++, write(batch));
+      const state = await openState({ backend: counting, capacity: 8, cacheBytes: 0 });
+      writes = 0;
+      await state.bulkLoad(input, options);
+      await state.close();
+    }
+    expect(writes).toBeGreaterThan(2);
+    for (let dieAt = 1; dieAt <= writes; dieAt++) {
+      const at = inMemory();
+      const dying = memoryBackend(at.database);
+      const write = dying.write.bind(dying);
+      let n = 0;
+      const state = await openState({ backend: dying, capacity: 8, cacheBytes: 0 });
+      // The store record is written by the open; the load's writes are counted from here.
+      dying.write = async (batch) => {
+        if (++n >= dieAt) throw Object.assign(new Error('killed'), { code: 'KILLED' });
+        return write(batch);
+      };
+      await expect(state.bulkLoad(input, options)).rejects.toMatchObject({ code: 'KILLED' });
+      await state.close();
+      const reopened = await openState({ backend: memoryBackend(at.database) });
+      expect(reopened.versions(), `died at write ${dieAt}`).toEqual([]);
+      expect(recordCount(at.database), `died at write ${dieAt}`).toBe(0);
+      await reopened.bulkLoad(input, options);
+      await expectHolds(reopened, input);
+      await reopened.close();
+    }
+  });
+});
+
+it('a sorted load writes its entry records in key order, after its chunks', async () => {
+  const at = inMemory();
+  const backend = memoryBackend(at.database);
+  const write = backend.write.bind(backend);
+  const writes: (readonly [string, Uint8Array])[][] = [];
+  backend.write = (batch) => {
+    writes.push((batch.puts ?? []).map(([table, key]) => [table, key] as const));
+    return write(batch);
+  };
+  const state = await openState({ backend, capacity: 8, cacheBytes: 0 });
+  const input = entries(3000);
+  await state.bulkLoad(input, { sortRecords });
+  // The store record, writes of chunk records, writes of entry records in key order, then the last
+  // write: the last chunks' records, the nodes and the version record.
+  const kinds = writes.map((w) => [...new Set(w.map(([table]) => table))].join());
+  expect(kinds[0]).toBe('meta');
+  const firstEntries = kinds.indexOf('entries');
+  expect(firstEntries).toBeGreaterThan(1);
+  expect(kinds.slice(1, firstEntries).every((k) => k === 'chunks')).toBe(true);
+  expect(kinds.slice(firstEntries, -1).every((k) => k === 'entries')).toBe(true);
+  const keys = writes.slice(firstEntries, -1).flat().map(([, key]) => key);
+  expect(keys.every((k, i) => i === 0 || Buffer.compare(keys[i - 1]!, k) < 0)).toBe(true);
+  expect(kinds.at(-1)).toBe('entries,chunks,nodes,versions');
+  await expectHolds(state, input);
+  await state.close();
+});
