@@ -31,7 +31,8 @@ export function packedRoot(n, capacity) {
     push(key, value) {
       if (last !== undefined && Buffer.compare(last, key) >= 0) throw new Error('packedRoot: keys are not strictly increasing');
       if (count === n) throw new Error(`packedRoot: more than ${n} entries`);
-      last = key;
+      // A copy: a sort's entries are views of its buffers.
+      last = key.slice();
       entryHashInto(key, value, leaves, inChunk * HASH_LEN);
       count++;
       if (++inChunk === sizes[chunks.length]) {

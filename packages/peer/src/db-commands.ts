@@ -50,7 +50,8 @@ commit stays as it was.
 Into a state that holds no version, without --batch: a bulk load. The lines
 are sorted on disk (files under DIR, removed afterwards) and written once as
 version 1, in full chunks under a balanced tree, so the root depends on the
-entries alone. A malformed line then leaves the state empty.
+entries alone. A malformed line then leaves the state empty, and so does a
+file of no entries.
 
 Otherwise: puts, committing every --batch entries (default 100000) and at the
 end. ${BATCH_MIB}
@@ -239,6 +240,12 @@ async function* importLines(file: string, utf8: boolean | undefined, counted: { 
   }
 }
 
+/** `first`, then the rest of `rest`. */
+async function* prepend<T>(first: T, rest: AsyncIterator<T>): AsyncGenerator<T> {
+  yield first;
+  for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+}
+
 /** Puts the entries of `file` into `state`, committing every `batch` entries and at the end. */
 async function importInBatches(state: State, entries: AsyncIterable<[Uint8Array, Uint8Array]>, batch: number, progress: () => void): Promise<void> {
   let pending = 0;
@@ -310,7 +317,10 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           removeSortDirs(dir);
           const sortRecords = (records: AsyncIterable<[Uint8Array, Uint8Array]>) => sortEntries(records, { dir });
           const onProgress = (n: number) => tty && process.stderr.write(`\rwrote ${n} of ${counted.entries} entries`);
-          await state.bulkLoad(sortEntries(entries, { dir }), { onProgress, sortRecords });
+          // A file of no entries makes no version (the next import would be puts, not a bulk load).
+          const sorted = sortEntries(entries, { dir });
+          const first = await sorted.next();
+          if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted), { onProgress, sortRecords });
         } else {
           await importInBatches(state, entries, batch, () => tty && process.stderr.write(`\rimported ${counted.lines} lines`));
         }

@@ -144,6 +144,11 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
       expect((await json(['versions', '--db', db])).out.versions).toEqual([]);
     }
     expect((await readdir(db)).filter((f) => f.startsWith('bpavl-sort-'))).toEqual([]);
+    // A file of no entries makes no version: the import after it is still a bulk load.
+    await writeFile(bad, '\n');
+    expect((await json(['import', '--db', db, bad])).out).toMatchObject({ entries: 0, bulk: true, version: 0 });
+    await writeFile(bad, good);
+    expect((await json(['import', '--db', db, bad])).out).toMatchObject({ entries: 50, bulk: true, version: 1 });
   });
 
   it('generate --db writes the workload: the same root as the tree built in memory', async () => {

@@ -78,15 +78,20 @@ export async function writeBulkLoad(
     if (sortRecords === undefined) {
       for await (const _ of chunked());
     } else {
+      // Each batch copied into a buffer of its own: a sort's entries are views of its buffers, and a backend may keep what it is given.
       let batch: [string, Uint8Array, Uint8Array][] = [];
+      let buffer = new Uint8Array(writeBytes);
       let bytes = 0;
       for await (const [key, value] of sortRecords(chunked())) {
-        batch.push(['entries', key, value]);
-        bytes += key.length + value.length;
-        if (bytes >= writeBytes) {
-          await write(batch, batch.length);
-          [batch, bytes] = [[], 0];
+        const size = key.length + value.length;
+        if (bytes + size > buffer.length) {
+          if (batch.length > 0) await write(batch, batch.length);
+          [batch, buffer, bytes] = [[], new Uint8Array(Math.max(writeBytes, size)), 0];
         }
+        buffer.set(key, bytes);
+        buffer.set(value, bytes + key.length);
+        batch.push(['entries', buffer.subarray(bytes, bytes + key.length), buffer.subarray(bytes + key.length, bytes + size)]);
+        bytes += size;
       }
       if (batch.length > 0) await write(batch, batch.length);
     }

@@ -13,10 +13,14 @@ import { join } from 'node:path';
 
 /** Default bytes of keys and values sorted in memory at a time. */
 export const DEFAULT_RUN_BYTES = 64 << 20;
-/** Bytes read from each run file at a time during the merge. */
+/** Bytes read from each run file at a time during a merge, at most. */
 const READ_BYTES = 256 << 10;
+/** …and at least, however many runs a merge reads. */
+const MIN_READ_BYTES = 4 << 10;
 /** Bytes written to a run file at a time. */
 const WRITE_BYTES = 4 << 20;
+/** Runs merged at once (files open at once); more are merged into longer runs first. */
+const MAX_MERGE = 128;
 /** A run record's header: `u16be(key length) ‖ u32be(value length)`. */
 const HEADER = 6;
 /** What a temporary directory's name starts with (`removeSortDirs`). */
@@ -34,7 +38,10 @@ type Entry = readonly [Uint8Array, Uint8Array];
 /**
  * `entries` in ascending key order, each key once (its last value in
  * input order). Nothing is yielded before the input has been read whole.
- * The run files are removed when the iteration ends, fails or is left.
+ * The arrays yielded are views of the sort's buffers, valid until the next
+ * entry is asked for: copy what must be kept (`State.bulkLoad` copies each
+ * entry as it takes it). The run files are removed when the iteration
+ * ends, fails or is left.
  *
  * @example
  * ```ts
@@ -47,26 +54,27 @@ export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entr
   let dir: string | undefined;
   const runs: string[] = [];
   try {
-    let keys: Buffer[] = [];
-    let values: Buffer[] = [];
-    let bytes = 0;
+    const run = new Run(runBytes);
     for await (const [key, value] of entries) {
-      keys.push(asBuffer(key));
-      values.push(asBuffer(value));
-      bytes += key.length + value.length + HEADER;
-      if (bytes >= runBytes) {
+      if (!run.fits(key, value) && run.count > 0) {
         dir ??= mkdtempSync(join(options.dir, PREFIX));
-        runs.push(writeRun(join(dir, `${runs.length}`), keys, values));
-        [keys, values, bytes] = [[], [], 0];
+        runs.push(run.write(join(dir, `${runs.length}`)));
       }
+      run.add(key, value);
     }
     if (runs.length === 0) {
-      for (const i of sortedLast(keys)) yield [keys[i]!, values[i]!];
+      yield* run.sorted();
       return;
     }
-    if (keys.length > 0) runs.push(writeRun(join(dir!, `${runs.length}`), keys, values));
-    keys = values = [];
-    yield* merge(runs);
+    if (run.count > 0) runs.push(run.write(join(dir!, `${runs.length}`)));
+    run.release();
+    // Each merged run takes the place of the runs it merges, which are later in input order than those before them.
+    for (let made = 0; runs.length > MAX_MERGE; made++) {
+      const merged = join(dir!, `m${made}`);
+      writeRecords(merged, merge(runs.slice(0, MAX_MERGE), runBytes));
+      runs.splice(0, MAX_MERGE, merged).forEach((path) => rmSync(path));
+    }
+    yield* merge(runs, runBytes);
   } finally {
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   }
@@ -79,42 +87,114 @@ export function removeSortDirs(dir: string): void {
   }
 }
 
-function asBuffer(b: Uint8Array): Buffer {
-  return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
+/**
+ * The entries of one run, copied end to end into one buffer (not held as
+ * the caller's arrays: a million small arrays weigh several times their
+ * bytes in a JavaScript heap).
+ */
+class Run {
+  count = 0;
+  #arena: Buffer;
+  #used = 0;
+  /** Per entry: where its key starts, and its key and value lengths (the value follows the key). */
+  #starts: number[] = [];
+  #keyLens: number[] = [];
+  #valueLens: number[] = [];
+  /** Per entry: its key's first 6 bytes as a number (`prefixOf`). */
+  #prefixes: number[] = [];
+
+  constructor(bytes: number) {
+    this.#arena = Buffer.allocUnsafeSlow(bytes);
+  }
+
+  fits(key: Uint8Array, value: Uint8Array): boolean {
+    return this.#used + key.length + value.length <= this.#arena.length;
+  }
+
+  add(key: Uint8Array, value: Uint8Array): void {
+    const size = key.length + value.length;
+    if (size > this.#arena.length - this.#used) {
+      // An entry larger than a run, in a run of its own (sortEntries wrote the run before it).
+      this.#arena = Buffer.allocUnsafeSlow(size);
+    }
+    this.#prefixes.push(prefixOf(key));
+    this.#starts.push(this.#used);
+    this.#keyLens.push(key.length);
+    this.#valueLens.push(value.length);
+    this.#arena.set(key, this.#used);
+    this.#arena.set(value, this.#used + key.length);
+    this.#used += size;
+    this.count++;
+  }
+
+  /** The run's entries in key order, each key once (the last added), as views of the run's buffer. */
+  *sorted(): Generator<[Uint8Array, Uint8Array]> {
+    const arena = this.#arena;
+    for (const i of this.#order()) {
+      const start = this.#starts[i]!;
+      const valueAt = start + this.#keyLens[i]!;
+      yield [arena.subarray(start, valueAt), arena.subarray(valueAt, valueAt + this.#valueLens[i]!)];
+    }
+  }
+
+  /** Writes the run sorted, then empties it; returns the file's path. */
+  write(path: string): string {
+    writeRecords(path, this.sorted(), Math.min(WRITE_BYTES, this.#used + HEADER * this.count));
+    [this.count, this.#used, this.#starts, this.#keyLens, this.#valueLens, this.#prefixes] = [0, 0, [], [], [], []];
+    return path;
+  }
+
+  /** Lets the buffer go (the merge needs none of it). */
+  release(): void {
+    this.#arena = Buffer.alloc(0);
+  }
+
+  /** Indexes in key order, equal keys in the order added, then only the last of each. */
+  #order(): number[] {
+    const [arena, starts, lens, prefixes] = [this.#arena, this.#starts, this.#keyLens, this.#prefixes];
+    // Numbers first (the prefixes of hashed keys nearly always differ), then Buffer#compare on ranges of one buffer.
+    const compare = (a: number, b: number) =>
+      prefixes[a]! - prefixes[b]! || arena.compare(arena, starts[b]!, starts[b]! + lens[b]!, starts[a]!, starts[a]! + lens[a]!);
+    const order = Array.from({ length: this.count }, (_, i) => i).sort((a, b) => compare(a, b) || a - b);
+    return order.filter((i, at) => at + 1 === order.length || compare(i, order[at + 1]!) !== 0);
+  }
 }
 
-/** Indexes of `keys` in key order, only the last of equal keys (Array.sort is stable). */
-function sortedLast(keys: readonly Buffer[]): number[] {
-  const order = keys.map((_, i) => i).sort((a, b) => Buffer.compare(keys[a]!, keys[b]!));
-  return order.filter((i, at) => at + 1 === order.length || !keys[i]!.equals(keys[order[at + 1]!]!));
+/**
+ * The first 6 bytes of `key` (zeros past its end) as a number: keys whose
+ * numbers differ sort as their numbers do, since a zero is the least byte
+ * and a shorter key sorts first. Equal numbers say nothing.
+ */
+function prefixOf(key: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < 6; i++) n = n * 256 + (key[i] ?? 0);
+  return n;
 }
 
-/** Writes one sorted run; returns its path. */
-function writeRun(path: string, keys: readonly Buffer[], values: readonly Buffer[]): string {
+/** Writes `records` to a new file at `path`: `u16be(key length) ‖ u32be(value length) ‖ key ‖ value` each. */
+function writeRecords(path: string, records: Iterable<[Uint8Array, Uint8Array]>, bufferBytes = WRITE_BYTES): void {
   const fd = openSync(path, 'wx');
   try {
-    let out = Buffer.allocUnsafe(WRITE_BYTES);
+    let out = Buffer.allocUnsafe(bufferBytes);
     let at = 0;
     const flush = () => {
       writeAll(fd, out.subarray(0, at));
       at = 0;
     };
-    for (const i of sortedLast(keys)) {
-      const [key, value] = [keys[i]!, values[i]!];
+    for (const [key, value] of records) {
       const size = HEADER + key.length + value.length;
       if (at + size > out.length) flush();
       if (size > out.length) out = Buffer.allocUnsafe(size);
       out.writeUInt16BE(key.length, at);
       out.writeUInt32BE(value.length, at + 2);
-      key.copy(out, at + HEADER);
-      value.copy(out, at + HEADER + key.length);
+      out.set(key, at + HEADER);
+      out.set(value, at + HEADER + key.length);
       at += size;
     }
     flush();
   } finally {
     closeSync(fd);
   }
-  return path;
 }
 
 function writeAll(fd: number, bytes: Buffer): void {
@@ -127,14 +207,15 @@ class RunReader {
   key: Buffer = Buffer.alloc(0);
   value: Buffer = Buffer.alloc(0);
   readonly #fd: number;
-  #buffer = Buffer.allocUnsafe(READ_BYTES);
+  #buffer: Buffer;
   #start = 0;
   #end = 0;
   #eof = false;
 
-  constructor(path: string, run: number) {
+  constructor(path: string, run: number, readBytes: number) {
     this.#fd = openSync(path, 'r');
     this.run = run;
+    this.#buffer = Buffer.allocUnsafe(readBytes);
   }
 
   /** Moves to the next record; false at the end of the run (the file is closed then). */
@@ -144,9 +225,9 @@ class RunReader {
     const valueLen = this.#buffer.readUInt32BE(this.#start + 2);
     if (!this.#have(HEADER + keyLen + valueLen)) throw new Error('a sort run file ends inside a record');
     const at = this.#start + HEADER;
-    // Copies: the buffer is refilled under them.
-    this.key = Buffer.from(this.#buffer.subarray(at, at + keyLen));
-    this.value = Buffer.from(this.#buffer.subarray(at + keyLen, at + keyLen + valueLen));
+    // Views, not copies: valid until this reader moves again (the buffer is refilled under them).
+    this.key = this.#buffer.subarray(at, at + keyLen);
+    this.value = this.#buffer.subarray(at + keyLen, at + keyLen + valueLen);
     this.#start = at + keyLen + valueLen;
     return true;
   }
@@ -192,22 +273,25 @@ function before(a: RunReader, b: RunReader): boolean {
   return c < 0 || (c === 0 && a.run > b.run);
 }
 
-/** The runs merged in key order, each key once: the value of the latest run that holds it. */
-function* merge(paths: readonly string[]): Generator<[Uint8Array, Uint8Array]> {
-  const readers = paths.map((p, i) => new RunReader(p, i));
+/**
+ * The runs merged in key order, each key once: the value of the latest run
+ * that holds it. Their read buffers share about `runBytes`.
+ */
+function* merge(paths: readonly string[], runBytes: number): Generator<[Uint8Array, Uint8Array]> {
+  const readBytes = Math.max(MIN_READ_BYTES, Math.min(READ_BYTES, Math.floor(runBytes / paths.length)));
+  const readers = paths.map((p, i) => new RunReader(p, i, readBytes));
   try {
     const heap = new MinHeap(before);
     for (const r of readers) if (r.next()) heap.push(r);
     while (heap.size > 0) {
       const top = heap.pop();
-      const [key, value] = [top.key, top.value];
-      if (top.next()) heap.push(top);
-      // Older runs' entries of the same key lose.
-      while (heap.size > 0 && heap.peek().key.equals(key)) {
+      yield [top.key, top.value];
+      // Older runs' entries of the same key lose; compared while `top` has not moved, so its key is in place.
+      while (heap.size > 0 && heap.peek().key.equals(top.key)) {
         const older = heap.pop();
         if (older.next()) heap.push(older);
       }
-      yield [key, value];
+      if (top.next()) heap.push(top);
     }
   } finally {
     for (const r of readers) r.close();

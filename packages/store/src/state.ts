@@ -325,8 +325,10 @@ export class State {
    * `STORE_NOT_EMPTY` if the store holds a version, `SYNC_PENDING` while a
    * sync, catch-up or another bulk load is unfinished or runs, TreeError
    * `KEYS_NOT_SORTED` for a key not above the one before (and the entry
-   * checks of `put`). A batch of puts and deletes not committed yet is
-   * dropped: the loaded state replaces it. Records go in writes of the
+   * checks of `put`). It starts once the writes called before it have run
+   * (a commit among them makes it `STORE_NOT_EMPTY`), and writes called
+   * while it runs wait for it. A batch of puts and deletes not committed
+   * yet is dropped: the loaded state replaces it. Records go in writes of the
    * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB);
    * `options.sortRecords` orders the entry records first (in Node, give
    * it `sortEntries` of `@bpavl/store/sort`).
@@ -335,29 +337,29 @@ export class State {
     this.#writer();
     if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
     if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
-    this.#bulkLoading = true;
-    try {
-      return await this.#serially(async () => {
+    return this.#serially(async () => {
+      // Again, once the writes called before it have run: a commit among them makes a version.
+      if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
+      this.#bulkLoading = true;
+      try {
         await this.#dropBatch();
         const version = this.#head + 1;
-        try {
-          const where = { capacity: this.#capacity, version, writeBytes: Math.min(this.#pieceBytes, BULK_WRITE_BYTES) };
-          const w = await writeBulkLoad(this.#backend, where, entries, options, () => this.#open());
-          this.#open();
-          await this.#backend.write({ puts: [...w.puts, ['versions', versionKey(version), w.versionRecord]] });
-          const record = decodeVersionRecord(w.versionRecord, this.#capacity);
-          this.#versions.set(version, record);
-          this.#head = version;
-          return info(version, record);
-        } catch (e) {
-          // The records written so far belong to no version: a crash would leave them to the next open.
-          await removeUnborn(this.#backend, this.#head).catch(() => {});
-          throw e;
-        }
-      });
-    } finally {
-      this.#bulkLoading = false;
-    }
+        const where = { capacity: this.#capacity, version, writeBytes: Math.min(this.#pieceBytes, BULK_WRITE_BYTES) };
+        const w = await writeBulkLoad(this.#backend, where, entries, options, () => this.#open());
+        this.#open();
+        await this.#backend.write({ puts: [...w.puts, ['versions', versionKey(version), w.versionRecord]] });
+        const record = decodeVersionRecord(w.versionRecord, this.#capacity);
+        this.#versions.set(version, record);
+        this.#head = version;
+        return info(version, record);
+      } catch (e) {
+        // The records written so far belong to no version: a crash would leave them to the next open.
+        await removeUnborn(this.#backend, this.#head).catch(() => {});
+        throw e;
+      } finally {
+        this.#bulkLoading = false;
+      }
+    });
   }
 
   /** The unfinished sync this store holds, if any. */

@@ -110,6 +110,18 @@ describe.each(places.map((p) => [p().name, p] as const))('a bulk load on the %s 
     const swapped = [...input];
     [swapped[60], swapped[61]] = [swapped[61]!, swapped[60]!];
     await expect(state.bulkLoad(swapped)).rejects.toMatchObject({ name: 'TreeError', code: 'KEYS_NOT_SORTED' });
+    // A commit called before a load runs first: the load then finds a version.
+    {
+      const other = place();
+      made.push(other);
+      const s2 = await other.open({ capacity: 4 });
+      await s2.put(input[0]![0], input[0]![1]);
+      const committed = s2.commit();
+      await expect(s2.bulkLoad(input)).rejects.toMatchObject({ code: 'STORE_NOT_EMPTY' });
+      expect((await committed).version).toBe(1);
+      expect(s2.versions().map((v) => v.version)).toEqual([1]);
+      await s2.close();
+    }
     await expect(state.bulkLoad([[input[0]![0], new Uint8Array(65537)]])).rejects.toMatchObject({ code: 'VALUE_TOO_LONG' });
     expect(state.versions()).toEqual([]);
     // While one runs, another, a prune, a sync and a catch-up are refused; a put waits for it, as it waits for a commit.
@@ -120,6 +132,8 @@ describe.each(places.map((p) => [p().name, p] as const))('a bulk load on the %s 
       }
     }
     const running = state.bulkLoad(slow());
+    // Underway (it starts once the writes called before it have run).
+    await new Promise((r) => setTimeout(r, 20));
     await expect(state.bulkLoad(input)).rejects.toMatchObject({ code: 'SYNC_PENDING' });
     await expect(state.prune({ keepLast: 1 })).rejects.toMatchObject({ code: 'SYNC_PENDING' });
     await expect(state.syncSink(new Uint8Array(32))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
