@@ -29,10 +29,10 @@ export function packedRoot(n, capacity) {
   let count = 0;
   return {
     push(key, value) {
-      if (last !== undefined && Buffer.compare(last, key) >= 0) throw new Error('packedRoot: keys are not strictly increasing');
+      if (last !== undefined && Buffer.compare(last, key) >= 0) throw new Error(`packedRoot: entry ${count}: key ${Buffer.from(key).toString('hex')} is not above ${Buffer.from(last).toString('hex')}`);
       if (count === n) throw new Error(`packedRoot: more than ${n} entries`);
-      // A copy: a sort's entries are views of its buffers.
-      last = key.slice();
+      // A copy (a Buffer's slice() is a view): a sort's entries are views of its buffers, refilled under them.
+      last = new Uint8Array(key);
       entryHashInto(key, value, leaves, inChunk * HASH_LEN);
       count++;
       if (++inChunk === sizes[chunks.length]) {

@@ -100,8 +100,9 @@ class Run {
   #starts: number[] = [];
   #keyLens: number[] = [];
   #valueLens: number[] = [];
-  /** Per entry: its key's first 6 bytes as a number (`prefixOf`). */
+  /** Per entry: its key's bytes 0–5 and 6–11, each as a number (`prefixOf`). */
   #prefixes: number[] = [];
+  #nextPrefixes: number[] = [];
 
   constructor(bytes: number) {
     this.#arena = Buffer.allocUnsafeSlow(bytes);
@@ -117,7 +118,8 @@ class Run {
       // An entry larger than a run, in a run of its own (sortEntries wrote the run before it).
       this.#arena = Buffer.allocUnsafeSlow(size);
     }
-    this.#prefixes.push(prefixOf(key));
+    this.#prefixes.push(prefixOf(key, 0));
+    this.#nextPrefixes.push(prefixOf(key, 6));
     this.#starts.push(this.#used);
     this.#keyLens.push(key.length);
     this.#valueLens.push(value.length);
@@ -140,7 +142,7 @@ class Run {
   /** Writes the run sorted, then empties it; returns the file's path. */
   write(path: string): string {
     writeRecords(path, this.sorted(), Math.min(WRITE_BYTES, this.#used + HEADER * this.count));
-    [this.count, this.#used, this.#starts, this.#keyLens, this.#valueLens, this.#prefixes] = [0, 0, [], [], [], []];
+    [this.count, this.#used, this.#starts, this.#keyLens, this.#valueLens, this.#prefixes, this.#nextPrefixes] = [0, 0, [], [], [], [], []];
     return path;
   }
 
@@ -151,23 +153,25 @@ class Run {
 
   /** Indexes in key order, equal keys in the order added, then only the last of each. */
   #order(): number[] {
-    const [arena, starts, lens, prefixes] = [this.#arena, this.#starts, this.#keyLens, this.#prefixes];
-    // Numbers first (the prefixes of hashed keys nearly always differ), then Buffer#compare on ranges of one buffer.
+    const [arena, starts, lens, prefixes, next] = [this.#arena, this.#starts, this.#keyLens, this.#prefixes, this.#nextPrefixes];
+    // Numbers first (hashed keys nearly always differ in them; a record key's
+    // first 8 bytes are its birth), then Buffer#compare on ranges of one buffer.
     const compare = (a: number, b: number) =>
-      prefixes[a]! - prefixes[b]! || arena.compare(arena, starts[b]!, starts[b]! + lens[b]!, starts[a]!, starts[a]! + lens[a]!);
+      prefixes[a]! - prefixes[b]! || next[a]! - next[b]! || arena.compare(arena, starts[b]!, starts[b]! + lens[b]!, starts[a]!, starts[a]! + lens[a]!);
     const order = Array.from({ length: this.count }, (_, i) => i).sort((a, b) => compare(a, b) || a - b);
     return order.filter((i, at) => at + 1 === order.length || compare(i, order[at + 1]!) !== 0);
   }
 }
 
 /**
- * The first 6 bytes of `key` (zeros past its end) as a number: keys whose
- * numbers differ sort as their numbers do, since a zero is the least byte
- * and a shorter key sorts first. Equal numbers say nothing.
+ * Bytes `at … at + 5` of `key` (zeros past its end) as a number: keys
+ * whose numbers for bytes 0–5, then 6–11, differ sort as those numbers do,
+ * since a zero is the least byte and a shorter key sorts first. Equal
+ * numbers say nothing.
  */
-function prefixOf(key: Uint8Array): number {
+function prefixOf(key: Uint8Array, at: number): number {
   let n = 0;
-  for (let i = 0; i < 6; i++) n = n * 256 + (key[i] ?? 0);
+  for (let i = at; i < at + 6; i++) n = n * 256 + (key[i] ?? 0);
   return n;
 }
 
