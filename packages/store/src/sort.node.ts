@@ -3,8 +3,8 @@
  * (`State.bulkLoad`, `docs/store.md`, "A bulk load") of entries that come in
  * any order. Runs of `runBytes` are sorted in memory and written to files
  * under a directory of their own, then merged; the last entry of each key,
- * in input order, is the one kept. Memory stays near `runBytes` plus a read
- * buffer per run, whatever the input's size.
+ * in input order, is the one kept. Memory stays near twice `runBytes` (a
+ * run, and the read buffers of a merge), whatever the input's size.
  * @module
  */
 
@@ -56,6 +56,7 @@ export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entr
   try {
     const run = new Run(runBytes);
     for await (const [key, value] of entries) {
+      if (key.length > 0xffff) throw new RangeError('a key to sort is longer than 65535 bytes');
       if (!run.fits(key, value) && run.count > 0) {
         dir ??= mkdtempSync(join(options.dir, PREFIX));
         runs.push(run.write(join(dir, `${runs.length}`)));
@@ -68,7 +69,7 @@ export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entr
     }
     if (run.count > 0) runs.push(run.write(join(dir!, `${runs.length}`)));
     run.release();
-    // Each merged run takes the place of the runs it merges, which are later in input order than those before them.
+    // A merged run takes the place of the runs it merged, which came before all the others: later runs still win.
     for (let made = 0; runs.length > MAX_MERGE; made++) {
       const merged = join(dir!, `m${made}`);
       writeRecords(merged, merge(runs.slice(0, MAX_MERGE), runBytes));

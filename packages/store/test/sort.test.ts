@@ -67,8 +67,9 @@ describe('sortEntries', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  it('refuses a bad run size, and removeSortDirs clears what a killed sort left', async () => {
+  it('refuses a bad run size and a key too long for its files, and removeSortDirs clears what a killed sort left', async () => {
     await expect(collect(sortEntries([], { dir, runBytes: 0 }))).rejects.toThrow(RangeError);
+    await expect(collect(sortEntries([[new Uint8Array(65536), new Uint8Array()]], { dir }))).rejects.toThrow(RangeError);
     const left = mkdtempSync(join(dir, 'bpavl-sort-'));
     writeFileSync(join(left, '0'), 'x');
     writeFileSync(join(dir, 'keep'), 'y');
