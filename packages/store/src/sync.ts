@@ -21,7 +21,12 @@ import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, v
  * 80,000 (docs/store.md, "Syncing into a store").
  */
 const WRITE_BATCH_BYTES = 4 << 20;
-/** A write starts once this many chunks (or WRITE_BATCH_BYTES) are pending, so that what is kept grows in steps however fast chunks arrive. */
+/**
+ * A write starts once this many chunks (or WRITE_BATCH_BYTES) are pending,
+ * and takes no more than that (but always one chunk), so that what is kept
+ * grows in steps however fast chunks arrive, and a write stays bounded
+ * however far the disk falls behind.
+ */
 const WRITE_BATCH_CHUNKS = 64;
 /** The longest a smaller batch waits for more chunks before it is written anyway (ms). */
 const WRITE_WAIT_MS = 200;
@@ -29,6 +34,12 @@ const WRITE_WAIT_MS = 200;
 const RESTORE_BATCH = 256;
 
 type Put = readonly [table: string, key: Uint8Array, value: Uint8Array];
+
+/** One verified chunk's records (its entries, its chunk record, its progress record): written together. */
+interface PendingChunk {
+  readonly puts: Put[];
+  readonly bytes: number;
+}
 
 /** What the sink needs of the state it writes into. */
 export interface SinkHost {
@@ -47,7 +58,7 @@ export class StoreSink {
   readonly #host: SinkHost;
   readonly #sync: StoreSync;
   readonly #root: Uint8Array;
-  #pending: Put[] = [];
+  #pending: PendingChunk[] = [];
   #pendingBytes = 0;
   #writingBytes = 0;
   #writing: Promise<void> | undefined;
@@ -59,7 +70,6 @@ export class StoreSink {
   #stored: number;
   /** Chunks in the batch being written. */
   #writingChunks = 0;
-  #pendingChunks = 0;
   #onStored: (chunks: number) => void = () => {};
   #onFailure: (e: unknown) => void = () => {};
 
@@ -138,13 +148,10 @@ export class StoreSink {
     const index = chunk.index;
     const w = this.#sync.add(chunk);
     if (w === undefined) return;
-    for (const put of w.puts) {
-      this.#pending.push(put);
-      this.#pendingBytes += put[1].length + put[2].length;
-    }
-    this.#pending.push(['meta', progressKey(index), w.progress]);
-    this.#pendingBytes += w.progress.length;
-    this.#pendingChunks++;
+    const puts: Put[] = [...w.puts, ['meta', progressKey(index), w.progress]];
+    const bytes = puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
+    this.#pending.push({ puts, bytes });
+    this.#pendingBytes += bytes;
     if (this.#writing === undefined) this.#writing = this.#drain();
   }
 
@@ -153,17 +160,19 @@ export class StoreSink {
     try {
       while (this.#pending.length > 0) {
         // Let the chunks that arrive meanwhile join the batch, unless the sync is finishing or stopping.
-        const full = () => this.#pendingBytes >= WRITE_BATCH_BYTES || this.#pendingChunks >= WRITE_BATCH_CHUNKS;
+        const full = () => this.#pendingBytes >= WRITE_BATCH_BYTES || this.#pending.length >= WRITE_BATCH_CHUNKS;
         for (let waited = 0; waited < WRITE_WAIT_MS && !this.#stopping && !full(); waited += 10) {
           await new Promise((r) => setTimeout(r, 10));
         }
-        const puts = this.#pending;
-        this.#writingBytes = this.#pendingBytes;
-        this.#writingChunks = this.#pendingChunks;
-        this.#pending = [];
-        this.#pendingBytes = 0;
-        this.#pendingChunks = 0;
-        await this.#host.backend.write({ puts });
+        let [take, bytes] = [0, 0];
+        while (take < this.#pending.length && take < WRITE_BATCH_CHUNKS && (take === 0 || bytes + this.#pending[take]!.bytes <= WRITE_BATCH_BYTES)) {
+          bytes += this.#pending[take++]!.bytes;
+        }
+        const chunks = this.#pending.splice(0, take);
+        this.#writingBytes = bytes;
+        this.#writingChunks = take;
+        this.#pendingBytes -= bytes;
+        await this.#host.backend.write({ puts: chunks.flatMap((c) => c.puts) });
         this.#stored += this.#writingChunks;
         this.#writingBytes = 0;
         this.#writingChunks = 0;

@@ -2,15 +2,17 @@
 // peers on 127.0.0.1: the finished sync is the store's version 1 with the
 // trusted root; an interrupted one resumes without fetching any stored chunk
 // again; a stored chunk damaged on disk is fetched again and nobody is
-// banned for it; another root neither mixes in nor is lost silently.
+// banned for it; another root neither mixes in nor is lost silently. A
+// sink whose disk falls behind writes bounded batches.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { init, type Tree } from '@bpavl/wasm';
+import { init, type Tree, verifyChunk } from '@bpavl/wasm';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { type SyncEvent, syncState } from '../../light-client/src/sync/index.js';
 import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.js';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
+import { MemoryDatabase, openMemoryBackend } from '../../storage/src/memory.ts';
 import { openState, TABLES } from '../src/index.ts';
 import { expectHolds } from './support/holds.ts';
 
@@ -158,4 +160,35 @@ it('an unfinished sync of another root is listed and discarded, never mixed in',
   expect(reopened.capacity).toBe(8);
   expect((await reopened.stats()).entryCount).toBe(b.tree.len);
   await reopened.close();
+});
+
+it('a sink whose disk falls behind writes at most 64 chunks at a time, and its kept count grows in steps', async () => {
+  const { tree, root } = buildTree(3000, 8);
+  const backend = openMemoryBackend({ database: new MemoryDatabase(), tables: TABLES });
+  const write = backend.write.bind(backend);
+  const chunksPerWrite: number[] = [];
+  backend.write = async (batch) => {
+    const progress = (batch.puts ?? []).filter(([table, key]) => table === 'meta' && key.length === 12).length;
+    if (progress > 0) {
+      chunksPerWrite.push(progress);
+      // A slow disk: every chunk below arrives during the first write.
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    return write(batch);
+  };
+  const state = await openState({ backend, capacity: 8 });
+  const sink = await state.syncSink(root);
+  const stored: number[] = [];
+  sink.watch((n) => stored.push(n), () => {});
+  const count = tree.chunkCount;
+  expect(count).toBeGreaterThan(200);
+  for (let i = 0; i < count; i++) sink.add(verifyChunk(root, i, tree.head().exportChunk(i)));
+  await sink.finish();
+  expect(chunksPerWrite.reduce((a, b) => a + b, 0)).toBe(count);
+  expect(Math.max(...chunksPerWrite)).toBeLessThanOrEqual(64);
+  expect(stored.length).toBeGreaterThan(1);
+  expect(stored.at(-1)).toBe(count);
+  expect(hex(state.head()!.root)).toBe(hex(root));
+  await state.close();
+  tree.free();
 });
