@@ -23,11 +23,17 @@ import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, v
 const WRITE_BATCH_BYTES = 4 << 20;
 /**
  * A write starts once this many chunks (or WRITE_BATCH_BYTES) are pending,
- * and takes no more than that (but always one chunk), so that what is kept
- * grows in steps however fast chunks arrive, and a write stays bounded
- * however far the disk falls behind.
+ * so that what is kept grows in steps however fast chunks arrive; a sink's
+ * first write takes no more than this many, so that some are kept early.
  */
 const WRITE_BATCH_CHUNKS = 64;
+/**
+ * The most bytes of records a later write takes (and always one chunk):
+ * a write stays bounded however far the disk falls behind, yet large
+ * enough to write many records a page (writes of at most 64 chunks made a
+ * 1M sync 16.7 → 26.5 s).
+ */
+const WRITE_MAX_BYTES = 32 << 20;
 /** The longest a smaller batch waits for more chunks before it is written anyway (ms). */
 const WRITE_WAIT_MS = 200;
 /** Progress records taken back per round on resume. */
@@ -164,8 +170,9 @@ export class StoreSink {
         for (let waited = 0; waited < WRITE_WAIT_MS && !this.#stopping && !full(); waited += 10) {
           await new Promise((r) => setTimeout(r, 10));
         }
+        const [maxChunks, maxBytes] = this.#stored === this.restored.length ? [WRITE_BATCH_CHUNKS, WRITE_BATCH_BYTES] : [Infinity, WRITE_MAX_BYTES];
         let [take, bytes] = [0, 0];
-        while (take < this.#pending.length && take < WRITE_BATCH_CHUNKS && (take === 0 || bytes + this.#pending[take]!.bytes <= WRITE_BATCH_BYTES)) {
+        while (take < this.#pending.length && take < maxChunks && (take === 0 || bytes + this.#pending[take]!.bytes <= maxBytes)) {
           bytes += this.#pending[take++]!.bytes;
         }
         const chunks = this.#pending.splice(0, take);
