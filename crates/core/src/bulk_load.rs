@@ -35,10 +35,11 @@ pub struct BulkLoad {
     capacity: usize,
     version: u64,
     /// Entries not in a chunk yet: fewer than 2C, so that the last two
-    /// chunks can share what is left (each at least ⌈C/2⌉).
+    /// chunks can share what is left (each at least ⌈C/2⌉). Never empty once
+    /// an entry came (a chunk is made at 2C, leaving C), so the last key
+    /// pushed is the last of them.
     keys: Vec<Box<[u8]>>,
     values: Vec<Box<[u8]>>,
-    last_key: Option<Box<[u8]>>,
     entries: u64,
     chunks: Vec<ChunkFacts>,
     puts: Vec<(Table, Ref, Vec<u8>)>,
@@ -55,7 +56,6 @@ impl BulkLoad {
             version,
             keys: Vec::with_capacity(2 * capacity),
             values: Vec::with_capacity(2 * capacity),
-            last_key: None,
             entries: 0,
             chunks: Vec::new(),
             puts: Vec::new(),
@@ -69,7 +69,7 @@ impl BulkLoad {
     pub fn push(&mut self, key: &[u8], value: &[u8]) -> Result<(), TreeError> {
         check_key(key).map_err(tree_error)?;
         check_value(value).map_err(tree_error)?;
-        if self.last_key.as_deref().is_some_and(|last| key <= last) {
+        if self.keys.last().is_some_and(|last| key <= &last[..]) {
             return Err(TreeError::KeysNotSorted);
         }
         if self.entries == MAX_ENTRIES || self.chunks.len() as u64 + 2 > MAX_CHUNKS {
@@ -77,7 +77,6 @@ impl BulkLoad {
         }
         self.keys.push(key.into());
         self.values.push(value.into());
-        self.last_key = Some(key.into());
         self.entries += 1;
         if self.keys.len() == 2 * self.capacity {
             self.seal(self.capacity);

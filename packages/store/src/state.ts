@@ -336,9 +336,8 @@ export class State {
   async bulkLoad(entries: SortedEntries, options: BulkLoadOptions = {}): Promise<VersionInfo> {
     this.#writer();
     if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
-    if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
     return this.#serially(async () => {
-      // Again, once the writes called before it have run: a commit among them makes a version.
+      // Checked once the writes called before it have run: a commit among them makes a version.
       if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
       this.#bulkLoading = true;
       try {
