@@ -42,11 +42,17 @@ process.on('exit', () => {
  * Runs `node ARGV` to its end, stdout collected and stderr passed through,
  * its memory sampled from /proc every 50 ms: `peak` (VmHWM, MiB) and the
  * largest anonymous (heaps, WASM) and file-backed (SQLite's memory map,
- * the node binary) parts seen. `killAfterMs` sends SIGKILL then.
+ * the node binary) parts seen. `killAfterMs` sends SIGKILL then; `asCli`
+ * runs it with the settings the `bpavl` launcher gives its long commands
+ * (packages/peer/bin/bpavl.mjs: a small young generation, one malloc
+ * arena, large blocks given back).
  */
-export function runSampled(argv, { killAfterMs } = {}) {
+export function runSampled(argv, { killAfterMs, asCli = false } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [flags, env] = asCli
+      ? [['--max-semi-space-size=4'], { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '65536', ...process.env, BPAVL_NODE_TUNED: '1' }]
+      : [[], process.env];
+    const child = spawn(process.execPath, [...flags, ...argv], { stdio: ['ignore', 'pipe', 'inherit'], env });
     running.add(child);
     let stdout = '';
     let peak = 0;

@@ -9,15 +9,18 @@
 //
 // Per N, each phase in its own child process (so that its peak RSS is its
 // own), on a directory under /tmp/bpavl-bench-store-*, deleted afterwards:
-// 1. bulk: the CLI's path (`bpavl import` into an empty state): the
-//    standard workload's N entries, generated in index order, sorted on
-//    disk (`@bpavl/store/sort`) and bulk-loaded as one version
-//    (`State.bulkLoad`; `bulk_import_s`, of which `bulk_sort_s` sorting;
-//    generating the entries, 17 SHA-256 calls each, is `bulk_generate_s`,
-//    and the check below `bulk_check_s`, neither counted). Its root must
-//    equal the one recomputed from the sorted entries with the light
-//    client's TypeScript hashing (bench/packed-root.mjs), which also checks
-//    that they ascend and number N;
+// 1. bulk: the CLI's path (`bpavl import` into an empty state), in a
+//    child with the CLI's memory settings (packages/peer/bin/bpavl.mjs):
+//    the standard workload's N entries, generated in index order into an
+//    input file first (`bulk_generate_s`, 17 SHA-256 calls an entry), read
+//    back, sorted on disk (`@bpavl/store/sort`) and bulk-loaded as one
+//    version (`State.bulkLoad`; `bulk_import_s`, of which `bulk_sort_s`
+//    until the first sorted entry). Its root must equal the one recomputed
+//    beforehand from a sort of the same file with the light client's
+//    TypeScript hashing (bench/packed-root.mjs, `bulk_check_s`), which also
+//    checks that the sorted entries ascend and number N. Neither the input
+//    nor the check runs during the load: on its thread they would hide the
+//    sort's worker, which runs beside it;
 // 2. every10k: the entries in index order, handed to `putMany` 16,384 at a
 //    time with a commit every 10,000 entries, into a second directory
 //    (`import_commit_every_10k_s`); it must hold N entries, and the values
@@ -51,7 +54,8 @@
 // line last: {"runs": [{"n": …, "bulk_import_s": …, …}, …]}.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { closeSync, createWriteStream, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -100,6 +104,9 @@ const GET_MANY_BATCH = 100_000;
 /** Entries handed to `putMany` at a time, as `bpavl generate` does. */
 const IMPORT_SLICE = 16_384;
 
+/** Bytes the bulk phase's input file is written and read in at a time. */
+const ENTRY_FILE_BUFFER = 4 << 20;
+
 function fail(message) {
   throw new Error(`check failed: ${message}`);
 }
@@ -141,6 +148,56 @@ async function sampleDigest(state, n) {
   return hex(createHash('sha256').update(Buffer.concat(values.map((v) => Buffer.from(v)))).digest());
 }
 
+/** Writes entries `entry(0 … n − 1)` to a new file at `path`: `u16be(key length) ‖ u32be(value length) ‖ key ‖ value` each. */
+async function writeEntryFile(path, n, entry) {
+  const out = createWriteStream(path, { flags: 'wx' });
+  let buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const [key, value] = entry(i);
+    if (at + 6 + key.length + value.length > buffer.length) {
+      if (!out.write(buffer.subarray(0, at))) await once(out, 'drain');
+      [buffer, at] = [Buffer.allocUnsafe(ENTRY_FILE_BUFFER), 0];
+    }
+    buffer.writeUInt16BE(key.length, at);
+    buffer.writeUInt32BE(value.length, at + 2);
+    buffer.set(key, at + 6);
+    buffer.set(value, at + 6 + key.length);
+    at += 6 + key.length + value.length;
+  }
+  out.end(buffer.subarray(0, at));
+  await once(out, 'finish');
+}
+
+/** The entries of such a file, as views valid until the next is asked for (what a reader of the CLI's input hands on). */
+function* readEntryFile(path) {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
+    let [start, end] = [0, 0];
+    for (;;) {
+      if (end - start < 6 || end - start < 6 + buffer.readUInt16BE(start) + buffer.readUInt32BE(start + 2)) {
+        if (start === 0 && end === buffer.length) throw new Error('an entry larger than the read buffer');
+        buffer.copy(buffer, 0, start, end);
+        [end, start] = [end - start, 0];
+        const read = readSync(fd, buffer, end, buffer.length - end, null);
+        if (read === 0) {
+          if (end > 0) throw new Error('an entry file ends inside an entry');
+          return;
+        }
+        end += read;
+        continue;
+      }
+      const keyAt = start + 6;
+      const valueAt = keyAt + buffer.readUInt16BE(start);
+      start = valueAt + buffer.readUInt32BE(start + 2);
+      yield [buffer.subarray(keyAt, valueAt), buffer.subarray(valueAt, start)];
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
 // --- child phases: each prints one JSON line ---------------------------------
 
 async function child(phase) {
@@ -157,44 +214,38 @@ async function child(phase) {
   if (phase === 'bulk') {
     const { sortEntries } = await import('@bpavl/store/sort');
     const { packedRoot } = await import('./packed-root.mjs');
+    // The input is generated into a file first, and the reference root
+    // recomputed from a sort of it, both untimed: on the load's main thread
+    // they would hide the sort's worker, which runs beside it.
+    const input = `${dir}.input`;
+    let t = performance.now();
+    await writeEntryFile(input, n, (i) => workloadEntry(0n, i));
+    out.generate_s = seconds(t);
     const state = await openState({ path: dir, ...opened });
-    // Generating the entries and checking the sorted ones are timed apart, and not counted.
-    let generateMs = 0;
-    let checkMs = 0;
-    function* generated() {
-      for (let i = 0; i < n; i++) {
-        const t = performance.now();
-        const entry = workloadEntry(0n, i);
-        generateMs += performance.now() - t;
-        yield entry;
-      }
-    }
+    t = performance.now();
     const reference = packedRoot(n, state.capacity);
+    for await (const [key, value] of sortEntries(readEntryFile(input), { dir: tmpdir() })) reference.push(key, value);
+    const root = reference.root();
+    out.check_s = seconds(t);
     let sortedAt;
-    async function* checked(sorted) {
+    async function* timed(sorted) {
       for await (const entry of sorted) {
         sortedAt ??= performance.now();
-        const t = performance.now();
-        reference.push(entry[0], entry[1]);
-        checkMs += performance.now() - t;
         yield entry;
       }
     }
-    const t0 = performance.now();
     let shown = 0;
     const onProgress = (k) => {
       if (k - shown >= 1_000_000) process.stderr.write(`  ${(shown = k) / 1e6}M entry records written\n`);
     };
     const sortRecords = (records) => sortEntries(records, { dir });
-    const head = await state.bulkLoad(checked(sortEntries(generated(), { dir })), { onProgress, sortRecords });
-    const total = performance.now() - t0;
-    const root = reference.root();
+    const t0 = performance.now();
+    const head = await state.bulkLoad(timed(sortEntries(readEntryFile(input), { dir })), { onProgress, sortRecords });
+    out.seconds = seconds(t0);
+    out.sort_s = (sortedAt - t0) / 1000;
+    rmSync(input);
     if (head.entryCount !== n || hex(root) !== hex(head.root)) fail(`the bulk load's root ${hex(head.root)} (${head.entryCount} entries) is not the recomputed ${hex(root)}`);
     out.sample = await sampleDigest(state, n);
-    out.seconds = (total - generateMs - checkMs) / 1000;
-    out.sort_s = (sortedAt - t0 - generateMs) / 1000;
-    out.generate_s = generateMs / 1000;
-    out.check_s = checkMs / 1000;
     out.root = hex(head.root);
     out.version = head.version;
     await state.close();
@@ -338,7 +389,7 @@ async function child(phase) {
 
 async function phase(name, dir, n, extra = []) {
   const argv = [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], '--mmap-mib', args['mmap-mib'], ...extra];
-  const { code, signal, stdout, parts } = await runSampled(argv);
+  const { code, signal, stdout, parts } = await runSampled(argv, { asCli: name === 'bulk' });
   if (code !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${code ?? signal})`);
   // The child's own peak (getrusage), and the largest anonymous and file-backed parts sampled from /proc.
   return { ...JSON.parse(stdout.trim().split('\n').at(-1)), anon_mib: Math.round(parts.anon), file_mib: Math.round(parts.file) };

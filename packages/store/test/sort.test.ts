@@ -67,6 +67,22 @@ describe('sortEntries', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it("passes the worker's failure on with its code, and leaves nothing", async () => {
+    const input = shuffled(2000);
+    // The run directory goes once the first run is in it: the worker's next run file cannot be made.
+    async function* source() {
+      for (const e of input) {
+        for (const name of readdirSync(dir)) {
+          if (readdirSync(join(dir, name)).length > 0) rmSync(join(dir, name), { recursive: true });
+        }
+        yield e;
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    await expect(collect(sortEntries(source(), { dir, runBytes: 50_000 }))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('refuses a bad run size and a key too long for its files, and removeSortDirs clears what a killed sort left', async () => {
     await expect(collect(sortEntries([], { dir, runBytes: 0 }))).rejects.toThrow(RangeError);
     await expect(collect(sortEntries([[new Uint8Array(65536), new Uint8Array()]], { dir }))).rejects.toThrow(RangeError);
