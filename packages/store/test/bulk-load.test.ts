@@ -42,7 +42,7 @@ async function expectHolds(state: State, input: readonly (readonly [Uint8Array, 
   }
 }
 
-const places = [() => inMemory(), () => onDisk()];
+const places = [['memory', () => inMemory()], ['node', () => onDisk()]] as const;
 const made: { remove(): void }[] = [];
 const sortDir = mkdtempSync(join(tmpdir(), 'bpavl-bulk-sort-'));
 afterAll(() => {
@@ -52,7 +52,7 @@ afterAll(() => {
 /** Entry records sorted on disk before they are written, in runs of 100 kB (many run files). */
 const sortRecords: BulkLoadOptions['sortRecords'] = (records) => sortEntries(records, { dir: sortDir, runBytes: 100_000 });
 
-describe.each(places.map((p) => [p().name, p] as const))('a bulk load on the %s backend', (_, place) => {
+describe.each(places)('a bulk load on the %s backend', (_, place) => {
   it('is version 1 of exactly the entries, reads, proves and takes commits', async () => {
     for (const [n, capacity] of [[0, 4], [1, 2], [9, 4], [700, 3], [3000, 256]] as const) {
       const at = place();
