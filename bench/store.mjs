@@ -59,6 +59,7 @@ import { closeSync, createWriteStream, mkdtempSync, openSync, readSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { HEADER, putRecord, recordBytes } from '../packages/store/src/sort-records.node.ts';
 import { diskBytes, dropCache, runSampled, splitmix } from './files.mjs';
 
 const { values: args } = parseArgs({
@@ -148,22 +149,18 @@ async function sampleDigest(state, n) {
   return hex(createHash('sha256').update(Buffer.concat(values.map((v) => Buffer.from(v)))).digest());
 }
 
-/** Writes entries `entry(0 … n − 1)` to a new file at `path`: `u16be(key length) ‖ u32be(value length) ‖ key ‖ value` each. */
+/** Writes entries `entry(0 … n − 1)` to a new file at `path`, as the sort's records (`sort-records.node.ts`). */
 async function writeEntryFile(path, n, entry) {
   const out = createWriteStream(path, { flags: 'wx' });
   let buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
   let at = 0;
   for (let i = 0; i < n; i++) {
     const [key, value] = entry(i);
-    if (at + 6 + key.length + value.length > buffer.length) {
+    if (at + recordBytes(key, value) > buffer.length) {
       if (!out.write(buffer.subarray(0, at))) await once(out, 'drain');
       [buffer, at] = [Buffer.allocUnsafe(ENTRY_FILE_BUFFER), 0];
     }
-    buffer.writeUInt16BE(key.length, at);
-    buffer.writeUInt32BE(value.length, at + 2);
-    buffer.set(key, at + 6);
-    buffer.set(value, at + 6 + key.length);
-    at += 6 + key.length + value.length;
+    at = putRecord(buffer, at, key, value);
   }
   out.end(buffer.subarray(0, at));
   await once(out, 'finish');
@@ -176,7 +173,7 @@ function* readEntryFile(path) {
     const buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
     let [start, end] = [0, 0];
     for (;;) {
-      if (end - start < 6 || end - start < 6 + buffer.readUInt16BE(start) + buffer.readUInt32BE(start + 2)) {
+      if (end - start < HEADER || end - start < HEADER + buffer.readUInt16BE(start) + buffer.readUInt32BE(start + 2)) {
         if (start === 0 && end === buffer.length) throw new Error('an entry larger than the read buffer');
         buffer.copy(buffer, 0, start, end);
         [end, start] = [end - start, 0];
@@ -188,7 +185,7 @@ function* readEntryFile(path) {
         end += read;
         continue;
       }
-      const keyAt = start + 6;
+      const keyAt = start + HEADER;
       const valueAt = keyAt + buffer.readUInt16BE(start);
       start = valueAt + buffer.readUInt32BE(start + 2);
       yield [buffer.subarray(keyAt, valueAt), buffer.subarray(valueAt, start)];

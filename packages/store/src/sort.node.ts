@@ -97,6 +97,8 @@ class Sorter {
   /** Run buffers made (at most two), and those the worker handed back. */
   #made = 0;
   readonly #free: Buffer[] = [];
+  /** Runs sent to the worker and not handed back yet. */
+  #sorting = 0;
   readonly #outputs: Buffer[] = [];
   /** The output buffer being read, handed back when the next is taken (its views are then stale). */
   #reading: Buffer | undefined;
@@ -111,7 +113,10 @@ class Sorter {
     this.#worker = new Worker(WORKER);
     this.#worker.unref();
     this.#worker.on('message', (m: FromWorker) => {
-      if (m.type === 'written') this.giveBack(Buffer.from(m.buffer));
+      if (m.type === 'written') {
+        this.#sorting--;
+        this.giveBack(Buffer.from(m.buffer));
+      }
       else if (m.type === 'out') this.#outputs.push(Buffer.from(m.buffer, 0, m.used));
       else if (m.type === 'done') this.#done = true;
       else this.#failure ??= Object.assign(new Error(`the sort failed: ${m.message}`), m.code !== undefined && { code: m.code });
@@ -130,12 +135,18 @@ class Sorter {
   send(m: ToWorker): void {
     this.#check();
     this.#worker.postMessage(m, 'buffer' in m && m.buffer !== undefined ? [m.buffer] : []);
+    if (m.type === 'run') this.#sorting++;
     // Every run is in: the buffers kept for more are let go, and those still with the worker when they come back.
     if (m.type === 'finish') [this.#finished, this.#free.length] = [true, 0];
   }
 
-  /** A run buffer with room for a record of `size` bytes: a free one, a new one, or one the worker hands back. */
+  /**
+   * A run buffer with room for a record of `size` bytes, once at most one
+   * run is with the worker: a free one, a new one, or one the worker hands
+   * back (a record larger than a run gets a buffer of its own).
+   */
   async buffer(size: number): Promise<Buffer> {
+    while (this.#sorting >= 2) await this.#message();
     if (size > this.#runBytes) return Buffer.allocUnsafeSlow(size);
     for (;;) {
       const free = this.#free.pop();
