@@ -40,7 +40,7 @@ async function collect(it: AsyncIterable<[Uint8Array, Uint8Array]>): Promise<str
 
 describe('sortEntries', () => {
   it('sorts in memory and across run files, the last value of a key winning', { timeout: 30_000 }, async () => {
-    // Runs of 1,000 bytes: most entries are larger than a run, and 600 runs take merges of merges (128 at a time).
+    // Runs of 1,000 bytes: most entries are larger than a run, and 600 runs take merges of merges (256 at a time).
     for (const [n, runBytes] of [[4000, 1 << 30], [4000, 200_000], [4000, 5_000], [600, 1_000]]) {
       const input = shuffled(n);
       expect(await collect(sortEntries(input, { dir, runBytes })), `runBytes ${runBytes}`).toEqual(expected(input));
