@@ -21,8 +21,8 @@ import type { FromWorker, ToWorker } from './sort-worker.node.ts';
 export const DEFAULT_RUN_BYTES = 32 << 20;
 /** What a temporary directory's name starts with (`removeSortDirs`). */
 const PREFIX = 'bpavl-sort-';
-/** The worker's module: TypeScript where Node runs this file as such, else the compiled JavaScript beside it. */
-const WORKER = new URL(import.meta.url.endsWith('.ts') ? './sort-worker.node.ts' : './sort-worker.node.js', import.meta.url);
+/** The worker's module, beside this one (Node strips its types as it does this module's). */
+const WORKER = new URL('./sort-worker.node.ts', import.meta.url);
 
 export interface SortOptions {
   /** Where the run files go (in a new directory, removed when the sort ends). */
