@@ -27,7 +27,7 @@ const WORKER = new URL('./sort-worker.node.ts', import.meta.url);
 export interface SortOptions {
   /** Where the run files go (in a new directory, removed when the sort ends). */
   readonly dir: string;
-  /** Bytes of keys and values sorted in memory at a time (default 64 MiB). */
+  /** Bytes of keys and values sorted in memory at a time (default 32 MiB). */
   readonly runBytes?: number;
 }
 
@@ -116,8 +116,7 @@ class Sorter {
       if (m.type === 'written') {
         this.#sorting--;
         this.giveBack(Buffer.from(m.buffer));
-      }
-      else if (m.type === 'out') this.#outputs.push(Buffer.from(m.buffer, 0, m.used));
+      } else if (m.type === 'out') this.#outputs.push(Buffer.from(m.buffer, 0, m.used));
       else if (m.type === 'done') this.#done = true;
       else this.#failure ??= Object.assign(new Error(`the sort failed: ${m.message}`), m.code !== undefined && { code: m.code });
       this.#wake?.();
