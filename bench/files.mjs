@@ -4,6 +4,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { TUNED_NODE_FLAGS, tunedEnv } from '../packages/peer/bin/tuning.mjs';
 
 /** SplitMix64 as the peers pick random keys: each call returns the next u64 as a bigint. */
 export function splitmix(seed) {
@@ -44,14 +45,11 @@ process.on('exit', () => {
  * largest anonymous (heaps, WASM) and file-backed (SQLite's memory map,
  * the node binary) parts seen. `killAfterMs` sends SIGKILL then; `asCli`
  * runs it with the settings the `bpavl` launcher gives its long commands
- * (packages/peer/bin/bpavl.mjs: a small young generation, one malloc
- * arena, large blocks given back).
+ * (packages/peer/bin/tuning.mjs).
  */
 export function runSampled(argv, { killAfterMs, asCli = false } = {}) {
   return new Promise((resolve, reject) => {
-    const [flags, env] = asCli
-      ? [['--max-semi-space-size=4'], { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '65536', ...process.env, BPAVL_NODE_TUNED: '1' }]
-      : [[], process.env];
+    const [flags, env] = asCli ? [TUNED_NODE_FLAGS, tunedEnv(process.env)] : [[], process.env];
     const child = spawn(process.execPath, [...flags, ...argv], { stdio: ['ignore', 'pipe', 'inherit'], env });
     running.add(child);
     let stdout = '';

@@ -54,12 +54,11 @@
 // line last: {"runs": [{"n": …, "bulk_import_s": …, …}, …]}.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { once } from 'node:events';
-import { closeSync, createWriteStream, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { HEADER, putRecord, recordBytes } from '../packages/store/src/sort-records.node.ts';
+import { RunReader, writeRecords } from '../packages/store/src/sort-records.node.ts';
 import { diskBytes, dropCache, runSampled, splitmix } from './files.mjs';
 
 const { values: args } = parseArgs({
@@ -105,7 +104,7 @@ const GET_MANY_BATCH = 100_000;
 /** Entries handed to `putMany` at a time, as `bpavl generate` does. */
 const IMPORT_SLICE = 16_384;
 
-/** Bytes the bulk phase's input file is written and read in at a time. */
+/** Bytes the bulk phase's input file is read in at a time. */
 const ENTRY_FILE_BUFFER = 4 << 20;
 
 function fail(message) {
@@ -149,49 +148,13 @@ async function sampleDigest(state, n) {
   return hex(createHash('sha256').update(Buffer.concat(values.map((v) => Buffer.from(v)))).digest());
 }
 
-/** Writes entries `entry(0 … n − 1)` to a new file at `path`, as the sort's records (`sort-records.node.ts`). */
-async function writeEntryFile(path, n, entry) {
-  const out = createWriteStream(path, { flags: 'wx' });
-  let buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
-  let at = 0;
-  for (let i = 0; i < n; i++) {
-    const [key, value] = entry(i);
-    if (at + recordBytes(key, value) > buffer.length) {
-      if (!out.write(buffer.subarray(0, at))) await once(out, 'drain');
-      [buffer, at] = [Buffer.allocUnsafe(ENTRY_FILE_BUFFER), 0];
-    }
-    at = putRecord(buffer, at, key, value);
-  }
-  out.end(buffer.subarray(0, at));
-  await once(out, 'finish');
-}
-
-/** The entries of such a file, as views valid until the next is asked for (what a reader of the CLI's input hands on). */
+/** The entries of a file of the sort's records (`sort-records.node.ts`), as views valid until the next is asked for (what a reader of the CLI's input hands on). */
 function* readEntryFile(path) {
-  const fd = openSync(path, 'r');
+  const reader = new RunReader(path, 0, ENTRY_FILE_BUFFER);
   try {
-    const buffer = Buffer.allocUnsafe(ENTRY_FILE_BUFFER);
-    let [start, end] = [0, 0];
-    for (;;) {
-      if (end - start < HEADER || end - start < HEADER + buffer.readUInt16BE(start) + buffer.readUInt32BE(start + 2)) {
-        if (start === 0 && end === buffer.length) throw new Error('an entry larger than the read buffer');
-        buffer.copy(buffer, 0, start, end);
-        [end, start] = [end - start, 0];
-        const read = readSync(fd, buffer, end, buffer.length - end, null);
-        if (read === 0) {
-          if (end > 0) throw new Error('an entry file ends inside an entry');
-          return;
-        }
-        end += read;
-        continue;
-      }
-      const keyAt = start + HEADER;
-      const valueAt = keyAt + buffer.readUInt16BE(start);
-      start = valueAt + buffer.readUInt32BE(start + 2);
-      yield [buffer.subarray(keyAt, valueAt), buffer.subarray(valueAt, start)];
-    }
+    while (reader.next()) yield [reader.key, reader.value];
   } finally {
-    closeSync(fd);
+    reader.close();
   }
 }
 
@@ -216,7 +179,9 @@ async function child(phase) {
     // they would hide the sort's worker, which runs beside it.
     const input = `${dir}.input`;
     let t = performance.now();
-    await writeEntryFile(input, n, (i) => workloadEntry(0n, i));
+    writeRecords(input, (function* () {
+      for (let i = 0; i < n; i++) yield workloadEntry(0n, i);
+    })());
     out.generate_s = seconds(t);
     const state = await openState({ path: dir, ...opened });
     t = performance.now();

@@ -8,6 +8,7 @@
 // @bpavl/light-client must be built (see packages/peer/README.md).
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { TUNED_NODE_FLAGS, tunedEnv } from './tuning.mjs';
 
 const here = realpathSync(fileURLToPath(import.meta.url));
 
@@ -23,8 +24,7 @@ const here = realpathSync(fileURLToPath(import.meta.url));
 const LONG_COMMANDS = new Set(['sync', 'generate', 'import', 'check', 'prune']);
 const canExec = typeof process.execve === 'function' && process.platform !== 'win32';
 if (LONG_COMMANDS.has(process.argv[2]) && !process.env.BPAVL_NODE_TUNED && canExec) {
-  const env = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '65536', ...process.env, BPAVL_NODE_TUNED: '1' };
-  process.execve(process.execPath, [process.execPath, '--max-semi-space-size=4', ...process.execArgv, here, ...process.argv.slice(2)], env);
+  process.execve(process.execPath, [process.execPath, ...TUNED_NODE_FLAGS, ...process.execArgv, here, ...process.argv.slice(2)], tunedEnv(process.env));
 }
 
 const src = new URL('../src/cli.ts', import.meta.url);

@@ -9,10 +9,10 @@
  * @module
  */
 
-import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
-import { HEADER, putRecord, recordBytes } from './sort-records.node.ts';
+import { HEADER, putRecord, recordBytes, RunReader, WRITE_BYTES, writeRecords } from './sort-records.node.ts';
 
 /** What the caller's thread sends. */
 export type ToWorker =
@@ -38,8 +38,6 @@ export type FromWorker =
 const OUT_BYTES = 4 << 20;
 /** Output buffers sent and not yet taken, at most. */
 const WINDOW = 4;
-/** Bytes written to a run file at a time. */
-const WRITE_BYTES = 4 << 20;
 /** Bytes read from each run file at a time during a merge, at most… */
 const READ_BYTES = 256 << 10;
 /** …and at least, however many runs a merge reads. */
@@ -189,94 +187,6 @@ function prefixOf(bytes: Buffer, start: number, length: number, from: number): n
   let n = 0;
   for (let i = from; i < from + 6; i++) n = n * 256 + (i < length ? bytes[start + i]! : 0);
   return n;
-}
-
-/** Writes `records` to a new file at `path`. */
-function writeRecords(path: string, records: Iterable<[Uint8Array, Uint8Array]>, bufferBytes = WRITE_BYTES): void {
-  const fd = openSync(path, 'wx');
-  try {
-    let out = Buffer.allocUnsafe(bufferBytes);
-    let at = 0;
-    const flush = () => {
-      for (let done = 0; done < at; ) done += writeSync(fd, out, done, at - done);
-      at = 0;
-    };
-    for (const [key, value] of records) {
-      const size = recordBytes(key, value);
-      if (at + size > out.length) flush();
-      if (size > out.length) out = Buffer.allocUnsafe(size);
-      at = putRecord(out, at, key, value);
-    }
-    flush();
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** A run file read back one record at a time. */
-class RunReader {
-  readonly run: number;
-  key: Buffer = Buffer.alloc(0);
-  value: Buffer = Buffer.alloc(0);
-  readonly #fd: number;
-  #buffer: Buffer;
-  #start = 0;
-  #end = 0;
-  #eof = false;
-  #closed = false;
-
-  constructor(path: string, run: number, readBytes: number) {
-    this.#fd = openSync(path, 'r');
-    this.run = run;
-    this.#buffer = Buffer.allocUnsafe(readBytes);
-  }
-
-  /** Moves to the next record; false at the end of the run (the file is closed then). */
-  next(): boolean {
-    if (!this.#have(HEADER)) return this.#close();
-    const keyLen = this.#buffer.readUInt16BE(this.#start);
-    const valueLen = this.#buffer.readUInt32BE(this.#start + 2);
-    if (!this.#have(HEADER + keyLen + valueLen)) throw new Error('a sort run file ends inside a record');
-    const at = this.#start + HEADER;
-    // Views, not copies: valid until this reader moves again (the buffer is refilled under them).
-    this.key = this.#buffer.subarray(at, at + keyLen);
-    this.value = this.#buffer.subarray(at + keyLen, at + keyLen + valueLen);
-    this.#start = at + keyLen + valueLen;
-    return true;
-  }
-
-  /** Whether `n` bytes are buffered, reading more as needed (false only at a clean end). */
-  #have(n: number): boolean {
-    if (this.#end - this.#start >= n) return true;
-    if (n > this.#buffer.length) {
-      const bigger = Buffer.allocUnsafe(n);
-      this.#buffer.copy(bigger, 0, this.#start, this.#end);
-      [this.#buffer, this.#end, this.#start] = [bigger, this.#end - this.#start, 0];
-    } else {
-      this.#buffer.copy(this.#buffer, 0, this.#start, this.#end);
-      [this.#end, this.#start] = [this.#end - this.#start, 0];
-    }
-    while (!this.#eof && this.#end < n) {
-      const read = readSync(this.#fd, this.#buffer, this.#end, this.#buffer.length - this.#end, null);
-      if (read === 0) this.#eof = true;
-      this.#end += read;
-    }
-    if (this.#end >= n) return true;
-    if (this.#end > 0) throw new Error('a sort run file ends inside a record');
-    return false;
-  }
-
-  #close(): boolean {
-    this.close();
-    return false;
-  }
-
-  /** Closes the file once (its number may belong to another file afterwards). */
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    closeSync(this.#fd);
-  }
 }
 
 /** Smaller key first; of equal keys the later run first (it wins). */
