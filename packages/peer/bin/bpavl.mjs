@@ -8,23 +8,25 @@
 // @bpavl/light-client must be built (see packages/peer/README.md).
 import { existsSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { TUNED_NODE_FLAGS, tunedEnv } from './tuning.mjs';
+import { nodeFlagsFor, tunedEnv } from './tuning.mjs';
 
 const here = realpathSync(fileURLToPath(import.meta.url));
 
 // The commands that work through a whole state start again, once, in this
 // same process (`process.execve`: same PID, same stdio), with a small V8
-// young generation, and glibc's allocator held to one arena and giving
-// large blocks back. A 1M sync's peak RSS was 323–336 MiB without these
-// settings and 245–247 MiB with them, in about the same time (docs/store.md,
-// "Where the syncing process's memory goes"). All of them are fixed when a
-// process starts. The user's own Node flags and MALLOC_ settings win.
+// young generation (a sync also with its old one collected sooner), and
+// glibc's allocator held to one arena and giving large blocks back
+// (bin/tuning.mjs).
+// A 1M sync's peak RSS was 323–336 MiB without these settings and 205–213
+// MiB with them (docs/store.md, "Where the syncing process's memory goes").
+// All of them are fixed when a process starts. The user's own Node flags and
+// MALLOC_ settings win.
 // BPAVL_NODE_TUNED=1 skips this. Windows, and a Node without
 // `process.execve` (before 22.15), run untuned.
 const LONG_COMMANDS = new Set(['sync', 'generate', 'import', 'check', 'prune']);
 const canExec = typeof process.execve === 'function' && process.platform !== 'win32';
 if (LONG_COMMANDS.has(process.argv[2]) && !process.env.BPAVL_NODE_TUNED && canExec) {
-  process.execve(process.execPath, [process.execPath, ...TUNED_NODE_FLAGS, ...process.execArgv, here, ...process.argv.slice(2)], tunedEnv(process.env));
+  process.execve(process.execPath, [process.execPath, ...nodeFlagsFor(process.argv[2]), ...process.execArgv, here, ...process.argv.slice(2)], tunedEnv(process.env));
 }
 
 const src = new URL('../src/cli.ts', import.meta.url);

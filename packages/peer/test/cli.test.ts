@@ -250,6 +250,7 @@ describe('bpavl sync, against peers in other processes', () => {
         const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
         const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
         expect(argv.includes('--max-semi-space-size=4')).toBe(tuned);
+        expect(argv.includes('--optimize-for-size')).toBe(tuned);
         expect(environ.includes('BPAVL_NODE_TUNED=1')).toBe(true);
         // Set but empty in the parent: the user's own setting is kept.
         expect(environ.includes('MALLOC_ARENA_MAX=')).toBe(true);
