@@ -17,8 +17,9 @@ const here = realpathSync(fileURLToPath(import.meta.url));
 // young generation (a sync also with its old one collected sooner), and
 // glibc's allocator held to one arena and giving large blocks back
 // (bin/tuning.mjs).
-// A 1M sync's peak RSS was 323–336 MiB without these settings and 205–213
-// MiB with them (docs/store.md, "Where the syncing process's memory goes").
+// A 1M sync from 3 peers peaked at 323–336 MiB of RSS without these
+// settings; from 9 peers it peaks at 205–213 MiB with them (docs/store.md,
+// "Where the syncing process's memory goes").
 // All of them are fixed when a process starts. The user's own Node flags and
 // MALLOC_ settings win.
 // BPAVL_NODE_TUNED=1 skips this. Windows, and a Node without

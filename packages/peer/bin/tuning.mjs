@@ -11,8 +11,8 @@ export const TUNED_NODE_FLAGS = ['--max-semi-space-size=4'];
  * The Node flags `command` starts with. A sync adds `--optimize-for-size`,
  * which makes V8 collect its old generation sooner, where the sync's dead
  * chunk buffers wait: a 1M sync from 9 peers peaked at 205–213 MiB with it
- * and 282–291 MiB without, about 10 % slower. The bulk load gained nothing
- * from it and took 236.7 s at 10M instead of 188.6 (docs/store.md, "From 9
+ * and 282–291 MiB without, about 10 % slower. Not for the bulk load, which
+ * took 236.7 s at 10M with it instead of 188.6 (docs/store.md, "From 9
  * peers: dead buffers, and `--optimize-for-size`").
  */
 export function nodeFlagsFor(command) {
