@@ -4,7 +4,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { TUNED_NODE_FLAGS, tunedEnv } from '../packages/peer/bin/tuning.mjs';
+import { nodeFlagsFor, tunedEnv } from '../packages/peer/bin/tuning.mjs';
 
 /** SplitMix64 as the peers pick random keys: each call returns the next u64 as a bigint. */
 export function splitmix(seed) {
@@ -44,12 +44,12 @@ process.on('exit', () => {
  * its memory sampled from /proc every 50 ms: `peak` (VmHWM, MiB) and the
  * largest anonymous (heaps, WASM) and file-backed (SQLite's memory map,
  * the node binary) parts seen. `killAfterMs` sends SIGKILL then; `asCli`
- * runs it with the settings the `bpavl` launcher gives its long commands
- * (packages/peer/bin/tuning.mjs).
+ * (a `bpavl` command's name) runs it with the settings the launcher gives
+ * that command (packages/peer/bin/tuning.mjs).
  */
-export function runSampled(argv, { killAfterMs, asCli = false } = {}) {
+export function runSampled(argv, { killAfterMs, asCli } = {}) {
   return new Promise((resolve, reject) => {
-    const [flags, env] = asCli ? [TUNED_NODE_FLAGS, tunedEnv(process.env)] : [[], process.env];
+    const [flags, env] = asCli !== undefined ? [nodeFlagsFor(asCli), tunedEnv(process.env)] : [[], process.env];
     const child = spawn(process.execPath, [...flags, ...argv], { stdio: ['ignore', 'pipe', 'inherit'], env });
     running.add(child);
     let stdout = '';

@@ -351,7 +351,7 @@ async function child(phase) {
 
 async function phase(name, dir, n, extra = []) {
   const argv = [new URL(import.meta.url).pathname, '--child', name, '--dir', dir, '--n', String(n), '--cache-mib', args['cache-mib'], '--value-cache-mib', args['value-cache-mib'], '--batch-mib', args['batch-mib'], '--mmap-mib', args['mmap-mib'], ...extra];
-  const { code, signal, stdout, parts } = await runSampled(argv, { asCli: name === 'bulk' });
+  const { code, signal, stdout, parts } = await runSampled(argv, name === 'bulk' ? { asCli: 'import' } : {});
   if (code !== 0) throw new Error(`phase ${name} at n = ${n} failed (exit ${code ?? signal})`);
   // The child's own peak (getrusage), and the largest anonymous and file-backed parts sampled from /proc.
   return { ...JSON.parse(stdout.trim().split('\n').at(-1)), anon_mib: Math.round(parts.anon), file_mib: Math.round(parts.file) };

@@ -5,7 +5,7 @@
 // (bench/files.mjs).
 
 /** Node flags of every long command, before the user's own (which come after and win). */
-export const TUNED_NODE_FLAGS = ['--max-semi-space-size=4'];
+const TUNED_NODE_FLAGS = ['--max-semi-space-size=4'];
 
 /**
  * The Node flags `command` starts with. A sync adds `--optimize-for-size`,
