@@ -239,8 +239,11 @@ impl Tree {
     /// store lacks it). A chunk loads once its record (and, for a delta,
     /// its base) checks against its ref, its first key equals the key copy
     /// before it, and its last key sorts below the one after it. An entry
-    /// record must hash to its ref with the key its slot lists.
-    pub fn supply_record(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+    /// record must hash to its ref with the key its slot lists. Returns the
+    /// bytes of the chunks it loaded ([`Chunk::resident_bytes`]; 0 for an
+    /// entry record, or a delta waiting for its base), so that a caller
+    /// bounding a batch counts its loads without walking the tree.
+    pub fn supply_record(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<usize, StoreError> {
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match table {
             Table::Chunks => self.supply_chunk(r, bytes),
@@ -248,7 +251,7 @@ impl Tree {
                 let key = self.paging.unconfirmed.remove(r).ok_or(StoreError::Corrupt)?;
                 decode_entry(bytes, &r.hash, &key)?;
                 self.trust(&key, r);
-                Ok(())
+                Ok(0)
             }
             Table::Nodes => Err(StoreError::Corrupt),
         }
@@ -277,7 +280,8 @@ impl Tree {
         }
     }
 
-    fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<(), StoreError> {
+    fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<usize, StoreError> {
+        let mut loaded = 0;
         match ChunkRecord::decode(bytes, self.capacity())? {
             ChunkRecord::Delta(delta) => {
                 self.paging.deltas.add(*r, delta);
@@ -286,16 +290,16 @@ impl Tree {
                 let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
                 for (at, delta) in self.paging.deltas.take(r) {
                     let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity())?;
-                    self.load(at, &applied, &applied_groups, *r, slots.clone(), groups.clone())?;
+                    loaded += self.load(at, &applied, &applied_groups, *r, slots.clone(), groups.clone())?;
                 }
                 if self.paging.awaited.contains_key(r) {
                     // The record is its own base: its slots load, shared, as both.
                     let (base_slots, base_groups) = (slots.clone(), groups.clone());
-                    self.load(*r, &slots, &groups, *r, base_slots, base_groups)?;
+                    loaded += self.load(*r, &slots, &groups, *r, base_slots, base_groups)?;
                 }
             }
         }
-        Ok(())
+        Ok(loaded)
     }
 
     fn load(
@@ -306,8 +310,8 @@ impl Tree {
         base: Ref,
         base_slots: Arc<[Slot]>,
         base_groups: Arc<[Hash]>,
-    ) -> Result<(), StoreError> {
-        let Some(index) = self.paging.awaited.remove(&r) else { return Ok(()) };
+    ) -> Result<usize, StoreError> {
+        let Some(index) = self.paging.awaited.remove(&r) else { return Ok(0) };
         // The group nodes against the chunk hash now; each group's entries when a write uses them.
         let tree = preorder_above_groups(&verify_groups(slots.len(), groups, &r.hash)?, slots.len());
         let top = self.top().expect("a stub is in the tree");
@@ -324,7 +328,9 @@ impl Tree {
             .with_groups_unchecked();
         self.paging.clock += 1;
         chunk.loaded_at = self.paging.clock;
-        attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)
+        let bytes = chunk.resident_bytes();
+        attach(self.top_mut().expect("a stub is in the tree"), index, m, chunk)?;
+        Ok(bytes)
     }
 
     /// Bytes of the loaded chunks, counted from their contents

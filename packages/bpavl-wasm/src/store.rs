@@ -703,11 +703,13 @@ impl StoredHead {
         core::Tree::new(count(capacity, "capacity")?).map(StoredHead).map_err(throw)
     }
 
-    /// Hands over a record a write named (`undefined`: the store lacks it).
-    /// Throws StoreError `STORE_CORRUPT`.
-    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+    /// Hands over a record a write named (`undefined`: the store lacks it)
+    /// and returns the bytes of the chunks it loaded (as `residentBytes`
+    /// counts them; 0 when it loaded none yet). Throws StoreError
+    /// `STORE_CORRUPT`.
+    pub fn supply(&mut self, table_name: &str, key: &Bytes, value: Option<Bytes>) -> Result<f64, JsValue> {
         let (t, r, value) = (table(table_name)?, record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
-        self.0.supply_record(t, &r, value.as_deref()).map_err(throw)
+        self.0.supply_record(t, &r, value.as_deref()).map(|bytes| bytes as f64).map_err(throw)
     }
 
     /// Inserts or replaces `key` → `value` and returns true if the key was

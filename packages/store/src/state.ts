@@ -106,8 +106,9 @@ export interface StateSizes {
   readonly valueCacheBytes?: number;
   /**
    * Bytes of chunks a batch not committed yet may hold (default 1 GiB).
-   * Past it, checked after every 1,024 writes and every 16,384 of
-   * `putMany`, the batch writes changed chunks ahead, born at the coming
+   * Past it (checked after every 1,024 single writes; `putMany` and
+   * `deleteMany` count their chunks as they load, 64 writes' at a time),
+   * the batch writes changed chunks ahead, born at the coming
    * version and invisible until its commit, and holds at most half the
    * bound again; if that write fails, the batch is dropped (as by a failed
    * commit) and the write rejects. A chunk the batch changes again is
@@ -135,7 +136,7 @@ export const DEFAULT_BATCH_BYTES = 1 << 30;
 
 /**
  * Single writes (`put`, `delete`) between two checks of a pending batch
- * against `batchBytes`; `putMany` checks after each prefetched slice.
+ * against `batchBytes`; `putMany` counts the bytes its rounds load instead.
  * Counting the loaded chunks walks them all, too slow for every write.
  */
 const BATCH_CHECK_WRITES = 1024;
@@ -173,7 +174,10 @@ const COMMIT_PIECE_BYTES = { min: 1 << 20, max: 64 << 20 };
 /** The most bytes of records a bulk load writes at a time (the WASM side holds about three times a write while it is handed over). */
 const BULK_WRITE_BYTES = 16 << 20;
 
-/** Writes of `putMany`/`deleteMany` whose chunks are fetched together. */
+/** Writes of `putMany`/`deleteMany` whose chunks are fetched in one round: a batch exceeds its bound by at most a round's chunks. */
+const PREFETCH_KEYS = 64;
+
+/** The most writes of `putMany`/`deleteMany` applied between two checks of the batch (each walks every loaded chunk). */
 const PREFETCH_WRITES = 16_384;
 
 /** Loads `version` from `backend`, checking every record (`STORE_CORRUPT`). */
@@ -585,23 +589,37 @@ export class State {
 
   /**
    * Runs the writes of `batch` in order after the writes before it, each
-   * `[key, value]` a put and each `[key]` a delete: the chunks of up to
-   * `PREFETCH_WRITES` writes are fetched together (a round for all, where
-   * each write alone takes one), then the writes are applied.
+   * `[key, value]` a put and each `[key]` a delete. The chunks of
+   * `PREFETCH_KEYS` writes are fetched together (a round of reads, where
+   * each write alone takes one), and what each round loads counts against
+   * `batchBytes` as it lands: past the bound, or after `PREFETCH_WRITES`,
+   * the loading stops, the writes loaded so far apply, and the batch is
+   * checked (and written ahead) before more loads. So a batch of random
+   * keys holds at most its bound and one round's chunks.
    */
   #writeMany(batch: readonly (readonly [Uint8Array, Uint8Array?])[]): Promise<void> {
     return this.#serially(async () => {
       const head = await this.#writable();
-      for (let at = 0; at < batch.length; at += PREFETCH_WRITES) {
-        const slice = batch.slice(at, at + PREFETCH_WRITES);
-        const keys = slice.map(([key]) => key);
-        for (const key of keys) this.#wrote(key);
-        for (let round = 0, wanted = head.prefetch(keys); wanted.length > 0; wanted = head.prefetch(keys)) {
-          if (++round > MAX_ROUNDS) throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
-          await fetchRecords(this.#backend, wanted, (t, k, v) => head.supply(t, k, v));
+      // The head's loaded bytes as the last check counted them (a walk), plus what loaded since.
+      let resident = head.residentBytes;
+      for (let at = 0; at < batch.length; ) {
+        let loaded = at;
+        while (loaded < batch.length && loaded - at < PREFETCH_WRITES && (loaded === at || resident <= this.#batchBytes)) {
+          const keys = batch.slice(loaded, loaded + PREFETCH_KEYS).map(([key]) => key);
+          for (let fetches = 0, wanted = head.prefetch(keys); wanted.length > 0; wanted = head.prefetch(keys)) {
+            if (++fetches > MAX_ROUNDS) throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
+            await fetchRecords(this.#backend, wanted, (t, k, v) => {
+              resident += head.supply(t, k, v);
+            });
+          }
+          loaded += keys.length;
         }
-        for (const [key, value] of slice) await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
-        await this.#bound(head);
+        for (const [key, value] of batch.slice(at, loaded)) {
+          this.#wrote(key);
+          await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
+        }
+        at = loaded;
+        resident = await this.#bound(head);
       }
     });
   }
@@ -611,11 +629,13 @@ export class State {
    * any size"): past it, the loaded chunks it did not change go, then the
    * changed ones are written ahead, born at the coming version, until the
    * batch holds at most half the bound. If a write fails, the pending
-   * batch is dropped, as a failed commit drops it.
+   * batch is dropped, as a failed commit drops it. Resolves to the bytes
+   * the head's loaded chunks count then.
    */
-  async #bound(head: StoredHead): Promise<void> {
+  async #bound(head: StoredHead): Promise<number> {
     this.#writesUnchecked = 0;
-    if (head.residentBytes <= this.#batchBytes) return;
+    const resident = head.residentBytes;
+    if (resident <= this.#batchBytes) return resident;
     const target = Math.floor(this.#batchBytes / 2);
     try {
       // The slot keys the writes so far relied on: a piece may discard their records.
@@ -626,6 +646,7 @@ export class State {
       await this.#dropBatch().catch(() => {});
       throw e;
     }
+    return head.residentBytes;
   }
 
   /** Writes changed chunks of `head` ahead, a piece a write, until it holds at most `limit` bytes. */

@@ -407,6 +407,48 @@ describe('the paged head', () => {
     place.remove();
   });
 
+  it('counts the chunks putMany loads against batchBytes as they load: one call of random keys holds at most its bound and a round of chunks', async () => {
+    const place = inMemory();
+    const setup = await place.open({ capacity: 16 });
+    const model: Model = new Map();
+    const entries = Array.from({ length: 6_000 }, (_, k) => [key(k), value(k, 1)] as const);
+    await setup.putMany(entries);
+    for (const [k, v] of entries) model.set(hex(k), v);
+    await setup.commit();
+    await setup.close();
+    // What one loaded chunk counts, changed by a write.
+    const one = await place.open({ cacheBytes: 0 });
+    await one.put(key(3_000), value(3_000, 2));
+    const chunkBytes = (await one.stats()).headChunkBytes;
+    await one.close();
+    // 3,000 random updates (about 500 chunks of at most 16) in one call, against a bound of about 20 chunks.
+    const batchBytes = 20 * chunkBytes;
+    const backend = memoryBackend(place.database);
+    const state = await openState({ backend, cacheBytes: 0, batchBytes });
+    let peak = 0;
+    const getMany = backend.getMany.bind(backend);
+    backend.getMany = async (table, keys) => {
+      // Before each read of the writes: what the head holds after the reads and writes so far (a check
+      // reads the slot keys first). Not while the head loads its nodes: the stats wait for that load.
+      if (table !== 'nodes') peak = Math.max(peak, (await state.stats()).headChunkBytes);
+      return getMany(table, keys);
+    };
+    const pick = rng(33);
+    const updates = Array.from({ length: 3_000 }, () => {
+      const k = pick(6_000);
+      return [key(k), value(k, 2)] as const;
+    });
+    await state.putMany(updates);
+    for (const [k, v] of updates) model.set(hex(k), v);
+    // A round fetches the chunks of 64 writes: each write's chunk, and the next one for a key past a chunk's end.
+    expect(peak).toBeGreaterThan(batchBytes);
+    expect(peak).toBeLessThanOrEqual(batchBytes + 2 * 64 * chunkBytes);
+    await state.commit();
+    const keys = Array.from({ length: 6_000 }, (_, k) => key(k));
+    expect((await state.getMany(keys)).map((v) => hex(v))).toEqual(keys.map((k) => hex(model.get(hex(k)))));
+    await state.close();
+  }, 30_000);
+
   it('applies writes called at once in the order they were called', async () => {
     // The same writes and commits, called at once and one after another.
     const run = async (state: State, atOnce: boolean): Promise<void> => {
