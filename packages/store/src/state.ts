@@ -106,14 +106,14 @@ export interface StateSizes {
   readonly valueCacheBytes?: number;
   /**
    * Bytes of chunks a batch not committed yet may hold (default 1 GiB).
-   * Past it (checked after every 1,024 single writes; `putMany` and
-   * `deleteMany` count their chunks as they load, 64 writes' at a time),
-   * the batch writes changed chunks ahead, born at the coming
-   * version and invisible until its commit, and holds at most half the
-   * bound again; if that write fails, the batch is dropped (as by a failed
-   * commit) and the write rejects. A chunk the batch changes again is
-   * loaded and written again, so a batch of random keys far larger than
-   * the bound costs more writes (docs/store.md, "A batch of any size").
+   * Past it (the chunks writes load count as they land, `putMany` loading
+   * 64 writes' chunks at a time), the batch writes changed chunks ahead,
+   * born at the coming version and invisible until its commit, and holds
+   * at most half the bound again; if that write fails, the batch is
+   * dropped (as by a failed commit) and the write rejects. A chunk the
+   * batch changes again is loaded and written again, so a batch of random
+   * keys far larger than the bound costs more writes (docs/store.md, "A
+   * batch of any size").
    */
   readonly batchBytes?: number;
 }
@@ -135,9 +135,10 @@ export const DEFAULT_CACHE_BYTES = 64 << 20;
 export const DEFAULT_BATCH_BYTES = 1 << 30;
 
 /**
- * Single writes (`put`, `delete`) between two checks of a pending batch
- * against `batchBytes`; `putMany` counts the bytes its rounds load instead.
- * Counting the loaded chunks walks them all, too slow for every write.
+ * Single writes (`put`, `delete`) between two counts of the head's loaded
+ * chunks, which walk them all (too slow for every write): the chunks that
+ * writes load are counted as they land, and the values they add at these
+ * counts.
  */
 const BATCH_CHECK_WRITES = 1024;
 
@@ -216,6 +217,9 @@ export class State {
   readonly #pieceBytes: number;
   /** Single writes since the pending batch was last checked against `#batchBytes`. */
   #writesUnchecked = 0;
+  /** Bytes of the head's loaded chunks when last counted (at most: a count walks them all), and loaded since. */
+  #residentChecked = 0;
+  #loadedUnchecked = 0;
   /** Whether the pending batch wrote pieces ahead: dropping it deletes them. */
   #wroteAhead = false;
   /** Every retained version's record (checked when decoded), ascending. */
@@ -561,7 +565,7 @@ export class State {
       const head = await this.#writable();
       this.#wrote(key);
       const done = await this.#apply(head, write);
-      if (++this.#writesUnchecked >= BATCH_CHECK_WRITES) await this.#bound(head);
+      if (++this.#writesUnchecked >= BATCH_CHECK_WRITES || this.#pastBound()) await this.#bound(head);
       return done;
     });
   }
@@ -582,9 +586,21 @@ export class State {
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const done = write(head);
       if (typeof done === 'boolean') return done;
-      await fetchRecords(this.#backend, done, (t, k, v) => head.supply(t, k, v));
+      await fetchRecords(this.#backend, done, this.#supplier(head));
     }
     throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
+  }
+
+  /** Hands fetched records to `head`, counting the bytes of the chunks they load. */
+  #supplier(head: StoredHead): (table: RecordTable, key: Uint8Array, value: Uint8Array | undefined) => void {
+    return (t, k, v) => {
+      this.#loadedUnchecked += head.supply(t, k, v);
+    };
+  }
+
+  /** Whether the head's chunks may have passed `batchBytes` since they were last counted. */
+  #pastBound(): boolean {
+    return this.#residentChecked + this.#loadedUnchecked > this.#batchBytes;
   }
 
   /**
@@ -600,17 +616,13 @@ export class State {
   #writeMany(batch: readonly (readonly [Uint8Array, Uint8Array?])[]): Promise<void> {
     return this.#serially(async () => {
       const head = await this.#writable();
-      // The head's loaded bytes as the last check counted them (a walk), plus what loaded since.
-      let resident = head.residentBytes;
       for (let at = 0; at < batch.length; ) {
         let loaded = at;
-        while (loaded < batch.length && loaded - at < PREFETCH_WRITES && (loaded === at || resident <= this.#batchBytes)) {
+        while (loaded < batch.length && loaded - at < PREFETCH_WRITES && (loaded === at || !this.#pastBound())) {
           const keys = batch.slice(loaded, loaded + PREFETCH_KEYS).map(([key]) => key);
           for (let fetches = 0, wanted = head.prefetch(keys); wanted.length > 0; wanted = head.prefetch(keys)) {
             if (++fetches > MAX_ROUNDS) throw new StoreError('STORE_CORRUPT', 'a write needs more chunks than a tree holds');
-            await fetchRecords(this.#backend, wanted, (t, k, v) => {
-              resident += head.supply(t, k, v);
-            });
+            await fetchRecords(this.#backend, wanted, this.#supplier(head));
           }
           loaded += keys.length;
         }
@@ -619,7 +631,7 @@ export class State {
           await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
         }
         at = loaded;
-        resident = await this.#bound(head);
+        await this.#bound(head);
       }
     });
   }
@@ -629,13 +641,11 @@ export class State {
    * any size"): past it, the loaded chunks it did not change go, then the
    * changed ones are written ahead, born at the coming version, until the
    * batch holds at most half the bound. If a write fails, the pending
-   * batch is dropped, as a failed commit drops it. Resolves to the bytes
-   * the head's loaded chunks count then.
+   * batch is dropped, as a failed commit drops it.
    */
-  async #bound(head: StoredHead): Promise<number> {
-    this.#writesUnchecked = 0;
-    const resident = head.residentBytes;
-    if (resident <= this.#batchBytes) return resident;
+  async #bound(head: StoredHead): Promise<void> {
+    this.#counted(head.residentBytes);
+    if (this.#residentChecked <= this.#batchBytes) return;
     const target = Math.floor(this.#batchBytes / 2);
     try {
       // The slot keys the writes so far relied on: a piece may discard their records.
@@ -646,7 +656,14 @@ export class State {
       await this.#dropBatch().catch(() => {});
       throw e;
     }
-    return head.residentBytes;
+    this.#counted(head.residentBytes);
+  }
+
+  /** Notes that the head's loaded chunks count `bytes` now (at most). */
+  #counted(bytes: number): void {
+    this.#residentChecked = bytes;
+    this.#loadedUnchecked = 0;
+    this.#writesUnchecked = 0;
   }
 
   /** Writes changed chunks of `head` ahead, a piece a write, until it holds at most `limit` bytes. */
@@ -680,6 +697,7 @@ export class State {
   #dropTree(): void {
     const tree = this.#tree;
     this.#tree = undefined;
+    this.#counted(0);
     tree?.then((t) => t.free(), () => {});
   }
 
@@ -1033,6 +1051,7 @@ export class State {
     this.#written.clear();
     this.#writtenPastCache = false;
     head.evict(this.#cacheBytes);
+    this.#counted(this.#cacheBytes);
     return info(w.version, record);
   }
 

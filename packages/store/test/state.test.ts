@@ -407,7 +407,7 @@ describe('the paged head', () => {
     place.remove();
   });
 
-  it('counts the chunks putMany loads against batchBytes as they load: one call of random keys holds at most its bound and a round of chunks', async () => {
+  it('counts the chunks writes load against batchBytes as they land: one putMany of random keys, or a run of puts, holds at most its bound and a round of chunks', async () => {
     const place = inMemory();
     const setup = await place.open({ capacity: 16 });
     const model: Model = new Map();
@@ -421,32 +421,55 @@ describe('the paged head', () => {
     await one.put(key(3_000), value(3_000, 2));
     const chunkBytes = (await one.stats()).headChunkBytes;
     await one.close();
-    // 3,000 random updates (about 500 chunks of at most 16) in one call, against a bound of about 20 chunks.
+    // A bound of about 20 of the state's 500 or so chunks (at most 16 entries each).
     const batchBytes = 20 * chunkBytes;
-    const backend = memoryBackend(place.database);
-    const state = await openState({ backend, cacheBytes: 0, batchBytes });
-    let peak = 0;
-    const getMany = backend.getMany.bind(backend);
-    backend.getMany = async (table, keys) => {
-      // Before each read of the writes: what the head holds after the reads and writes so far (a check
-      // reads the slot keys first). Not while the head loads its nodes: the stats wait for that load.
-      if (table !== 'nodes') peak = Math.max(peak, (await state.stats()).headChunkBytes);
-      return getMany(table, keys);
+    /** A state under the bound, and the most its head held before any read of its writes. */
+    const watched = async () => {
+      const backend = memoryBackend(place.database);
+      const state = await openState({ backend, cacheBytes: 0, batchBytes });
+      const seen = { peak: 0 };
+      const getMany = backend.getMany.bind(backend);
+      backend.getMany = async (table, keys) => {
+        // What the head holds after the reads and writes so far (a check reads the slot keys first).
+        // Not while the head loads its nodes: the stats wait for that load.
+        if (table !== 'nodes') seen.peak = Math.max(seen.peak, (await state.stats()).headChunkBytes);
+        return getMany(table, keys);
+      };
+      return { state, seen };
     };
     const pick = rng(33);
-    const updates = Array.from({ length: 3_000 }, () => {
-      const k = pick(6_000);
-      return [key(k), value(k, 2)] as const;
-    });
-    await state.putMany(updates);
+    const random = (count: number, seed: number) =>
+      Array.from({ length: count }, () => {
+        const k = pick(6_000);
+        return [key(k), value(k, seed)] as const;
+      });
+    const check = async (state: State) => {
+      const keys = Array.from({ length: 6_000 }, (_, k) => key(k));
+      expect((await state.getMany(keys)).map((v) => hex(v))).toEqual(keys.map((k) => hex(model.get(hex(k)))));
+    };
+
+    // 3,000 random updates in one call: a round fetches the chunks of 64 writes (each write's chunk, and the next one for a key past a chunk's end).
+    const many = await watched();
+    const updates = random(3_000, 2);
+    await many.state.putMany(updates);
     for (const [k, v] of updates) model.set(hex(k), v);
-    // A round fetches the chunks of 64 writes: each write's chunk, and the next one for a key past a chunk's end.
-    expect(peak).toBeGreaterThan(batchBytes);
-    expect(peak).toBeLessThanOrEqual(batchBytes + 2 * 64 * chunkBytes);
-    await state.commit();
-    const keys = Array.from({ length: 6_000 }, (_, k) => key(k));
-    expect((await state.getMany(keys)).map((v) => hex(v))).toEqual(keys.map((k) => hex(model.get(hex(k)))));
-    await state.close();
+    expect(many.seen.peak).toBeGreaterThan(batchBytes);
+    expect(many.seen.peak).toBeLessThanOrEqual(batchBytes + 2 * 64 * chunkBytes);
+    await many.state.commit();
+    await check(many.state);
+    await many.state.close();
+
+    // 1,000 single random puts, fewer than the writes between two counts: each one's loads count at once.
+    const single = await watched();
+    for (const [k, v] of random(1_000, 3)) {
+      await single.state.put(k, v);
+      model.set(hex(k), v);
+    }
+    expect(single.seen.peak).toBeGreaterThan(batchBytes);
+    expect(single.seen.peak).toBeLessThanOrEqual(batchBytes + 4 * chunkBytes);
+    await single.state.commit();
+    await check(single.state);
+    await single.state.close();
   }, 30_000);
 
   it('applies writes called at once in the order they were called', async () => {
