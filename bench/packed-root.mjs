@@ -8,13 +8,15 @@ import { chunkRootInPlace } from '../packages/light-client/dist/inchunk.js';
 const HASH_LEN = 32;
 
 /**
- * The chunk sizes of `n` entries at capacity `c`: full chunks, but the last
- * full one and the rest cut into two halves when `c` does not divide `n`.
+ * The chunk sizes of `n` entries at capacity `c`: chunks of the bulk fill
+ * f = c − ⌊c/16⌋, but the last of them and the rest one chunk when they fit
+ * in `c`, else two halves.
  */
 function chunkSizes(n, c) {
-  const sizes = new Array(Math.floor(n / c)).fill(c);
-  const rest = n % c;
-  if (rest > 0 && sizes.length > 0) sizes.splice(-1, 1, Math.ceil((c + rest) / 2), Math.floor((c + rest) / 2));
+  const f = c - Math.floor(c / 16);
+  const sizes = new Array(Math.floor(n / f)).fill(f);
+  const rest = n % f;
+  if (rest > 0 && sizes.length > 0) sizes.splice(-1, 1, ...(f + rest <= c ? [f + rest] : [Math.ceil((f + rest) / 2), Math.floor((f + rest) / 2)]));
   else if (rest > 0) sizes.push(rest);
   return sizes;
 }

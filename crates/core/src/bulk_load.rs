@@ -1,7 +1,8 @@
 //! A bulk load (`spec/store-format.md`, "Bulk load"): a state built from
 //! entries given in ascending key order, straight into store records. Chunks
-//! are filled to the capacity and the inner tree is built balanced over
-//! them, so each chunk is hashed and written once. An insert of the same
+//! are filled to the bulk fill, one group of slots short of the capacity, and
+//! the inner tree is built balanced over them, so each chunk is hashed and
+//! written once. An insert of the same
 //! entries one by one would rewrite a chunk each time a later entry lands
 //! in it: for a large state of random keys that is every chunk, at every
 //! commit. The shape depends on the entries and the capacity alone, not on
@@ -34,10 +35,10 @@ use crate::tree::tree_error;
 pub struct BulkLoad {
     capacity: usize,
     version: u64,
-    /// Entries not in a chunk yet: fewer than 2C, so that the last two
-    /// chunks can share what is left (each at least ⌈C/2⌉). Never empty once
-    /// an entry came (a chunk is made at 2C, leaving C), so the last key
-    /// pushed is the last of them.
+    /// Entries not in a chunk yet: fewer than 2F (F the bulk fill), so that
+    /// the last two chunks can share what is left (each at least ⌈C/2⌉).
+    /// Never empty once an entry came (a chunk is made at 2F, leaving F), so
+    /// the last key pushed is the last of them.
     keys: Vec<Box<[u8]>>,
     values: Vec<Box<[u8]>>,
     entries: u64,
@@ -78,8 +79,9 @@ impl BulkLoad {
         self.keys.push(key.into());
         self.values.push(value.into());
         self.entries += 1;
-        if self.keys.len() == 2 * self.capacity {
-            self.seal(self.capacity);
+        let fill = bulk_fill(self.capacity);
+        if self.keys.len() == 2 * fill {
+            self.seal(fill);
         }
         Ok(())
     }
@@ -104,6 +106,8 @@ impl BulkLoad {
     /// The root, and the rest: the last chunks, the inner node records and
     /// the version record (written last, it makes the version visible).
     pub fn finish(mut self) -> (Hash, WriteSet) {
+        // The last full chunk and the rest: one chunk if they fit in C, else
+        // two halves, each then above C/2.
         let left = self.keys.len();
         if left > self.capacity {
             self.seal(left.div_ceil(2));
@@ -142,6 +146,15 @@ impl BulkLoad {
         let first_key = keys.into_iter().next().expect("a chunk holds an entry");
         self.chunks.push(ChunkFacts { hash, entries: m as u64, key_height: 0, first_key });
     }
+}
+
+/// The entries of a bulk-loaded chunk but the last two: C − ⌊C/16⌋, one
+/// group of slots short of the capacity, so that the first inserts into it
+/// need no split. At C = 256 with 32-byte keys its record (16.3 KB) is also
+/// small enough for four to a 64 KiB page of the Node backend, where full
+/// chunks fit three (`docs/store.md`, "A bulk load").
+const fn bulk_fill(capacity: usize) -> usize {
+    capacity - capacity / 16
 }
 
 /// The tree over `chunks` (in key order) that splits each range in two
@@ -210,8 +223,25 @@ mod tests {
         chunks.into_iter().map(|(_, m)| m).collect()
     }
 
+    /// The chunk sizes the rule gives, computed apart from the load: chunks
+    /// of F = C − ⌊C/16⌋, the last of them and the rest R one chunk when
+    /// F + R ≤ C, else two halves.
+    fn rule_sizes(n: usize, c: usize) -> Vec<usize> {
+        let f = c - c / 16;
+        let mut sizes = vec![f; n / f];
+        let rest = n % f;
+        match sizes.pop() {
+            Some(_) if rest > 0 && f + rest <= c => sizes.push(f + rest),
+            Some(_) if rest > 0 => sizes.extend([(f + rest).div_ceil(2), (f + rest) / 2]),
+            Some(last) => sizes.push(last),
+            None if rest > 0 => sizes.push(rest),
+            None => {}
+        }
+        sizes
+    }
+
     #[test]
-    fn chunks_are_full_but_the_last_two_which_share_the_rest() {
+    fn chunks_hold_the_bulk_fill_but_the_last_two_which_share_the_rest() {
         assert_eq!(sizes(0, 4), Vec::<usize>::new());
         assert_eq!(sizes(3, 4), vec![3]);
         assert_eq!(sizes(4, 4), vec![4]);
@@ -219,8 +249,15 @@ mod tests {
         assert_eq!(sizes(8, 4), vec![4, 4]);
         assert_eq!(sizes(9, 4), vec![4, 3, 2]);
         assert_eq!(sizes(12, 4), vec![4, 4, 4]);
-        for (n, c) in [(1000, 3), (1001, 256), (77, 2), (513, 256)] {
+        // Below C = 16 the fill is C; at 16 it is 15, at 256 it is 240.
+        assert_eq!(sizes(31, 16), vec![15, 16]);
+        assert_eq!(sizes(46, 16), vec![15, 15, 16]);
+        assert_eq!(sizes(48, 16), vec![15, 15, 9, 9]);
+        assert_eq!(sizes(250, 256), vec![250]);
+        assert_eq!(sizes(1001, 256), vec![240, 240, 240, 141, 140]);
+        for (n, c) in [(1000, 3), (1001, 256), (77, 2), (513, 256), (497, 256), (496, 256), (1000, 17), (4000, 4096)] {
             let s = sizes(n, c);
+            assert_eq!(s, rule_sizes(n as usize, c), "n = {n}, C = {c}");
             assert_eq!(s.iter().sum::<usize>(), n as usize);
             assert!(s.iter().all(|&m| m <= c && (s.len() == 1 || m >= min_fill(c))), "{s:?}");
         }
@@ -266,10 +303,11 @@ mod tests {
         }
     }
 
-    /// The root, recomputed here from the rule alone: full chunks but the
-    /// last two, and each range of chunks split with the odd one on the left.
+    /// The root, recomputed here from the rule alone: chunks of the bulk fill
+    /// but the last two, and each range of chunks split with the odd one on
+    /// the left.
     #[test]
-    fn the_root_is_that_of_the_balanced_tree_of_full_chunks() {
+    fn the_root_is_that_of_the_balanced_tree_of_bulk_filled_chunks() {
         fn top(chunks: &[(usize, Hash)]) -> (u8, u64, u64, Hash) {
             if let [(m, hash)] = chunks {
                 return (0, 1, *m as u64, *hash);
@@ -279,17 +317,10 @@ mod tests {
             let height = 1 + l.0.max(r.0);
             (height, l.1 + r.1, l.2 + r.2, inner_hash(height, l.1 + r.1, l.2 + r.2, &l.3, &r.3))
         }
-        for (n, c) in [(1000, 16), (37, 4), (5, 4), (256, 256)] {
+        for (n, c) in [(1000, 16), (37, 4), (5, 4), (256, 256), (3000, 256)] {
             let input = entries(n);
-            let mut sizes = vec![c; n as usize / c];
-            let rest = n as usize % c;
-            if rest > 0 && sizes.pop().is_some() {
-                sizes.extend([(c + rest).div_ceil(2), (c + rest) / 2]);
-            } else if rest > 0 {
-                sizes.push(rest);
-            }
             let mut at = 0;
-            let chunks: Vec<(usize, Hash)> = sizes
+            let chunks: Vec<(usize, Hash)> = rule_sizes(n as usize, c)
                 .iter()
                 .map(|&m| {
                     let leaves: Vec<Hash> = input[at..at + m].iter().map(|(k, v)| entry_hash(k, v)).collect();
