@@ -1,13 +1,12 @@
 //! A bulk load (`spec/store-format.md`, "Bulk load"): a state built from
 //! entries given in ascending key order, straight into store records. Chunks
-//! are filled to the bulk fill, one group of slots short of the capacity, and
-//! the inner tree is built balanced over them, so each chunk is hashed and
-//! written once. An insert of the same
-//! entries one by one would rewrite a chunk each time a later entry lands
-//! in it: for a large state of random keys that is every chunk, at every
-//! commit. The shape depends on the entries and the capacity alone, not on
-//! the order they arrived in before they were sorted. No I/O: callers move
-//! the bytes.
+//! are filled to the bulk fill, one group of slots short of the capacity,
+//! and the inner tree is built balanced over them, so each chunk is hashed
+//! and written once. An insert of the same entries one by one would rewrite
+//! a chunk each time a later entry lands in it: for a large state of random
+//! keys that is every chunk, at every commit. The shape depends on the
+//! entries and the capacity alone, not on the order they arrived in before
+//! they were sorted. No I/O: callers move the bytes.
 
 use crate::codec::{check_key, check_value};
 use crate::error::TreeError;
@@ -106,8 +105,8 @@ impl BulkLoad {
     /// The root, and the rest: the last chunks, the inner node records and
     /// the version record (written last, it makes the version visible).
     pub fn finish(mut self) -> (Hash, WriteSet) {
-        // The last full chunk and the rest: one chunk if they fit in C, else
-        // two halves, each then above C/2.
+        // The last chunk of the fill and the rest: one chunk if they fit in
+        // C, else two halves, each then of at least ⌈C/2⌉.
         let left = self.keys.len();
         if left > self.capacity {
             self.seal(left.div_ceil(2));

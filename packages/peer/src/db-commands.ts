@@ -49,8 +49,8 @@ commit stays as it was.
 
 Into a state that holds no version, without --batch: a bulk load. The lines
 are sorted on disk (files under DIR, removed afterwards) and written once as
-version 1, in chunks of C − C/16 under a balanced tree, so the root depends on the
-entries alone. A malformed line then leaves the state empty, and so does a
+version 1, in chunks of C − C/16 under a balanced tree, so the root depends
+on the entries alone. A malformed line then leaves the state empty, and so does a
 file of no entries.
 
 Otherwise: puts, committing every --batch entries (default 100000) and at the

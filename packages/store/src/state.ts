@@ -326,8 +326,8 @@ export class State {
   /**
    * Loads `entries`, in strictly ascending key order, into a store that
    * holds no version, as its first version (`docs/store.md`, "A bulk
-   * load"): chunks of C − ⌊C/16⌋, each written once, under a balanced inner tree,
-   * so the root depends on the entries and the capacity alone. Nothing is
+   * load"): chunks of C − ⌊C/16⌋, each written once, under a balanced
+   * inner tree, so the root depends on the entries and the capacity alone. Nothing is
    * visible until the last write; if the load fails or the store closes
    * first, what it wrote is removed and the store stays empty.
    * `STORE_NOT_EMPTY` if the store holds a version, `SYNC_PENDING` while a
