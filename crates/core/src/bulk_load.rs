@@ -151,7 +151,7 @@ impl BulkLoad {
 /// group of slots short of the capacity, so that the first inserts into it
 /// need no split. At C = 256 with 32-byte keys its record (16.3 KB) is also
 /// small enough for four to a 64 KiB page of the Node backend, where full
-/// chunks fit three (`docs/store.md`, "A bulk load").
+/// chunks fit three (`docs/store.md`, "The bulk fill").
 const fn bulk_fill(capacity: usize) -> usize {
     capacity - capacity / 16
 }

@@ -251,8 +251,8 @@ impl StoreSync {
 
 /// A bulk load into a store that holds no version (`spec/store-format.md`,
 /// "Bulk load"): entries in ascending key order become chunks of C − ⌊C/16⌋
-/// and their records as they come, and `finish()` gives the balanced inner tree
-/// over them and the version record.
+/// and their records as they come, and `finish()` gives the balanced inner
+/// tree over them and the version record.
 #[wasm_bindgen]
 pub struct StoreBulkLoad(Option<core::BulkLoad>);
 

@@ -2,10 +2,10 @@
  * A bulk load into a store that holds no version (`docs/store.md`, "A bulk
  * load"): entries in ascending key order go through the core's
  * `StoreBulkLoad`, which makes chunks of C − ⌊C/16⌋ of them as they come;
- * their records are written in batches born at the coming version, and the inner
- * nodes with the version record in one last write that makes it visible. A
- * load that stops or fails before it leaves records that no version names:
- * the caller removes them, or the next open does.
+ * their records are written in batches born at the coming version, and the
+ * inner nodes with the version record in one last write that makes it
+ * visible. A load that stops or fails before it leaves records that no
+ * version names: the caller removes them, or the next open does.
  * @module
  */
 

@@ -327,9 +327,9 @@ export class State {
    * Loads `entries`, in strictly ascending key order, into a store that
    * holds no version, as its first version (`docs/store.md`, "A bulk
    * load"): chunks of C − ⌊C/16⌋, each written once, under a balanced
-   * inner tree, so the root depends on the entries and the capacity alone. Nothing is
-   * visible until the last write; if the load fails or the store closes
-   * first, what it wrote is removed and the store stays empty.
+   * inner tree, so the root depends on the entries and the capacity alone.
+   * Nothing is visible until the last write; if the load fails or the
+   * store closes first, what it wrote is removed and the store stays empty.
    * `STORE_NOT_EMPTY` if the store holds a version, `SYNC_PENDING` while a
    * sync, catch-up or another bulk load is unfinished or runs, TreeError
    * `KEYS_NOT_SORTED` for a key not above the one before (and the entry
