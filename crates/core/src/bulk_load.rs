@@ -285,17 +285,8 @@ mod tests {
         for (n, c) in [(0, 4), (1, 2), (2, 2), (3, 2), (50, 2), (100, 3), (129, 4), (1000, 16), (3000, 256)] {
             let input = entries(n);
             let (records, version_record) = load(&input, c, 97);
-            let mut loader = Loader::new(1, &version_record, c).unwrap();
-            loop {
-                let wanted = loader.wanted();
-                if wanted.is_empty() {
-                    break;
-                }
-                for (table, r) in wanted {
-                    loader.supply(table, &r, records.get(&(table, r)).map(Vec::as_slice)).unwrap();
-                }
-            }
-            let tree = loader.finish().unwrap();
+            let loader = Loader::new(1, &version_record, c).unwrap();
+            let tree = loader.load_from(|table, r| records.get(&(table, *r)).map(Vec::as_slice)).unwrap();
             tree.check_invariants().unwrap();
             let got: Entries = tree.head().iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             assert_eq!(got, input, "n = {n}, C = {c}");

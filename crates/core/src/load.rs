@@ -45,6 +45,10 @@ struct LoadedChunk {
 ///     }
 /// }
 /// assert_eq!(loader.finish().unwrap().head().root(), tree.head().root());
+/// // The same from records at hand, in one call:
+/// let loader = Loader::new(1, &writes.version_record, 4).unwrap();
+/// let loaded = loader.load_from(|table, r| store.get(&(table, *r)).map(Vec::as_slice)).unwrap();
+/// assert_eq!(loaded.head().root(), tree.head().root());
 /// ```
 pub struct Loader {
     version: u64,
@@ -207,6 +211,20 @@ impl Loader {
         }
         self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots, base_groups });
         Ok(())
+    }
+
+    /// Supplies every wanted record from `read`, round after round, then
+    /// finishes: the load of records at hand (in memory, in tests and tools).
+    pub fn load_from<'a>(mut self, mut read: impl FnMut(Table, &Ref) -> Option<&'a [u8]>) -> Result<Tree, StoreError> {
+        loop {
+            let wanted = self.wanted();
+            if wanted.is_empty() {
+                return self.finish();
+            }
+            for (table, r) in wanted {
+                self.supply(table, &r, read(table, &r))?;
+            }
+        }
     }
 
     /// The loaded tree, at the loaded version, ready to take writes and to

@@ -1,9 +1,12 @@
 //! A stand-alone implementation of `spec/hashing.md` (and of the rebuild
-//! shape algorithm of `spec/chunk-format.md`), written from the spec alone:
-//! it uses `sha2` directly and nothing from `bpavl_core`.
+//! shape algorithm of `spec/chunk-format.md` and the bulk load's shape of
+//! `spec/store-format.md`), written from the spec alone: it uses `sha2`
+//! directly and nothing from `bpavl_core`.
 //!
 //! It recomputes every root in `spec/vectors/trees.json` from the entries,
-//! the per-chunk entry counts and the per-chunk key-heights; checks the empty
+//! the per-chunk entry counts and the per-chunk key-heights, and every root
+//! in `spec/vectors/bulk_load.json` both that way and from the bulk load's
+//! rule alone (chunk sizes from the bulk fill, a balanced split); checks the empty
 //! root and the spec's worked multiproof example; and re-verifies the valid
 //! existence, range, chunk-proof and chunk-envelope vectors with its own
 //! minimal decoder and chunk-path fold.
@@ -136,6 +139,47 @@ fn shape(key_heights: &[u8]) -> Node {
     current
 }
 
+/// Chunks `[lo, hi)` of a bulk load: the node over `[lo, mid)` and
+/// `[mid, hi)`, `mid = lo + ⌈(hi − lo)/2⌉` (spec/store-format.md, Bulk load).
+fn balanced(lo: usize, hi: usize) -> Node {
+    if hi - lo <= 1 {
+        return Node::Chunk(lo);
+    }
+    let mid = lo + (hi - lo).div_ceil(2);
+    let (left, right) = (balanced(lo, mid), balanced(mid, hi));
+    let height = 1 + node_height(&left).max(node_height(&right));
+    Node::Inner { height, left: Box::new(left), right: Box::new(right) }
+}
+
+fn node_height(n: &Node) -> u8 {
+    match n {
+        Node::Chunk(_) => 0,
+        Node::Inner { height, .. } => *height,
+    }
+}
+
+/// A bulk load's chunk sizes for `n` entries at capacity `c`: chunks of
+/// F = C − ⌊C/16⌋; if F does not divide N (> F), the last chunk of F and the
+/// R = N mod F after it make one of F + R when that fits in C, else two of
+/// ⌈(F + R)/2⌉ and ⌊(F + R)/2⌋; N ≤ C is one chunk of N.
+fn bulk_sizes(n: usize, c: usize) -> Vec<usize> {
+    let f = c - c / 16;
+    if n <= c {
+        return if n == 0 { vec![] } else { vec![n] };
+    }
+    let (full, r) = (n / f, n % f);
+    let mut sizes = vec![f; full];
+    if r > 0 {
+        sizes.pop();
+        if f + r <= c {
+            sizes.push(f + r);
+        } else {
+            sizes.extend([(f + r).div_ceil(2), (f + r) / 2]);
+        }
+    }
+    sizes
+}
+
 /// (hash, height, chunks, entries) of a subtree; asserts the AVL rules.
 fn hash_node(n: &Node, chunk_hashes: &[H], sizes: &[usize]) -> (H, u8, u64, u64) {
     match n {
@@ -152,14 +196,13 @@ fn hash_node(n: &Node, chunk_hashes: &[H], sizes: &[usize]) -> (H, u8, u64, u64)
     }
 }
 
-/// The root of a tree given its sorted entries, per-chunk sizes and key-heights.
-fn tree_root(capacity: usize, entries: &[(Vec<u8>, Vec<u8>)], sizes: &[usize], key_heights: &[u8]) -> H {
+/// The root of a tree given its sorted entries, per-chunk sizes and shape.
+fn tree_root(capacity: usize, entries: &[(Vec<u8>, Vec<u8>)], sizes: &[usize], shape: &Node) -> H {
     if entries.is_empty() {
         assert!(sizes.is_empty());
         return root_hash(capacity, 0, 0, &[0u8; 32]);
     }
     assert_eq!(sizes.iter().sum::<usize>(), entries.len());
-    assert_eq!(key_heights[0], 0, "chunk 0 has key-height 0");
     let fill = capacity.div_ceil(2);
     let mut chunk_hashes = Vec::new();
     let mut at = 0;
@@ -169,7 +212,7 @@ fn tree_root(capacity: usize, entries: &[(Vec<u8>, Vec<u8>)], sizes: &[usize], k
         chunk_hashes.push(chunk_hash(m, &mth(&d)));
         at += m;
     }
-    let (top, _, chunks, total) = hash_node(&shape(key_heights), &chunk_hashes, sizes);
+    let (top, _, chunks, total) = hash_node(shape, &chunk_hashes, sizes);
     assert_eq!((chunks, total), (sizes.len() as u64, entries.len() as u64));
     root_hash(capacity, chunks, total, &top)
 }
@@ -202,24 +245,63 @@ fn trees_json_roots_from_the_spec() {
         for w in entries.windows(2) {
             assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
         }
-        let list = t["chunk_list"].as_array().unwrap();
-        let sizes: Vec<usize> = list.iter().map(|c| num(&c["entry_count"]) as usize).collect();
-        let key_heights: Vec<u8> = list.iter().map(|c| num(&c["key_height"]) as u8).collect();
-        let root = tree_root(capacity, &entries, &sizes, &key_heights);
-        assert_eq!(hex::encode(root), t["root"].as_str().unwrap(), "{name}: root");
-        assert_eq!(num(&t["chunk_count"]), sizes.len() as u64);
-        assert_eq!(num(&t["entry_count"]), entries.len() as u64);
-        if !sizes.is_empty() {
-            let Node::Inner { height, .. } = shape(&key_heights) else {
-                assert_eq!(num(&t["height"]), 0);
-                checked += 1;
-                continue;
-            };
-            assert_eq!(num(&t["height"]), height as u64, "{name}: height");
-        }
+        from_chunk_list(name, t, capacity, &entries);
         checked += 1;
     }
     assert!(checked >= 5);
+}
+
+/// Checks a tree's root, counts and height from its `chunk_list` (the shape
+/// from the key-heights, as a rebuild makes it); gives the chunk sizes.
+fn from_chunk_list(name: &str, t: &Value, capacity: usize, entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<usize> {
+    let list = t["chunk_list"].as_array().unwrap();
+    let sizes: Vec<usize> = list.iter().map(|c| num(&c["entry_count"]) as usize).collect();
+    let key_heights: Vec<u8> = list.iter().map(|c| num(&c["key_height"]) as u8).collect();
+    assert!(key_heights.first().is_none_or(|&kh| kh == 0), "{name}: chunk 0 has key-height 0");
+    let shape = shape(&key_heights);
+    let root = tree_root(capacity, entries, &sizes, &shape);
+    assert_eq!(hex::encode(root), t["root"].as_str().unwrap(), "{name}: root");
+    assert_eq!(num(&t["chunk_count"]), sizes.len() as u64);
+    assert_eq!(num(&t["entry_count"]), entries.len() as u64);
+    if !sizes.is_empty() {
+        assert_eq!(num(&t["height"]), node_height(&shape) as u64, "{name}: height");
+    }
+    sizes
+}
+
+#[test]
+fn bulk_load_json_roots_from_the_spec() {
+    let file = load("bulk_load.json");
+    let cases = file["valid"].as_array().unwrap();
+    for t in cases {
+        let name = t["name"].as_str().unwrap();
+        let capacity = num(&t["capacity"]) as usize;
+        let entries = pairs(&t["entries"]);
+        for w in entries.windows(2) {
+            assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
+        }
+        let sizes = from_chunk_list(name, t, capacity, &entries);
+        // The rule alone gives the same chunks and root.
+        assert_eq!(sizes, bulk_sizes(entries.len(), capacity), "{name}: chunk sizes");
+        let root = tree_root(capacity, &entries, &sizes, &balanced(0, sizes.len()));
+        assert_eq!(hex::encode(root), t["root"].as_str().unwrap(), "{name}: root from the rule");
+    }
+    assert!(cases.len() >= 10);
+    // Every invalid case breaks one of the load's input rules, checked here apart.
+    for c in file["invalid"].as_array().unwrap() {
+        let capacity = num(&c["capacity"]) as usize;
+        let entries = pairs(&c["entries"]);
+        let first_bad = entries
+            .iter()
+            .enumerate()
+            .position(|(i, (k, _))| k.is_empty() || k.len() > 1024 || (i > 0 && k <= &entries[i - 1].0));
+        let (at, code) = (c["at"].as_u64().map(|a| a as usize), c["code"].as_str().unwrap());
+        if (2..=4096).contains(&capacity) {
+            assert_eq!(at, first_bad, "{code}: the first entry that breaks a rule");
+        } else {
+            assert_eq!((at, code), (None, "CAPACITY_INVALID"));
+        }
+    }
 }
 
 #[test]

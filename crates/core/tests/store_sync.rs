@@ -39,16 +39,8 @@ impl Store {
     }
 
     fn load(&self, version: u64, capacity: usize) -> Tree {
-        let mut loader = Loader::new(version, self.version_record.as_ref().unwrap(), capacity).unwrap();
-        loop {
-            let wanted = loader.wanted();
-            if wanted.is_empty() {
-                return loader.finish().unwrap();
-            }
-            for (t, r) in wanted {
-                loader.supply(t, &r, self.get(t, &r)).unwrap();
-            }
-        }
+        let loader = Loader::new(version, self.version_record.as_ref().unwrap(), capacity).unwrap();
+        loader.load_from(|t, r| self.get(t, r)).unwrap()
     }
 }
 

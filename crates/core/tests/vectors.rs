@@ -2,13 +2,14 @@
 //! API: valid cases verify with exactly the recorded outputs, invalid cases
 //! fail with exactly the recorded code, and every tree in `trees.json`
 //! replays to the recorded root, shape and entries (and rebuilds from its
-//! chunk envelopes).
+//! chunk envelopes), as does every bulk load of `bulk_load.json`.
 
 use std::path::PathBuf;
 
+use bpavl_core::record::VersionRecord;
 use bpavl_core::{
     verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, AbsenceProof,
-    ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder, Tree,
+    BulkLoad, ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder, Tree,
 };
 use serde_json::Value;
 
@@ -74,6 +75,7 @@ fn every_vector_file_is_checked() {
         names,
         [
             "absence.json",
+            "bulk_load.json",
             "catchup.json",
             "chunk_envelope.json",
             "chunk_proof.json",
@@ -401,5 +403,37 @@ fn catchup_vectors() {
     for c in entries["invalid"].as_array().unwrap() {
         let answer = bytes(&c["answer"]);
         expect_code(c, verify_entries(&leaf_list(c), &bytes(&c["bitmap"]), &answer).map(|e| e.len()));
+    }
+}
+
+#[test]
+fn bulk_load_vectors() {
+    let file = load("bulk_load.json");
+    for c in cases(&file, "valid") {
+        let capacity = num(&c["capacity"]) as usize;
+        let mut load = BulkLoad::new(capacity, 1).unwrap();
+        for (k, v) in pairs(&c["entries"]) {
+            load.push(&k, &v).unwrap();
+        }
+        let (root, finished) = load.finish();
+        let record = VersionRecord::decode(&finished.version_record, capacity).unwrap();
+        assert_eq!(root, hash(&c["root"]), "{}: root", label(c));
+        assert_eq!(
+            (record.root, record.chunk_count, record.entry_count),
+            (root, num(&c["chunk_count"]), num(&c["entry_count"])),
+            "{}",
+            label(c)
+        );
+    }
+    for c in cases(&file, "invalid") {
+        let code = c["code"].as_str().unwrap();
+        let failed = BulkLoad::new(num(&c["capacity"]) as usize, 1).map_err(|e| (None, e)).and_then(|mut load| {
+            let entries = pairs(&c["entries"]);
+            entries.iter().enumerate().try_for_each(|(i, (k, v))| load.push(k, v).map_err(|e| (Some(i as u64), e)))
+        });
+        match failed {
+            Err((at, e)) => assert_eq!((at, e.code()), (c["at"].as_u64(), code), "case {}", label(c)),
+            Ok(()) => panic!("case {}: expected {code}, every push succeeded", label(c)),
+        }
     }
 }

@@ -2,12 +2,14 @@
 // exactly the expected outputs, every invalid case throws a ProofError with
 // exactly the expected code, every tree of trees.json is reproduced by
 // replaying its operations through the WASM Tree, every case of
-// rebuild.json goes through the WASM Rebuilder, and every catch-up piece of
-// catchup.json through verifySubtree, verifyLeaves and verifyEntries.
+// rebuild.json goes through the WASM Rebuilder, every catch-up piece of
+// catchup.json through verifySubtree, verifyLeaves and verifyEntries, and
+// every load of bulk_load.json through the WASM StoreBulkLoad.
 import { describe, expect, it } from 'vitest';
 import {
   init,
   Rebuilder,
+  StoreBulkLoad,
   Tree,
   verifyAbsence,
   verifyMultiproof,
@@ -231,6 +233,33 @@ describe('catchup.json', () => {
   });
   it.each(invalid(v.entries.invalid))('entries invalid %s: %s', (code, _w, c) => {
     expect(proofCode(() => entries(c))).toBe(code);
+  });
+});
+
+describe('bulk_load.json: the loads through the WASM StoreBulkLoad', () => {
+  const v = loadVectors('bulk_load');
+  it.each(valid(v.valid, (c) => c.name))('valid: %s', (_n, c) => {
+    const load = new StoreBulkLoad(c.capacity, 1);
+    for (const [k, val] of c.entries) load.push(hex(k), hex(val));
+    expect(load.entries).toBe(c.entry_count);
+    const fullChunks = load.takePuts().filter(([table]) => table === 'chunks').length;
+    const finished = load.finish();
+    expect(toHex(finished.root)).toBe(c.root);
+    expect(fullChunks + finished.puts.filter(([table]) => table === 'chunks').length).toBe(c.chunk_count);
+    load.free();
+  });
+  it.each(invalid(v.invalid))('invalid %s: %s', (code, _w, c) => {
+    const failed = thrown(() => {
+      const load = new StoreBulkLoad(c.capacity, 1);
+      c.entries.forEach(([k, val]: [string, string], i: number) => {
+        try {
+          load.push(hex(k), hex(val));
+        } catch (e) {
+          throw Object.assign(e as Error, { at: i });
+        }
+      });
+    });
+    expect([failed.name, failed.code, failed.at ?? null]).toEqual(['TreeError', code, c.at]);
   });
 });
 

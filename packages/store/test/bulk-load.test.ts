@@ -1,5 +1,6 @@
 // The bulk load (docs/store.md, "A bulk load"), on the memory and the Node
-// backend: the loaded version reads and proves exactly its entries, takes
+// backend: every load of spec/vectors/bulk_load.json gives its root and
+// chunks, and refuses its bad input; the loaded version reads and proves exactly its entries, takes
 // later commits, and is all or nothing: a load that fails, is closed, or
 // whose backend dies at any of its writes leaves an empty store with no
 // record. The SIGKILL of a real load is in crash.test.ts's bulk case.
@@ -8,12 +9,13 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { verifyExistence, Tree } from '@bpavl/wasm';
+import { verifyChunk, verifyExistence, Tree } from '@bpavl/wasm';
 import type { MemoryDatabase } from '../../storage/src/memory.ts';
 import { openState, type State } from '../src/index.ts';
 import { sortEntries } from '../src/sort.node.ts';
 import type { BulkLoadOptions } from '../src/bulk-load.ts';
 import { inMemory, memoryBackend, onDisk } from './support/places.ts';
+import { hex as fromHex, loadVectors } from '../../bpavl-wasm/test/helpers.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -52,7 +54,45 @@ afterAll(() => {
 /** Entry records sorted on disk before they are written, in runs of 100 kB (many run files). */
 const sortRecords: BulkLoadOptions['sortRecords'] = (records) => sortEntries(records, { dir: sortDir, runBytes: 100_000 });
 
+const vectors = loadVectors('bulk_load');
+const pairsOf = (rows: [string, string][]) => rows.map(([k, v]) => [fromHex(k), fromHex(v)] as [Uint8Array, Uint8Array]);
+
+it("bench:store's own check of the bulk root (bench/packed-root.mjs, TypeScript hashing) gives every root of bulk_load.json", async () => {
+  const { packedRoot } = await import('../../../bench/packed-root.mjs');
+  for (const c of vectors.valid) {
+    const reference = packedRoot(c.entries.length, c.capacity);
+    for (const [k, v] of pairsOf(c.entries)) reference.push(k, v);
+    const root = reference.root();
+    expect([c.name, root === undefined ? null : hex(root)]).toEqual([c.name, c.entry_count === 0 ? null : c.root]);
+  }
+});
+
 describe.each(places)('a bulk load on the %s backend', (_, place) => {
+  it('loads every case of spec/vectors/bulk_load.json to its root and chunks, and refuses each bad input with its code', async () => {
+    for (const c of vectors.valid) {
+      const at = place();
+      made.push(at);
+      const state = await at.open({ capacity: c.capacity, cacheBytes: 0 });
+      const info = await state.bulkLoad(pairsOf(c.entries));
+      expect([c.name, hex(info.root), info.chunkCount, info.entryCount]).toEqual([c.name, c.root, c.chunk_count, c.entry_count]);
+      // Each chunk as exported verifies at its index with the recorded key-height and entry count.
+      for (const chunk of c.chunk_list) {
+        const verified = verifyChunk(info.root, chunk.index, await state.exportChunk(chunk.index));
+        expect([c.name, verified.keyHeight, verified.len]).toEqual([c.name, chunk.key_height, chunk.entry_count]);
+        verified.free();
+      }
+      await state.close();
+    }
+    for (const c of vectors.invalid.filter((c: { capacity: number }) => c.capacity >= 2 && c.capacity <= 4096)) {
+      const at = place();
+      made.push(at);
+      const state = await at.open({ capacity: c.capacity, cacheBytes: 0 });
+      await expect(state.bulkLoad(pairsOf(c.entries))).rejects.toMatchObject({ name: 'TreeError', code: c.code });
+      expect(state.versions()).toEqual([]);
+      await state.close();
+    }
+  });
+
   it('is version 1 of exactly the entries, reads, proves and takes commits', async () => {
     // [n, C, chunks]: below C = 16 chunks are full (⌈n/C⌉); at 256 they hold 240 (the bulk fill), the
     // last 240 and the 120 left making two.

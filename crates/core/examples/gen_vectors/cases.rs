@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::limits::min_fill;
-use bpavl_core::{ChunkPath, ProofError, RebuildError};
+use bpavl_core::{ChunkPath, ProofError, RebuildError, TreeError};
 use bpavl_testkit::fields::{noncanonical, raw_path, varint, Fields};
 use serde_json::{json, Value};
 
@@ -68,6 +68,12 @@ impl Coded for ProofError {
 impl Coded for RebuildError {
     fn code(&self) -> &'static str {
         RebuildError::code(self)
+    }
+}
+
+impl Coded for TreeError {
+    fn code(&self) -> &'static str {
+        TreeError::code(self)
     }
 }
 

@@ -15,6 +15,7 @@
 //! wrong expectation panics here and never reaches the files.
 
 mod absence;
+mod bulk_load;
 mod cases;
 mod catchup;
 mod chunk_envelope;
@@ -72,6 +73,7 @@ fn main() {
         chunk_proof::chunk_proof(&t),
         chunk_envelope::chunk_envelope(&t),
         rebuild::rebuild(&t),
+        bulk_load::bulk_load(),
     ] {
         let name = format!("{}.json", file.name);
         write(&out, &name, &file.json());

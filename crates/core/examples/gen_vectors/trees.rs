@@ -40,23 +40,9 @@ impl Built {
                 }
             }
         }
-        let commit = tree.commit();
+        tree.commit();
         let entries: Vec<_> = tree.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
-        let shape: Vec<(u8, usize)> = (0..tree.chunk_count())
-            .map(|i| {
-                let env = tree.head().export_chunk(i).unwrap();
-                // Each export verifies at its own index with its own key-height.
-                let v = verify_chunk(&commit.root, i, &env.encode()).unwrap();
-                assert_eq!(v.key_height(), env.key_height);
-                (env.key_height, env.entries.len())
-            })
-            .collect();
-        // Sanity: the chunk sizes cut the sorted entries and obey the fill rule.
-        assert_eq!(shape.iter().map(|s| s.1).sum::<usize>(), entries.len());
-        let fill = min_fill(capacity);
-        for &(_, m) in &shape {
-            assert!(m >= 1 && m <= capacity && (shape.len() == 1 || m >= fill));
-        }
+        let shape = shape_of(&tree);
         Built { name, about, capacity, ops, tree, entries, shape }
     }
 
@@ -144,14 +130,6 @@ impl Built {
                 Op::Remove(k) => Value::Array(vec![s("remove"), h(k)]),
             })
             .collect();
-        let chunks = self
-            .shape
-            .iter()
-            .enumerate()
-            .map(|(i, &(kh, m))| {
-                obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entry_count", n(m as u64))])
-            })
-            .collect();
         obj(vec![
             ("name", s(self.name)),
             ("description", s(self.about)),
@@ -162,9 +140,38 @@ impl Built {
             ("height", n(self.tree.height() as u64)),
             ("ops", Value::Array(ops)),
             ("final_entries", kv(&self.entries)),
-            ("chunk_list", Value::Array(chunks)),
+            ("chunk_list", chunk_list(&self.shape)),
         ])
     }
+}
+
+/// Per chunk of a committed tree, in index order: (key-height, entry count).
+/// Each chunk's export verifies at its own index with its own key-height,
+/// the sizes cut the sorted entries, and each obeys the fill rule.
+pub fn shape_of(tree: &Tree) -> Vec<(u8, usize)> {
+    let root = tree.head().root();
+    let shape: Vec<(u8, usize)> = (0..tree.chunk_count())
+        .map(|i| {
+            let env = tree.head().export_chunk(i).unwrap();
+            let v = verify_chunk(&root, i, &env.encode()).unwrap();
+            assert_eq!(v.key_height(), env.key_height);
+            (env.key_height, env.entries.len())
+        })
+        .collect();
+    assert_eq!(shape.iter().map(|s| s.1 as u64).sum::<u64>(), tree.len());
+    let (capacity, fill) = (tree.capacity(), min_fill(tree.capacity()));
+    for &(_, m) in &shape {
+        assert!(m >= 1 && m <= capacity && (shape.len() == 1 || m >= fill));
+    }
+    shape
+}
+
+/// `chunk_list` of trees.json and bulk_load.json.
+pub fn chunk_list(shape: &[(u8, usize)]) -> Value {
+    let rows = shape.iter().enumerate().map(|(i, &(kh, m))| {
+        obj(vec![("index", n(i as u64)), ("key_height", n(kh as u64)), ("entry_count", n(m as u64))])
+    });
+    Value::Array(rows.collect())
 }
 
 pub fn ins(k: impl AsRef<[u8]>, v: impl AsRef<[u8]>) -> Op {
