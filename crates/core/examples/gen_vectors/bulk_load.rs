@@ -46,8 +46,7 @@ fn run(capacity: usize, entries: &Entries) -> Result<BulkLoad, (Option<usize>, T
 
 fn valid(f: &mut VectorFile, name: &str, about: &str, capacity: usize, input: Entries) {
     let mut load = run(capacity, &input).unwrap_or_else(|e| panic!("bulk load {name}: {e:?}"));
-    let mut records = HashMap::new();
-    records.extend(load.take_puts().into_iter().map(|(t, r, b)| ((t, r), b)));
+    let mut records: HashMap<_, _> = load.take_puts().into_iter().map(|(t, r, b)| ((t, r), b)).collect();
     let (root, finished) = load.finish();
     records.extend(finished.puts.into_iter().map(|(t, r, b)| ((t, r), b)));
     assert_eq!(VersionRecord::decode(&finished.version_record, capacity).unwrap().root, root);
