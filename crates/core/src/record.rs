@@ -5,12 +5,12 @@
 //! the record hashes to it. No I/O: callers move the bytes.
 
 use crate::codec::{check_value, put_bytes, put_varint, Reader};
-use crate::error::StoreError;
+use crate::error::{StoreError, TreeError};
 use crate::hash::{
     chunk_hash, empty_root, entry_hash, group_count, group_level, inchunk_levels, inner_hash, preorder, root_hash, Hash,
 };
 use crate::keys::Keys;
-use crate::limits::{MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT};
+use crate::limits::{MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT, MIN_CAPACITY};
 use smallvec::SmallVec;
 use std::collections::HashMap;
 
@@ -79,12 +79,16 @@ pub fn stale_key(since: u64, table: Table, record: &Ref) -> [u8; 9 + RECORD_KEY_
 /// no layout byte; 2 repeated the slot's key in each entry record.
 pub const STORE_LAYOUT: u8 = 3;
 
-/// The store record: the capacity every version of the store shares, and the layout.
-pub fn encode_store(capacity: usize) -> Vec<u8> {
+/// The store record: the capacity every version of the store shares, and the
+/// layout. `CAPACITY_INVALID` outside 2 … 4096: a record no open would read.
+pub fn encode_store(capacity: usize) -> Result<Vec<u8>, TreeError> {
+    if !(MIN_CAPACITY..=MAX_CAPACITY).contains(&capacity) {
+        return Err(TreeError::CapacityInvalid);
+    }
     let mut out = vec![FORMAT_STORE];
     put_varint(&mut out, capacity as u64);
     out.push(STORE_LAYOUT);
-    out
+    Ok(out)
 }
 
 /// The capacity and the layout a store record names (1 for a record with

@@ -9,7 +9,7 @@ use bpavl_core::record::{
     stale_key, store_layout, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref,
     Slot, Table, VersionRecord,
 };
-use bpavl_core::StoreError;
+use bpavl_core::{StoreError, TreeError};
 use proptest::prelude::*;
 
 mod model_keys;
@@ -42,17 +42,21 @@ fn flips<T>(bytes: &[u8], decode: impl Fn(&[u8]) -> Result<T, StoreError>) -> Ve
 
 #[test]
 fn store_record_round_trips_and_rejects_bad_capacities() {
-    assert_eq!(decode_store(&encode_store(256)), Ok(256));
-    assert_eq!(decode_store(&encode_store(2)), Ok(2));
+    assert_eq!(decode_store(&encode_store(256).unwrap()), Ok(256));
+    assert_eq!(decode_store(&encode_store(2).unwrap()), Ok(2));
+    assert_eq!(decode_store(&encode_store(4096).unwrap()), Ok(4096));
+    // A record no open would read is never made.
+    assert_eq!(encode_store(1), Err(TreeError::CapacityInvalid));
+    assert_eq!(encode_store(4097), Err(TreeError::CapacityInvalid));
     assert_eq!(decode_store(&[0x06, 0x01]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[0x07, 0x04]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[0x06, 0x04, 0x03, 0x00]), Err(StoreError::Corrupt));
-    assert_eq!(encode_store(4), vec![0x06, 0x04, 0x03]);
+    assert_eq!(encode_store(4).unwrap(), vec![0x06, 0x04, 0x03]);
     assert_eq!(decode_store(&[0x06, 0x04]), Err(StoreError::Corrupt), "layout 1 had no layout byte");
     assert_eq!(decode_store(&[0x06, 0x04, 0x02]), Err(StoreError::Corrupt), "layout 2 kept keys in entry records");
     assert_eq!(decode_store(&[0x06, 0x04, 0x04]), Err(StoreError::Corrupt), "a later layout");
-    assert_eq!(store_layout(&encode_store(4)), Some(3));
+    assert_eq!(store_layout(&encode_store(4).unwrap()), Some(3));
     assert_eq!(store_layout(&[0x06, 0x04]), Some(1));
     assert_eq!(store_layout(&[0x06, 0x04, 0x02]), Some(2));
     assert_eq!(store_layout(&[0x06, 0x01, 0x02]), None, "capacity 1");

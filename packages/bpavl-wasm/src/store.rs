@@ -384,9 +384,10 @@ impl Loader {
 }
 
 /// The store record of a store whose trees have chunk capacity `capacity`.
+/// Throws TreeError `CAPACITY_INVALID` outside 2 … 4096.
 #[wasm_bindgen(js_name = encodeStoreRecord)]
 pub fn encode_store_record(capacity: &Number) -> Result<Vec<u8>, JsValue> {
-    Ok(encode_store(count(capacity, "capacity")?))
+    encode_store(count(capacity, "capacity")?).map_err(throw)
 }
 
 /// The capacity a store record names. Throws StoreError `STORE_CORRUPT`,

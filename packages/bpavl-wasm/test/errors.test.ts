@@ -4,6 +4,7 @@
 // values RangeErrors (noble's convention). Never asserts messages.
 import { describe, expect, it } from 'vitest';
 import {
+  encodeStoreRecord,
   init,
   Rebuilder,
   Tree,
@@ -38,6 +39,8 @@ describe('TreeError', () => {
     ['CAPACITY_INVALID', () => new Tree(1)],
     ['CAPACITY_INVALID', () => new Tree(4097)],
     ['CAPACITY_INVALID', () => new Tree(2 ** 40)],
+    ['CAPACITY_INVALID', () => encodeStoreRecord(1)],
+    ['CAPACITY_INVALID', () => encodeStoreRecord(4097)],
     ['KEY_EMPTY', () => tree.insert(new Uint8Array(), utf8('v'))],
     ['KEY_TOO_LONG', () => tree.insert(new Uint8Array(1025), utf8('v'))],
     ['VALUE_TOO_LONG', () => tree.insert(utf8('k'), new Uint8Array(65537))],

@@ -41,7 +41,7 @@ export type StateLocation =
 /** What `openState` is given. */
 export type OpenStateOptions = StateLocation &
   StateSizes & {
-    /** Chunk capacity of a new state (2 … 4096, default 256); an existing state keeps its own. */
+    /** Chunk capacity of a new state (2 … 4096, default 256; TreeError `CAPACITY_INVALID` outside it); an existing state keeps its own. */
     readonly capacity?: number;
   };
 

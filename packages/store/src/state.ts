@@ -286,10 +286,13 @@ export class State {
    * checked when a read or a write reaches them.
    */
   static async open(backend: StorageBackend, capacity = 256, sizes: StateSizes = {}): Promise<State> {
+    // First, whether the store is new or not: a capacity outside 2 … 4096 is TreeError
+    // `CAPACITY_INVALID`, and a new store never gets a record that no open would read.
+    const fresh = encodeStoreRecord(capacity);
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
       if (backend.readOnly) throw new StoreError('STORE_CORRUPT', 'a read-only open of an empty store');
-      meta = encodeStoreRecord(capacity);
+      meta = fresh;
       await backend.write({ puts: [['meta', STORE_KEY, meta]] });
     }
     const stored = decodeStoreRecord(meta);

@@ -93,6 +93,23 @@ describe('on the Node backend, by path', () => {
     await again.close();
   });
 
+  it('a capacity outside 2 … 4096 is CAPACITY_INVALID and leaves nothing behind, for a new store and an existing one', async () => {
+    const at = place();
+    for (const capacity of [1, 4097, 0]) {
+      await expect(at.open({ capacity })).rejects.toMatchObject({ name: 'TreeError', code: 'CAPACITY_INVALID' });
+    }
+    // No store record was written: the directory opens as a new store of the capacity asked.
+    const state = await at.open({ capacity: 4 });
+    expect(state.capacity).toBe(4);
+    await state.put(key(1), value(1, 1));
+    const first = await state.commit();
+    await state.close();
+    await expect(at.open({ capacity: 1 })).rejects.toMatchObject({ code: 'CAPACITY_INVALID' });
+    const again = await at.open();
+    expect([again.capacity, again.head()]).toEqual([4, first]);
+    await again.close();
+  });
+
   it('a closed store is STORE_CLOSED', async () => {
     const state = await place().open();
     await state.close();
