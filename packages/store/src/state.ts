@@ -64,7 +64,8 @@ export interface RangeOptions extends AtVersion {
 
 /**
  * Which versions `prune` keeps: the last `keepLast`, or every version from
- * `before` on; with `vacuum`, the backend also packs what is left
+ * `before` on (the head stays whatever `before` is); one of the two, not
+ * both (`RangeError`). With `vacuum`, the backend also packs what is left
  * (`StorageBackend.compact({ full: true })`: SQLite rewrites the database,
  * which takes as long as writing it and twice its size on disk meanwhile).
  */
@@ -1068,6 +1069,7 @@ export class State {
     this.#writer();
     const retained = [...this.#versions.keys()];
     let keepFrom: number;
+    if ('keepLast' in options && 'before' in options) throw new RangeError('prune takes keepLast or before, not both');
     if ('keepLast' in options) {
       if (!Number.isSafeInteger(options.keepLast) || options.keepLast < 1) throw new RangeError('keepLast must be a positive integer');
       keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;

@@ -150,9 +150,18 @@ export async function runModel(place: ModelPlace, capacity: number, seed: number
         const { version } = await state.commit();
         models.set(version, new Map(model));
       } else if (roll < 92 && models.size > 0) {
-        const keepLast = 1 + pick(4);
-        await state.prune({ keepLast, vacuum: keepLast === 4 });
-        for (const v of [...models.keys()].slice(0, Math.max(0, models.size - keepLast))) models.delete(v);
+        const versions = [...models.keys()];
+        if (pick(2) === 0) {
+          const keepLast = 1 + pick(4);
+          await state.prune({ keepLast, vacuum: keepLast === 4 });
+          for (const v of versions.slice(0, Math.max(0, versions.length - keepLast))) models.delete(v);
+        } else {
+          // Any version number, retained or not, up to past the head: the head always stays.
+          const head = state.head()!.version;
+          const before = pick(head + 3);
+          await state.prune({ before });
+          for (const v of versions) if (v < Math.min(before, head)) models.delete(v);
+        }
       } else if (roll < 96 && models.size > 0) {
         const versions = [...models.keys()];
         const to = versions[Math.max(0, versions.length - 1 - pick(3))]!;

@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openState, StoreError, type State } from '../src/index.ts';
+import { openState, StoreError, type PruneOptions, type State } from '../src/index.ts';
 import { type Caches, hex, key, rng, runModel, value, type Model } from './model.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 
@@ -136,6 +136,16 @@ describe('typed errors, the store unchanged', () => {
     const first = await state.commit();
     return { place, state, first };
   }
+
+  it('a prune given keepLast and before together, or neither, or bad numbers, is a RangeError and prunes nothing', async () => {
+    const { state, first } = await sample();
+    await state.put(key(1), value(1, 2));
+    await state.commit();
+    for (const options of [{ keepLast: 1, before: 2 }, {}, { keepLast: 0 }, { keepLast: 1.5 }, { before: -1 }, { before: '2' }]) {
+      await expect(state.prune(options as PruneOptions)).rejects.toThrow(RangeError);
+    }
+    expect(state.versions().map((v) => v.version)).toEqual([first.version, first.version + 1]);
+  });
 
   it('oversize keys and values are refused by code', async () => {
     const { state, first } = await sample();
