@@ -49,3 +49,24 @@ export function limitArg(value: unknown): number {
   if (typeof value !== 'number') throw new TypeError(`limit: expected number, got ${typeof value}`);
   return Number.isInteger(value) && value >= 1 && value <= 65536 ? value : 0;
 }
+
+/**
+ * An optional count: `undefined` (the default applies), else `TypeError`
+ * unless a number and `RangeError` unless an integer in `min … max`. Internal.
+ */
+export function optCountArg(value: unknown, name: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name}: expected number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name}: expected an integer in ${min} … ${max}, got ${value}`);
+}
+
+/**
+ * An optional duration in milliseconds: `undefined` (the default applies),
+ * else `TypeError` unless a number and `RangeError` unless finite and above
+ * 0 (at least 0 with `zero`). Internal.
+ */
+export function optMsArg(value: unknown, name: string, zero = false): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number') throw new TypeError(`${name}: expected number, got ${typeof value}`);
+  if (!Number.isFinite(value) || value < 0 || (value === 0 && !zero)) throw new RangeError(`${name}: expected a finite number of ms ${zero ? '≥' : '>'} 0, got ${value}`);
+}

@@ -8,7 +8,7 @@
 
 import { checkKey, compareBytes } from '../codec.js';
 import { isProofError } from '../errors.js';
-import { rootArg, bytesArg, optBytesArg } from '../input.js';
+import { rootArg, bytesArg, optBytesArg, optCountArg, optMsArg } from '../input.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
@@ -34,7 +34,7 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /** Whole-read deadline in ms, after which a read fails with `NO_HONEST_PEERS` (default 10,000). */
   deadlineMs?: number;
-  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50). */
+  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0: a bad number is a `TypeError` or `RangeError` at `createClient`). */
   hedgeAfterMs?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;
@@ -125,6 +125,10 @@ const MULTIPROOF_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
  */
 export function createClient(opts: ClientOptions): Client {
   let root = rootArg(opts.root);
+  optMsArg(opts.requestTimeoutMs, 'requestTimeoutMs');
+  optMsArg(opts.deadlineMs, 'deadlineMs');
+  optMsArg(opts.hedgeAfterMs, 'hedgeAfterMs', true);
+  optCountArg(opts.maxFailures, 'maxFailures', 1);
   if (opts.peers.length === 0) throw new QueryError('NO_PEERS', 'a client needs at least one peer');
   const verifier: Verifier = opts.wasm ? wasmVerifier(opts.wasm) : tsVerifier;
   const listeners = new Set<(e: QueryEvent) => void>();

@@ -15,7 +15,8 @@ import { ask, type AskContext, type QueryEvent } from '../client/ask.js';
 import { PeerPool, type PoolPeer } from '../client/pool.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, RequestBody } from '../transport/types.js';
-import { Kind, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
+import { optCountArg, optMsArg, rootArg } from '../input.js';
+import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { multiParts } from '../wire/messages.js';
 import { type BannedPeer, SyncError } from './types.js';
 
@@ -81,9 +82,9 @@ export interface CatchUpOptions {
   requestTimeoutMs?: number;
   /** The longest one piece may take over every peer before the catch-up fails with `NO_HONEST_PEERS` (default 60,000 ms). */
   pieceDeadlineMs?: number;
-  /** Requests in flight per usable peer (default 8). */
+  /** Requests in flight per usable peer (default 8; 1 … 64, what a peer serves). */
   inflightPerPeer?: number;
-  /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 asks `LEAVES` and `ENTRIES`). */
+  /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 … 256; 1 asks `LEAVES` and `ENTRIES`). Durations must be finite and above 0: a bad number is a `TypeError` or `RangeError` before anything starts. */
   chunksPerRequest?: number;
 }
 
@@ -191,6 +192,11 @@ const TOP = Uint8Array.of(0);
  * ```
  */
 export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
+  rootArg(opts.root);
+  optMsArg(opts.requestTimeoutMs, 'requestTimeoutMs');
+  optMsArg(opts.pieceDeadlineMs, 'pieceDeadlineMs');
+  optCountArg(opts.inflightPerPeer, 'inflightPerPeer', 1, MAX_IN_FLIGHT_PER_CONNECTION);
+  optCountArg(opts.chunksPerRequest, 'chunksPerRequest', 1, MAX_MULTI_CHUNKS);
   if (opts.peers.length === 0) throw new SyncError('NO_PEERS', 'a catch-up needs at least one peer');
   const t0 = performance.now();
   const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
@@ -222,7 +228,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   const running = new Set<Promise<void>>();
   const asked = new Set<string>();
   const perPeer = opts.inflightPerPeer ?? 8;
-  const perRequest = Math.max(1, Math.min(MAX_MULTI_CHUNKS, opts.chunksPerRequest ?? 32));
+  const perRequest = opts.chunksPerRequest ?? 32;
   /** Peers that answered `MULTILEAVES` or `MULTIENTRIES` with `BAD_REQUEST` (asked one chunk a request), and the old ones. */
   const notMulti = new Set<PoolPeer>();
   /** Since when a short batch has been held back, waiting for more pieces. */

@@ -10,10 +10,11 @@ import type { Rebuilder, Tree, VerifiedChunk } from '@bpavl/wasm';
 import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
+import { optCountArg, optMsArg } from '../input.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, TransportError } from '../transport/types.js';
-import { Kind, Status } from '../wire/constants.js';
+import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import type { Response } from '../wire/messages.js';
 import { PeerState } from './peer.js';
@@ -82,6 +83,7 @@ export async function syncState(opts: SyncOptions): Promise<SyncResult>;
 export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<SyncResult | StoreSyncResult> {
   if (!(opts.root instanceof Uint8Array)) throw new TypeError('syncState: root must be a Uint8Array');
   if (opts.root.length !== 32) throw new RangeError('syncState: root must be 32 bytes');
+  checkSyncOptions(opts);
   if (opts.signal?.aborted) throw opts.signal.reason;
   const wasm = await loadWasm();
   if ('store' in opts && opts.store !== undefined) {
@@ -90,6 +92,15 @@ export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<S
   }
   const version = (opts as SyncOptions).version ?? 1;
   return new SyncSession(opts, wasm.verifyChunk, new MemorySink(wasm, opts.root, version), (tree, figures) => ({ ...figures, tree })).run();
+}
+
+/** The numbers `syncState` takes, before anything starts: `TypeError` or `RangeError` for a bad one. */
+function checkSyncOptions(opts: SyncOptions | StoreSyncOptions): void {
+  if (!('store' in opts && opts.store !== undefined)) optCountArg((opts as SyncOptions).version, 'version', 1);
+  optCountArg(opts.initialWindow, 'initialWindow', 1, MAX_IN_FLIGHT_PER_CONNECTION);
+  optCountArg(opts.maxWindow, 'maxWindow', 1, MAX_IN_FLIGHT_PER_CONNECTION);
+  optCountArg(opts.maxFailures, 'maxFailures', 1);
+  for (const name of ['requestTimeoutMs', 'connectTimeoutMs', 'stallTimeoutMs'] as const) optMsArg(opts[name], name);
 }
 
 /** Checks a chunk envelope against the root and the index asked for (`verifyChunk` of `@bpavl/wasm`). */

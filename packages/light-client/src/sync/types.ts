@@ -42,16 +42,18 @@ export interface SyncOptions {
   onEvent?: (event: SyncEvent) => void;
   /** Opens connections; the default picks WebSocket or libp2p by address. */
   connect?: Connect;
-  /** Version number the rebuilt tree is committed as (default 1). */
+  /** Version number the rebuilt tree is committed as (default 1; an integer ≥ 1). */
   version?: number;
   /** Per-request deadline in ms (default 10,000). */
   requestTimeoutMs?: number;
   /**
    * Requests in flight per peer at first (default 4) and at most (default 32;
-   * a peer serves 64, `spec/wire.md`). The window grows by one per success
+   * each 1 … 64, what a peer serves, `spec/wire.md`). The window grows by one per success
    * up to the maximum until the first timeout or `BUSY`, then by one per
    * window of successes; 32 chunks of ~100 KB keep a 25 MB/s link with an
-   * 80 ms round trip busy.
+   * 80 ms round trip busy. Every number here is checked before the sync
+   * starts (`TypeError` for a type, `RangeError` for a value: a duration
+   * must be finite and above 0, a count an integer ≥ 1).
    */
   initialWindow?: number;
   maxWindow?: number;

@@ -1,0 +1,76 @@
+// The numbers syncState, catchUp and createClient take are checked before
+// anything starts (noble's convention: TypeError for a type, RangeError for
+// a value): no connection is opened, no store is touched. Before these
+// checks a window of 0 never asked anything, a NaN deadline timed every
+// request out at once, and a version of 0 failed only after the whole sync.
+import { describe, expect, it } from 'vitest';
+import { createClient } from '../src/client/index.js';
+import { catchUp, syncState, type CatchUpTarget, type Connect } from '../src/sync/index.js';
+
+const root = new Uint8Array(32).fill(7);
+const peers = ['ws://127.0.0.1:9'];
+let connects = 0;
+const connect: Connect = () => {
+  connects++;
+  return Promise.reject(new Error('a check should have come first'));
+};
+/** A store that fails the test if the catch-up reaches it. */
+const store = new Proxy({}, { get: () => () => Promise.reject(new Error('a check should have come first')) }) as CatchUpTarget;
+
+const bad: [string, Record<string, unknown>, typeof TypeError | typeof RangeError][] = [
+  ['requestTimeoutMs NaN', { requestTimeoutMs: NaN }, RangeError],
+  ['requestTimeoutMs 0', { requestTimeoutMs: 0 }, RangeError],
+  ['requestTimeoutMs -1', { requestTimeoutMs: -1 }, RangeError],
+  ['requestTimeoutMs Infinity', { requestTimeoutMs: Infinity }, RangeError],
+  ['requestTimeoutMs "10"', { requestTimeoutMs: '10' }, TypeError],
+];
+
+describe('syncState', () => {
+  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+    ...bad,
+    ['connectTimeoutMs 0', { connectTimeoutMs: 0 }, RangeError],
+    ['stallTimeoutMs -5', { stallTimeoutMs: -5 }, RangeError],
+    ['maxWindow 0', { maxWindow: 0 }, RangeError],
+    ['maxWindow 65 (a peer serves 64)', { maxWindow: 65 }, RangeError],
+    ['initialWindow 1.5', { initialWindow: 1.5 }, RangeError],
+    ['maxFailures 0', { maxFailures: 0 }, RangeError],
+    ['version 0', { version: 0 }, RangeError],
+    ['version -1', { version: -1 }, RangeError],
+    ['version 1n', { version: 1n }, TypeError],
+  ])('%s', async (_name, options, type) => {
+    connects = 0;
+    await expect(syncState({ root, peers, connect, ...options })).rejects.toThrow(type);
+    expect(connects).toBe(0);
+  });
+});
+
+describe('catchUp', () => {
+  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+    ...bad,
+    ['root of 31 bytes', { root: new Uint8Array(31) }, RangeError],
+    ['pieceDeadlineMs 0', { pieceDeadlineMs: 0 }, RangeError],
+    ['inflightPerPeer 0', { inflightPerPeer: 0 }, RangeError],
+    ['inflightPerPeer 65', { inflightPerPeer: 65 }, RangeError],
+    ['chunksPerRequest 0', { chunksPerRequest: 0 }, RangeError],
+    ['chunksPerRequest 257 (MULTILEAVES carries 256)', { chunksPerRequest: 257 }, RangeError],
+  ])('%s', async (_name, options, type) => {
+    connects = 0;
+    await expect(catchUp({ store, root, peers, connect, ...options })).rejects.toThrow(type);
+    expect(connects).toBe(0);
+  });
+});
+
+describe('createClient', () => {
+  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+    ...bad,
+    ['deadlineMs 0', { deadlineMs: 0 }, RangeError],
+    ['hedgeAfterMs -1', { hedgeAfterMs: -1 }, RangeError],
+    ['maxFailures 2.5', { maxFailures: 2.5 }, RangeError],
+  ])('%s', (_name, options, type) => {
+    expect(() => createClient({ root, peers, connect, ...options })).toThrow(type);
+  });
+
+  it('takes a hedge delay of 0 (hedge at once)', () => {
+    createClient({ root, peers, connect, hedgeAfterMs: 0 }).close();
+  });
+});
