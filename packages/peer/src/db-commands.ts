@@ -327,8 +327,9 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         if (tty) process.stderr.write('\n');
         const head = state.head();
         out(
-          { entries: counted.entries, lines: counted.lines, bulk, version: head?.version ?? 0, root: head ? toHex(head.root) : null, seconds: (performance.now() - t0) / 1000 },
-          `imported ${counted.entries} entries${bulk ? ' (bulk load)' : ''}; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}`,
+          // `entries`: the file's (a key given twice counts twice); `entryCount`: the state's after it.
+          { entries: counted.entries, lines: counted.lines, bulk, version: head?.version ?? 0, root: head ? toHex(head.root) : null, entryCount: head?.entryCount ?? 0, seconds: (performance.now() - t0) / 1000 },
+          `imported ${counted.entries} entries${bulk ? ' (bulk load)' : ''}; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}, ${head?.entryCount ?? 0} entries in the state`,
         );
         return 0;
       }, { batchBytes });
