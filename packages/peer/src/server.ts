@@ -74,12 +74,18 @@ export interface SyncServerOptions {
   memoryBudget?: number;
   /** Close a connection after this long without receiving anything (default 120 s). */
   idleTimeoutMs?: number;
-  /** Requests in flight per connection (default 64, `spec/wire.md`). */
+  /** Requests in flight per connection (default 64, at most what `spec/wire.md` allows, 64). Each count here is an integer ≥ 1 (`idleTimeoutMs` at most 2^31 − 1): another is a `RangeError`. */
   maxInFlight?: number;
   /** Wraps connections and may replace answers (tests, benchmarks and the demo; `./hook.ts`). */
   hook?: ServerHook;
   /** Diagnostics (connection faults, internal errors); silent by default. */
   log?: (message: string) => void;
+}
+
+/** `value`, or a `RangeError` unless it is an integer in `min … max`. */
+function countOption(value: number, name: string, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer in ${min} … ${max}, got ${value}`);
+  return value;
 }
 
 /** Counters, for tests and logs. */
@@ -178,11 +184,13 @@ export class SyncServer {
 
   constructor(source: TreeSource, opts: SyncServerOptions = {}) {
     this.source = source;
-    this.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    this.maxConnections = countOption(opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 'maxConnections', 1, Number.MAX_SAFE_INTEGER);
     this.memoryBudget = opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET_BYTES;
     if (!(this.memoryBudget >= 2 * MAX_RESPONSE_BYTES)) throw new RangeError('memoryBudget must be at least 2 × 8 MiB');
-    this.idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-    this.maxInFlight = opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION;
+    // A timer's longest delay: a longer one fires at once.
+    this.idleTimeoutMs = countOption(opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'idleTimeoutMs', 1, 2 ** 31 - 1);
+    // At most what spec/wire.md lets a peer serve.
+    this.maxInFlight = countOption(opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION, 'maxInFlight', 1, MAX_IN_FLIGHT_PER_CONNECTION);
     this.hook = opts.hook;
     this.#log = opts.log ?? (() => {});
   }

@@ -257,6 +257,18 @@ function decodeRangeKeys(tree: Snapshot): Uint8Array[] {
 }
 
 describe('limits and lifecycle', () => {
+  it.each([
+    ['maxConnections 0', { maxConnections: 0 }],
+    ['maxConnections NaN', { maxConnections: NaN }],
+    ['idleTimeoutMs 0', { idleTimeoutMs: 0 }],
+    ['idleTimeoutMs 2^31 (a timer would fire at once)', { idleTimeoutMs: 2 ** 31 }],
+    ['maxInFlight 0', { maxInFlight: 0 }],
+    ['maxInFlight 65 (spec/wire.md allows 64)', { maxInFlight: 65 }],
+    ['memoryBudget 8 MiB', { memoryBudget: 8 << 20 }],
+  ])('a bad limit is a RangeError: %s', (_name, options) => {
+    expect(() => new SyncServer(new StaticTreeSource([snap]), options)).toThrow(RangeError);
+  });
+
   it('at maxConnections, a new connection evicts the longest-idle one with nothing in flight', async () => {
     const server = new SyncServer(new StaticTreeSource([snap]), { maxConnections: 2 });
     const conns = [new MemoryConnection(), new MemoryConnection()];
