@@ -10,7 +10,7 @@ import type { Rebuilder, Tree, VerifiedChunk } from '@bpavl/wasm';
 import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
-import { optCountArg, optMsArg } from '../input.js';
+import { optCountArg, optMsArg, rootArg } from '../input.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, TransportError } from '../transport/types.js';
@@ -81,8 +81,7 @@ function loadWasm(): Promise<Wasm> {
 export async function syncState(opts: StoreSyncOptions): Promise<StoreSyncResult>;
 export async function syncState(opts: SyncOptions): Promise<SyncResult>;
 export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<SyncResult | StoreSyncResult> {
-  if (!(opts.root instanceof Uint8Array)) throw new TypeError('syncState: root must be a Uint8Array');
-  if (opts.root.length !== 32) throw new RangeError('syncState: root must be 32 bytes');
+  rootArg(opts.root);
   checkSyncOptions(opts);
   if (opts.signal?.aborted) throw opts.signal.reason;
   const wasm = await loadWasm();
