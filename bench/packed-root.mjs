@@ -2,7 +2,7 @@
 // from its sorted entries with @bpavl/light-client's TypeScript hashing, not
 // the core's: the check of `bench:store`'s bulk phase. It holds one chunk's
 // leaves and a hash and two counts per chunk.
-import { chunkHashInto, entryHashInto, innerHashInPlace, rootHash } from '../packages/light-client/dist/hash.js';
+import { chunkHashInto, emptyRoot, entryHashInto, innerHashInPlace, rootHash } from '../packages/light-client/dist/hash.js';
 import { chunkRootInPlace } from '../packages/light-client/dist/inchunk.js';
 
 const HASH_LEN = 32;
@@ -47,7 +47,7 @@ export function packedRoot(n, capacity) {
     },
     root() {
       if (count !== n) throw new Error(`packedRoot: ${count} entries of ${n}`);
-      if (n === 0) return undefined;
+      if (n === 0) return emptyRoot(capacity);
       const top = balanced(chunks);
       return rootHash(capacity, top.chunks, top.entries, top.hash);
     },
