@@ -60,13 +60,16 @@ export function optCountArg(value: unknown, name: string, min: number, max = Num
   if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name}: expected an integer in ${min} … ${max}, got ${value}`);
 }
 
+/** A timer's longest delay in ms: a longer one fires at once (Node warns, browsers do not). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * An optional duration in milliseconds: `undefined` (the default applies),
- * else `TypeError` unless a number and `RangeError` unless finite and above
- * 0 (at least 0 with `zero`). Internal.
+ * else `TypeError` unless a number and `RangeError` unless above 0 (at
+ * least 0 with `zero`) and at most {@link MAX_TIMER_MS}. Internal.
  */
 export function optMsArg(value: unknown, name: string, zero = false): void {
   if (value === undefined) return;
   if (typeof value !== 'number') throw new TypeError(`${name}: expected number, got ${typeof value}`);
-  if (!Number.isFinite(value) || value < 0 || (value === 0 && !zero)) throw new RangeError(`${name}: expected a finite number of ms ${zero ? '≥' : '>'} 0, got ${value}`);
+  if (!(value >= 0 && value <= MAX_TIMER_MS) || (value === 0 && !zero)) throw new RangeError(`${name}: expected ms ${zero ? '≥' : '>'} 0 and ≤ ${MAX_TIMER_MS}, got ${value}`);
 }

@@ -22,6 +22,7 @@ const bad: [string, Record<string, unknown>, typeof TypeError | typeof RangeErro
   ['requestTimeoutMs 0', { requestTimeoutMs: 0 }, RangeError],
   ['requestTimeoutMs -1', { requestTimeoutMs: -1 }, RangeError],
   ['requestTimeoutMs Infinity', { requestTimeoutMs: Infinity }, RangeError],
+  ['requestTimeoutMs 2^31 (a timer would fire at once)', { requestTimeoutMs: 2 ** 31 }, RangeError],
   ['requestTimeoutMs "10"', { requestTimeoutMs: '10' }, TypeError],
 ];
 
@@ -30,6 +31,7 @@ describe('syncState', () => {
     ...bad,
     ['connectTimeoutMs 0', { connectTimeoutMs: 0 }, RangeError],
     ['stallTimeoutMs -5', { stallTimeoutMs: -5 }, RangeError],
+    ['stallTimeoutMs 1e11', { stallTimeoutMs: 1e11 }, RangeError],
     ['maxWindow 0', { maxWindow: 0 }, RangeError],
     ['maxWindow 65 (a peer serves 64)', { maxWindow: 65 }, RangeError],
     ['initialWindow 1.5', { initialWindow: 1.5 }, RangeError],

@@ -17,7 +17,7 @@
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
-import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, MAX_TIMER_MS, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
 import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
@@ -227,7 +227,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       const libp2pPort = portArg(v['libp2p-port'], 'libp2p-port');
       if (wsPort === null && libp2pPort === null) throw new UsageError('--ws-port off and --libp2p-port off: nothing to serve on');
       const maxConnections = intArg(v['max-connections'], 'max-connections', DEFAULT_MAX_CONNECTIONS, 1, 1_000_000);
-      const idleTimeoutMs = intArg(v['idle-timeout'], 'idle-timeout', DEFAULT_IDLE_TIMEOUT_MS, 1, 2 ** 31 - 1);
+      const idleTimeoutMs = intArg(v['idle-timeout'], 'idle-timeout', DEFAULT_IDLE_TIMEOUT_MS, 1, MAX_TIMER_MS);
       const memoryBudget = intArg(v['memory-budget'], 'memory-budget', DEFAULT_MEMORY_BUDGET_BYTES / 2 ** 20, 16, 1 << 20) * 2 ** 20;
       const setUp = ext?.prepare(v, v.file !== undefined);
 

@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { createClient, type Client, type QueryEvent } from '@bpavl/light-client/client';
 import { closeTransports } from '@bpavl/light-client/sync';
+import { MAX_TIMER_MS } from './constants.ts';
 import { fromHex, toHex } from './source.ts';
 
 const COMMON = `  --root HEX           the trusted root (64 hex digits)
@@ -82,8 +83,8 @@ function parse(argv: string[], withPage: boolean): QueryArgs {
     help,
     root: fromHex(values.root),
     peers: values.peer,
-    timeout: int(values.timeout, 'timeout', 2000),
-    deadline: int(values.deadline, 'deadline', 10_000),
+    timeout: int(values.timeout, 'timeout', 2000, MAX_TIMER_MS),
+    deadline: int(values.deadline, 'deadline', 10_000, MAX_TIMER_MS),
     json: values.json === true,
     page: int((values as { page?: string }).page, 'page', 1000, 65536),
     keys: positionals.map(key),

@@ -52,6 +52,7 @@ import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
   DEFAULT_MEMORY_BUDGET_BYTES,
+  MAX_TIMER_MS,
   OUTPUT_HIGH_WATER_BYTES,
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
@@ -188,7 +189,7 @@ export class SyncServer {
     this.memoryBudget = opts.memoryBudget ?? DEFAULT_MEMORY_BUDGET_BYTES;
     if (!(this.memoryBudget >= 2 * MAX_RESPONSE_BYTES)) throw new RangeError('memoryBudget must be at least 2 × 8 MiB');
     // A timer's longest delay: a longer one fires at once.
-    this.idleTimeoutMs = countOption(opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'idleTimeoutMs', 1, 2 ** 31 - 1);
+    this.idleTimeoutMs = countOption(opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, 'idleTimeoutMs', 1, MAX_TIMER_MS);
     // At most what spec/wire.md lets a peer serve.
     this.maxInFlight = countOption(opts.maxInFlight ?? MAX_IN_FLIGHT_PER_CONNECTION, 'maxInFlight', 1, MAX_IN_FLIGHT_PER_CONNECTION);
     this.hook = opts.hook;

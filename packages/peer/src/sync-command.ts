@@ -22,6 +22,7 @@ import {
 } from '@bpavl/light-client/sync';
 import { openState, type State } from '@bpavl/store';
 import cliProgress from 'cli-progress';
+import { MAX_TIMER_MS } from './constants.ts';
 import { fromHex, toHex } from './source.ts';
 
 export const SYNC_USAGE = `bpavl sync --root HEX --peer ADDRESS [--peer ADDRESS …] [options]
@@ -115,7 +116,7 @@ function parse(argv: string[]) {
   if (values['discard-unfinished'] && values.db === undefined) throw new Error('--discard-unfinished needs --db');
   const ms = (name: string, text: string | undefined, def: number) => {
     const v = text === undefined ? def : Number(text);
-    if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
+    if (!Number.isInteger(v) || v <= 0 || v > MAX_TIMER_MS) throw new Error(`--${name} must be an integer in 1 … ${MAX_TIMER_MS}`);
     return v;
   };
   return {

@@ -283,5 +283,8 @@ describe('bpavl sync, against peers in other processes', () => {
     expect(bad.stderr + bad.stdout).toMatch(/--root must be 64 hex digits/);
     const none = await run(['sync', '--root', 'ab'.repeat(32)]);
     expect(none.code).toBe(2);
+    // Past a timer's longest delay it would fire at once (and the sync give up on every peer at once).
+    const long = await run(['sync', '--root', 'ab'.repeat(32), '--peer', 'ws://127.0.0.1:1', '--stall-timeout', String(2 ** 31)]);
+    expect(long.code).toBe(2);
   }, 120_000);
 });

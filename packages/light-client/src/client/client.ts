@@ -34,7 +34,7 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /** Whole-read deadline in ms, after which a read fails with `NO_HONEST_PEERS` (default 10,000). */
   deadlineMs?: number;
-  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0: a bad number is a `TypeError` or `RangeError` at `createClient`). */
+  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0; each at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` at `createClient`). */
   hedgeAfterMs?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;

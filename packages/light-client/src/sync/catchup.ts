@@ -84,7 +84,7 @@ export interface CatchUpOptions {
   pieceDeadlineMs?: number;
   /** Requests in flight per usable peer (default 8; 1 … 64, what a peer serves). */
   inflightPerPeer?: number;
-  /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 … 256; 1 asks `LEAVES` and `ENTRIES`). Durations must be finite and above 0: a bad number is a `TypeError` or `RangeError` before anything starts. */
+  /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 … 256; 1 asks `LEAVES` and `ENTRIES`). Durations must be above 0 and at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` before anything starts. */
   chunksPerRequest?: number;
 }
 

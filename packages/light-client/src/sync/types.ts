@@ -53,7 +53,7 @@ export interface SyncOptions {
    * window of successes; 32 chunks of ~100 KB keep a 25 MB/s link with an
    * 80 ms round trip busy. Every number here is checked before the sync
    * starts (`TypeError` for a type, `RangeError` for a value: a duration
-   * must be finite and above 0, a count an integer ≥ 1).
+   * must be above 0 and at most 2^31 − 1 ms, a count an integer ≥ 1).
    */
   initialWindow?: number;
   maxWindow?: number;
