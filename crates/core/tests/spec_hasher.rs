@@ -241,19 +241,19 @@ fn trees_json_roots_from_the_spec() {
     for t in trees {
         let name = t["name"].as_str().unwrap();
         let capacity = num(&t["capacity"]) as usize;
-        let entries = pairs(&t["final_entries"]);
-        for w in entries.windows(2) {
-            assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
-        }
-        from_chunk_list(name, t, capacity, &entries);
+        from_chunk_list(name, t, capacity, &pairs(&t["final_entries"]));
         checked += 1;
     }
     assert!(checked >= 5);
 }
 
-/// Checks a tree's root, counts and height from its `chunk_list` (the shape
-/// from the key-heights, as a rebuild makes it); gives the chunk sizes.
+/// Checks that `entries` are strictly sorted, then a tree's root, counts and
+/// height from its `chunk_list` (the shape from the key-heights, as a
+/// rebuild makes it); gives the chunk sizes.
 fn from_chunk_list(name: &str, t: &Value, capacity: usize, entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<usize> {
+    for w in entries.windows(2) {
+        assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
+    }
     let list = t["chunk_list"].as_array().unwrap();
     let sizes: Vec<usize> = list.iter().map(|c| num(&c["entry_count"]) as usize).collect();
     let key_heights: Vec<u8> = list.iter().map(|c| num(&c["key_height"]) as u8).collect();
@@ -277,9 +277,6 @@ fn bulk_load_json_roots_from_the_spec() {
         let name = t["name"].as_str().unwrap();
         let capacity = num(&t["capacity"]) as usize;
         let entries = pairs(&t["entries"]);
-        for w in entries.windows(2) {
-            assert!(w[0].0 < w[1].0, "{name}: entries strictly sorted");
-        }
         let sizes = from_chunk_list(name, t, capacity, &entries);
         // The rule alone gives the same chunks and root.
         assert_eq!(sizes, bulk_sizes(entries.len(), capacity), "{name}: chunk sizes");

@@ -8,6 +8,7 @@
  */
 
 import { HASH_LEN } from './constants.js';
+import { MAX_TIMER_MS } from './transport/types.js';
 
 /** Whether `a` is a Uint8Array, also from another realm (noble's `isBytes`). Internal. */
 function isBytes(a: unknown): a is Uint8Array {
@@ -59,9 +60,6 @@ export function optCountArg(value: unknown, name: string, min: number, max = Num
   if (typeof value !== 'number') throw new TypeError(`${name}: expected number, got ${typeof value}`);
   if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name}: expected an integer in ${min} … ${max}, got ${value}`);
 }
-
-/** A timer's longest delay in ms: a longer one fires at once (Node warns, browsers do not). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * An optional duration in milliseconds: `undefined` (the default applies),

@@ -17,7 +17,10 @@ const connect: Connect = () => {
 /** A store that fails the test if the catch-up reaches it. */
 const store = new Proxy({}, { get: () => () => Promise.reject(new Error('a check should have come first')) }) as CatchUpTarget;
 
-const bad: [string, Record<string, unknown>, typeof TypeError | typeof RangeError][] = [
+/** [name, options, the error class] */
+type Case = [string, Record<string, unknown>, typeof TypeError | typeof RangeError];
+
+const bad: Case[] = [
   ['requestTimeoutMs NaN', { requestTimeoutMs: NaN }, RangeError],
   ['requestTimeoutMs 0', { requestTimeoutMs: 0 }, RangeError],
   ['requestTimeoutMs -1', { requestTimeoutMs: -1 }, RangeError],
@@ -27,7 +30,7 @@ const bad: [string, Record<string, unknown>, typeof TypeError | typeof RangeErro
 ];
 
 describe('syncState', () => {
-  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+  it.each<Case>([
     ...bad,
     ['connectTimeoutMs 0', { connectTimeoutMs: 0 }, RangeError],
     ['stallTimeoutMs -5', { stallTimeoutMs: -5 }, RangeError],
@@ -47,7 +50,7 @@ describe('syncState', () => {
 });
 
 describe('catchUp', () => {
-  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+  it.each<Case>([
     ...bad,
     ['root of 31 bytes', { root: new Uint8Array(31) }, RangeError],
     ['pieceDeadlineMs 0', { pieceDeadlineMs: 0 }, RangeError],
@@ -63,7 +66,7 @@ describe('catchUp', () => {
 });
 
 describe('createClient', () => {
-  it.each<[string, Record<string, unknown>, typeof TypeError | typeof RangeError]>([
+  it.each<Case>([
     ...bad,
     ['deadlineMs 0', { deadlineMs: 0 }, RangeError],
     ['hedgeAfterMs -1', { hedgeAfterMs: -1 }, RangeError],

@@ -16,8 +16,9 @@
  */
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
-import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, MAX_TIMER_MS, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
 import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';

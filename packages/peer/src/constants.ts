@@ -13,9 +13,6 @@
  */
 export const DEFAULT_MAX_CONNECTIONS = 256;
 
-/** A timer's longest delay in ms: a longer one fires at once, so no duration option goes past it. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
 /**
  * "Answers queued in transports, over all connections, count against one
  * memory budget, in bytes" (`spec/wire.md`, "Server limits"): 256 MiB.

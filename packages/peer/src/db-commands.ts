@@ -50,8 +50,8 @@ commit stays as it was.
 Into a state that holds no version, without --batch: a bulk load. The lines
 are sorted on disk (files under DIR, removed afterwards) and written once as
 version 1, in chunks of C − C/16 under a balanced tree, so the root depends
-on the entries alone. A malformed line then leaves the state empty, and so does a
-file of no entries.
+on the entries alone. A malformed line then leaves the state empty, and so
+does a file of no entries.
 
 Otherwise: puts, committing every --batch entries (default 100000) and at the
 end. ${BATCH_MIB}
@@ -326,10 +326,11 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         }
         if (tty) process.stderr.write('\n');
         const head = state.head();
+        // `entries`: the file's (a key given twice counts twice); `entryCount`: the state's after it.
+        const entryCount = head?.entryCount ?? 0;
         out(
-          // `entries`: the file's (a key given twice counts twice); `entryCount`: the state's after it.
-          { entries: counted.entries, lines: counted.lines, bulk, version: head?.version ?? 0, root: head ? toHex(head.root) : null, entryCount: head?.entryCount ?? 0, seconds: (performance.now() - t0) / 1000 },
-          `imported ${counted.entries} entries${bulk ? ' (bulk load)' : ''}; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}, ${head?.entryCount ?? 0} entries in the state`,
+          { entries: counted.entries, lines: counted.lines, bulk, version: head?.version ?? 0, root: head ? toHex(head.root) : null, entryCount, seconds: (performance.now() - t0) / 1000 },
+          `imported ${counted.entries} entries${bulk ? ' (bulk load)' : ''}; version ${head?.version ?? 0}, root ${head ? toHex(head.root) : '(empty)'}, ${entryCount} entries in the state`,
         );
         return 0;
       }, { batchBytes });

@@ -8,8 +8,7 @@
 
 import { parseArgs } from 'node:util';
 import { createClient, type Client, type QueryEvent } from '@bpavl/light-client/client';
-import { closeTransports } from '@bpavl/light-client/sync';
-import { MAX_TIMER_MS } from './constants.ts';
+import { closeTransports, MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import { fromHex, toHex } from './source.ts';
 
 const COMMON = `  --root HEX           the trusted root (64 hex digits)

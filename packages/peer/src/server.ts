@@ -42,6 +42,7 @@ import {
   Status,
   WireError,
 } from '@bpavl/light-client/wire';
+import { MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import type { ByteConnection } from './connection.ts';
 import { FramePool, type FrameSpace } from './frame-pool.ts';
 import type { Answer, IncomingRequest, Reply, ServerHook } from './hook.ts';
@@ -52,7 +53,6 @@ import {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
   DEFAULT_MEMORY_BUDGET_BYTES,
-  MAX_TIMER_MS,
   OUTPUT_HIGH_WATER_BYTES,
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,

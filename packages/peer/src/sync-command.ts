@@ -15,6 +15,7 @@ import {
   closeTransports,
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_STALL_TIMEOUT_MS,
+  MAX_TIMER_MS,
   SyncError,
   type SyncEvent,
   type SyncFigures,
@@ -22,7 +23,6 @@ import {
 } from '@bpavl/light-client/sync';
 import { openState, type State } from '@bpavl/store';
 import cliProgress from 'cli-progress';
-import { MAX_TIMER_MS } from './constants.ts';
 import { fromHex, toHex } from './source.ts';
 
 export const SYNC_USAGE = `bpavl sync --root HEX --peer ADDRESS [--peer ADDRESS …] [options]

@@ -5,6 +5,7 @@
  * @module
  */
 
+import { MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import { COMMANDS, type OptionValues, type ServeExtension, serveCommand, UsageError } from '../../peer/src/cli.ts';
 import { toHex } from '../../peer/src/source.ts';
 import { buildWorkloadTree, workloadEntry } from '../../peer/src/workload.ts';
@@ -94,7 +95,7 @@ export const testnetServe: ServeExtension = {
   prepare(v, fromFile) {
     const byzSpec = typeof v.byzantine === 'string' ? wrapUsage(() => parseByzantine(v.byzantine as string)) : undefined;
     const byzSeed = seed(v['byzantine-seed'], 'byzantine-seed');
-    const slowMs = int(v, 'slow-ms', DEFAULT_SLOW_MS, 0, 2 ** 31 - 1);
+    const slowMs = int(v, 'slow-ms', DEFAULT_SLOW_MS, 0, MAX_TIMER_MS);
     if (v.baseline && fromFile) throw new UsageError('--baseline needs the workload (not --file)');
     if (v['baseline-chunk-bytes'] !== undefined && !v.baseline) throw new UsageError('--baseline-chunk-bytes needs --baseline');
     const chunkBytes = int(v, 'baseline-chunk-bytes', DEFAULT_BASELINE_CHUNK_BYTES, 1, 8 * 1024 * 1024 - 64);

@@ -57,5 +57,8 @@ export interface ConnectOptions {
 /** Default deadline of a connection attempt. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
+/** A timer's longest delay in ms: a longer one fires at once, so no duration option goes past it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Opens a connection to `address`. */
 export type Connect = (address: string, signal?: AbortSignal, opts?: ConnectOptions) => Promise<PeerConnection>;
