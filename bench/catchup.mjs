@@ -30,7 +30,8 @@
 // 4. deletes what it made under /tmp (unless --keep).
 //
 // The last line on stdout is JSON:
-// {"runs": [{pattern, fraction, byzantine, bytes, seconds, full_bytes, full_seconds, ideal_bytes, changed_chunks, chunk_count, requests, banned}, …]}
+// {"runs": [{pattern, fraction, byzantine, bytes, seconds, full_bytes, full_seconds, ideal_bytes, changed_chunks, chunk_count, written_bytes, requests, banned}, …]}
+// (`written_bytes`: the records the catch-up wrote to the client's store.)
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, rmSync } from 'node:fs';
@@ -223,6 +224,7 @@ try {
           ideal_bytes: moved.json.distinct * ENTRY_BYTES,
           changed_chunks: caught.json.changedChunks,
           chunk_count: caught.json.chunkCount,
+          written_bytes: caught.json.writtenBytes,
           requests: caught.json.requests,
           banned: caught.json.banned.length,
         };
@@ -233,7 +235,7 @@ try {
         process.stdout.write(
           `${pattern.padEnd(6)} ${String(fraction).padEnd(6)} liars ${liars}: ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds} s ` +
             `(${(100 * share).toFixed(2)}% of the full sync's ${(r.full_bytes / 1e6).toFixed(0)} MB in ${r.full_seconds} s; ideal ${(r.ideal_bytes / 1e6).toFixed(2)} MB; ` +
-            `${r.changed_chunks} of ${r.chunk_count} chunks changed; ${r.banned} banned)` +
+            `${r.changed_chunks} of ${r.chunk_count} chunks changed; ${(r.written_bytes / 1e6).toFixed(1)} MB written; ${r.banned} banned)` +
             (target === undefined ? '' : `  bytes target ≤ ${100 * target}%: ${share <= target ? 'met' : 'MISSED'}`) +
             (pattern === 'random' && fraction === 0.001 ? `; time target ≤ ${predicted.toFixed(2)} s: ${r.seconds <= predicted ? 'met' : 'MISSED'}` : '') +
             '\n',

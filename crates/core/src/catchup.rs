@@ -21,8 +21,8 @@ use crate::hash::{empty_root, entry_hash, Hash, GROUP_LEAVES};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    encode_entry, in_key_order, verify_group, verify_groups, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot,
-    Table, VersionRecord, WaitingDeltas,
+    chunk_record, encode_entry, in_key_order, verify_group, verify_groups, verify_slots, Child, ChunkRecord,
+    NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -184,13 +184,15 @@ enum ChunkState {
     Matching {
         leaves: Leaves,
         candidates: Vec<usize>,
-        restored: Option<Vec<Slot>>,
+        restored: Option<Restored>,
     },
-    /// Some entries to fetch; those fetched wait here for their chunk's record.
+    /// Some entries to fetch; those fetched wait here for their chunk's
+    /// record, to be written as a delta of `base` if that is small.
     WantEntries {
         leaves: Leaves,
         slots: Vec<Option<Slot>>,
         fetched: Vec<(Ref, Vec<u8>)>,
+        base: Option<Base>,
     },
     Done {
         first_key: Box<[u8]>,
@@ -215,11 +217,30 @@ struct NewChunk {
 }
 
 /// An old chunk's slots as read, its group nodes (which gave its chunk
-/// hash), and the base its record is a delta of.
+/// hash), and the full chunk record it is or is a delta of.
 #[derive(Debug, Clone)]
 struct OldSlots {
     slots: Arc<[Slot]>,
     groups: Arc<[Hash]>,
+    base: Base,
+}
+
+/// A full chunk record of the head, as read: a changed chunk is written as
+/// a delta of the one it takes most entries from, when that is small
+/// (`spec/store-format.md`, "Writing deltas"). Applying the delta to these
+/// same bytes gives the chunk, which a reader checks against its hash.
+#[derive(Debug, Clone)]
+struct Base {
+    record: Ref,
+    slots: Arc<[Slot]>,
+    groups: Arc<[Hash]>,
+}
+
+/// A chunk an earlier run wrote, read back and checked against its hash,
+/// and the base its record is a delta of.
+#[derive(Debug)]
+struct Restored {
+    slots: Vec<Slot>,
     base: Option<Ref>,
 }
 
@@ -263,6 +284,11 @@ pub struct CatchUp {
     /// Chunk records of an earlier run asked of the store, by ref.
     probes: HashMap<Ref, usize>,
     probes_asked: HashSet<usize>,
+    /// Those that are deltas, waiting for their bases; and their chunks.
+    probe_deltas: WaitingDeltas,
+    probe_chunks: HashMap<Ref, usize>,
+    /// Old full chunk records that deltas of the new version name: never stale.
+    bases: HashSet<Ref>,
     restored: usize,
     /// Subtree answers taken (path, levels, answer), for a resume to take again.
     progress: Vec<(TreePath, u8, Vec<u8>)>,
@@ -316,6 +342,9 @@ impl CatchUp {
             resuming: false,
             probes: HashMap::new(),
             probes_asked: HashSet::new(),
+            probe_deltas: WaitingDeltas::default(),
+            probe_chunks: HashMap::new(),
+            bases: HashSet::new(),
             restored: 0,
             progress: Vec::new(),
             given: HashMap::new(),
@@ -539,12 +568,12 @@ impl CatchUp {
         }
         let entries = || -> Vec<KeyValue> { chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect() };
         if self.want_entries.remove(&c) {
-            let ChunkState::WantEntries { leaves, slots, mut fetched } =
+            let ChunkState::WantEntries { leaves, slots, mut fetched, base } =
                 std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
             else {
                 unreachable!("listed")
             };
-            self.fill(c, slots, &mut fetched, &entries(), leaves);
+            self.fill(c, slots, &mut fetched, &entries(), leaves, base);
             return Ok(());
         }
         if !self.want_leaves.remove(&c) {
@@ -560,7 +589,7 @@ impl CatchUp {
     /// Chunk `c` waits for the head's chunks around it to be read: to take
     /// the entries they hold (`leaves`), or to mark which of them the
     /// chunk an earlier run wrote took (`restored`).
-    fn start_matching(&mut self, c: usize, leaves: Leaves, restored: Option<Vec<Slot>>) {
+    fn start_matching(&mut self, c: usize, leaves: Leaves, restored: Option<Restored>) {
         let chunk = &self.chunks[c];
         let candidates = self.old.around(chunk.lower.as_deref(), chunk.upper.as_deref());
         for &j in &candidates {
@@ -580,6 +609,7 @@ impl CatchUp {
         fetched: &mut Vec<(Ref, Vec<u8>)>,
         entries: &[KeyValue],
         leaves: Leaves,
+        base: Option<Base>,
     ) {
         let slots: Vec<Slot> = slots
             .into_iter()
@@ -593,7 +623,7 @@ impl CatchUp {
             })
             .collect();
         self.puts.extend(fetched.drain(..).map(|(r, bytes)| (Table::Entries, r, bytes)));
-        self.complete(c, slots, leaves.groups);
+        self.complete(c, slots, leaves.groups, base);
     }
 
     /// The first chunk, verified against the root, when a peer says the
@@ -622,7 +652,7 @@ impl CatchUp {
                 self.puts.push((Table::Entries, entry, encode_entry(v)));
                 slots.push(Slot::new(k, entry));
             }
-            self.complete(c, slots, chunk.chunk.group_roots());
+            self.complete(c, slots, chunk.chunk.group_roots(), None);
         }
         true
     }
@@ -644,7 +674,9 @@ impl CatchUp {
     /// entry hash at its position (else `ENTRY_MISMATCH`).
     pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
-        let ChunkState::WantEntries { leaves, slots, fetched } = &mut self.chunks[c].state else { return Ok(()) };
+        let ChunkState::WantEntries { leaves, slots, fetched, base } = &mut self.chunks[c].state else {
+            return Ok(());
+        };
         for (p, key, value) in verify_entries(&leaves.hashes, bitmap, bytes)? {
             if slots[p].is_none() {
                 let entry = Ref { birth: self.version, hash: leaves.hashes[p] };
@@ -656,9 +688,10 @@ impl CatchUp {
             let slots = slots.iter_mut().map(|s| s.take().expect("all filled")).collect();
             let fetched = std::mem::take(fetched);
             let groups = std::mem::take(&mut leaves.groups);
+            let base = base.take();
             self.want_entries.remove(&c);
             self.puts.extend(fetched.into_iter().map(|(r, bytes)| (Table::Entries, r, bytes)));
-            self.complete(c, slots, groups);
+            self.complete(c, slots, groups, base);
         }
         Ok(())
     }
@@ -676,8 +709,8 @@ impl CatchUp {
             unreachable!("checked")
         };
         self.matching -= 1;
-        if let Some(slots) = restored {
-            self.take_back(c, slots, &candidates);
+        if let Some(restored) = restored {
+            self.take_back(c, restored, &candidates);
             self.unwait(c, candidates);
             return;
         }
@@ -688,6 +721,7 @@ impl CatchUp {
             }
         }
         let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.hashes.len());
+        let mut taken = vec![0usize; candidates.len()];
         for h in &leaves.hashes {
             let Some(&(j, p)) = known.get(h) else {
                 slots.push(None);
@@ -696,14 +730,18 @@ impl CatchUp {
             let old = &self.slots[&j].slots;
             self.reused.entry(j).or_insert_with(|| vec![false; old.len()])[p] = true;
             slots.push(Some(old[p].clone()));
+            taken[candidates.iter().position(|&x| x == j).expect("a candidate")] += 1;
         }
+        // The old chunk that gave the most entries: the likeliest small delta.
+        let most = (0..candidates.len()).filter(|&i| taken[i] > 0).max_by_key(|&i| (taken[i], usize::MAX - i));
+        let base = most.map(|i| self.slots[&candidates[i]].base.clone());
         self.unwait(c, candidates);
         if let Some(entries) = self.given.remove(&c) {
-            self.fill(c, slots, &mut Vec::new(), &entries, leaves);
+            self.fill(c, slots, &mut Vec::new(), &entries, leaves, base);
         } else if slots.iter().all(Option::is_some) {
-            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups);
+            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups, base);
         } else {
-            self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new() };
+            self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new(), base };
             self.want_entries.insert(c);
         }
     }
@@ -725,7 +763,7 @@ impl CatchUp {
     /// against its hash): every entry it took from the head must be a slot
     /// of `candidates`, which is marked taken. Otherwise (a record that
     /// does not add up) it is fetched again, and rewritten.
-    fn take_back(&mut self, c: usize, slots: Vec<Slot>, candidates: &[usize]) {
+    fn take_back(&mut self, c: usize, Restored { slots, base }: Restored, candidates: &[usize]) {
         let mut at: HashMap<Ref, (usize, usize)> = HashMap::new();
         for &j in candidates {
             for (p, s) in self.slots[&j].slots.iter().enumerate() {
@@ -742,6 +780,7 @@ impl CatchUp {
             let m = self.slots[&j].slots.len();
             self.reused.entry(j).or_insert_with(|| vec![false; m])[p] = true;
         }
+        self.bases.extend(base);
         self.chunks[c].state = ChunkState::Done { first_key: slots[0].key.as_slice().into() };
         self.undone -= 1;
         self.restored += 1;
@@ -758,15 +797,19 @@ impl CatchUp {
         }
     }
 
-    /// Writes chunk `c` from its slots and group nodes.
-    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>) {
+    /// Writes chunk `c` from its slots and group nodes: as a delta of
+    /// `base` when that is small, else whole.
+    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, base: Option<Base>) {
         if slots.windows(2).any(|w| w[0].key >= w[1].key) {
             // Fetched keys hash to the root; only slot keys read from the store can be out of order.
             self.failed = Some(StoreError::Corrupt);
         }
         let hash = self.chunks[c].hash;
         let first_key = slots[0].key.as_slice().into();
-        let record = ChunkRecord::Full { slots, groups };
+        let record = chunk_record(base.as_ref().map(|b| (&b.record, &b.slots[..], &b.groups[..])), &slots, groups);
+        if let ChunkRecord::Delta(delta) = &record {
+            self.bases.insert(delta.base);
+        }
         self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
         self.chunks[c].state = ChunkState::Done { first_key };
         self.undone -= 1;
@@ -806,7 +849,7 @@ impl CatchUp {
                 out.push((Table::Chunks, r));
             }
         }
-        for base in self.deltas.bases() {
+        for base in self.deltas.bases().chain(self.probe_deltas.bases()) {
             if !self.loading.contains_key(base) {
                 out.push((Table::Chunks, *base));
             }
@@ -824,39 +867,64 @@ impl CatchUp {
             return Ok(());
         }
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
+        let probed = self.probe_deltas.take(r);
         match ChunkRecord::decode(bytes, self.capacity)? {
             ChunkRecord::Delta(delta) => {
                 if self.loading.contains_key(r) {
                     self.deltas.add(*r, delta);
                 }
+                // A delta names a full chunk: an earlier run's delta that does not is fetched again.
+                for (at, _) in probed {
+                    self.restore(self.probe_chunks[&at], &at, None, None);
+                }
             }
-            ChunkRecord::Full { slots: base_slots, groups } => {
+            ChunkRecord::Full { slots, groups } => {
+                let base = Base { record: *r, slots: slots.into(), groups: groups.into() };
                 for (at, delta) in self.deltas.take(r) {
-                    let (slots, groups) = delta.apply(&base_slots, &groups, self.capacity)?;
-                    self.loaded(&at, slots, &groups, Some(*r))?;
+                    let (slots, groups) = delta.apply(&base.slots, &base.groups, self.capacity)?;
+                    self.loaded(&at, slots.into(), groups.into(), base.clone())?;
+                }
+                for (at, delta) in probed {
+                    let applied = delta.apply(&base.slots, &base.groups, self.capacity).ok();
+                    self.restore(self.probe_chunks[&at], &at, applied, Some(*r));
                 }
                 if self.loading.contains_key(r) {
-                    self.loaded(r, base_slots, &groups, None)?;
+                    self.loaded(r, base.slots.clone(), base.groups.clone(), base)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// What the store holds of chunk `c` from an earlier run: its record,
-    /// whole and checked, is taken back once the head's chunks around it are
-    /// read; anything else (none, or one that does not check) is fetched.
+    /// What the store holds of chunk `c` from an earlier run: its record
+    /// (a delta once its base is read), whole and checked, is taken back
+    /// once the head's chunks around it are read; anything else (none, or
+    /// one that does not check) is fetched.
     fn probed(&mut self, c: usize, r: &Ref, bytes: Option<&[u8]>) {
-        let slots = bytes.and_then(|b| match ChunkRecord::decode(b, self.capacity) {
-            Ok(ChunkRecord::Full { slots, groups }) if verify_slots(&slots, &groups, &r.hash).is_ok() => Some(slots),
-            _ => None,
-        });
-        let Some(slots) = slots else {
-            self.chunks[c].state = ChunkState::WantLeaves;
-            self.want_leaves.insert(c);
-            return;
-        };
-        self.start_matching(c, Leaves::default(), Some(slots));
+        match bytes.map(|b| ChunkRecord::decode(b, self.capacity)) {
+            Some(Ok(ChunkRecord::Full { slots, groups })) => self.restore(c, r, Some((slots, groups)), None),
+            Some(Ok(ChunkRecord::Delta(delta))) => {
+                self.probe_chunks.insert(*r, c);
+                self.probe_deltas.add(*r, delta);
+            }
+            _ => self.restore(c, r, None, None),
+        }
+    }
+
+    /// Chunk `c` as an earlier run wrote it at `r` (its slots and group
+    /// nodes, and the base its record is a delta of), if it checks against
+    /// its hash; otherwise it is fetched.
+    fn restore(&mut self, c: usize, r: &Ref, parts: Option<(Vec<Slot>, Vec<Hash>)>, base: Option<Ref>) {
+        self.probe_chunks.remove(r);
+        match parts {
+            Some((slots, groups)) if verify_slots(&slots, &groups, &r.hash).is_ok() => {
+                self.start_matching(c, Leaves::default(), Some(Restored { slots, base }));
+            }
+            _ => {
+                self.chunks[c].state = ChunkState::WantLeaves;
+                self.want_leaves.insert(c);
+            }
+        }
     }
 
     /// Old chunk `j`'s record, read: its group nodes must give its chunk
@@ -864,14 +932,14 @@ impl CatchUp {
     /// when its entry hash equals a leaf checked against the new root, and
     /// the group of any other slot is checked before its entry is marked
     /// stale (`mark_stale`).
-    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {
+    fn loaded(&mut self, r: &Ref, slots: Arc<[Slot]>, groups: Arc<[Hash]>, base: Base) -> Result<(), StoreError> {
         let Some(j) = self.loading.remove(r) else { return Ok(()) };
         self.requested.remove(&j);
-        verify_groups(slots.len(), groups, &r.hash)?;
+        verify_groups(slots.len(), &groups, &r.hash)?;
         if j == 0 {
             self.old.first_key = Some(slots[0].key.as_slice().into());
         }
-        let slots = OldSlots { slots: slots.into(), groups: groups.into(), base };
+        let slots = OldSlots { slots, groups, base };
         if self.replaced.as_mut().is_some_and(|set| set.remove(&j)) {
             self.mark_stale(j, &slots)?;
         }
@@ -884,14 +952,15 @@ impl CatchUp {
         Ok(())
     }
 
-    /// Old chunk `j` leaves: its record, its base, and the entries no new
-    /// chunk took, each after its group checks (so that a corrupt entry
-    /// hash never marks another version's entry stale).
+    /// Old chunk `j` leaves: its record, its base (unless a new delta
+    /// names it: `finish` keeps those), and the entries no new chunk took,
+    /// each after its group checks (so that a corrupt entry hash never
+    /// marks another version's entry stale).
     fn mark_stale(&mut self, j: usize, old: &OldSlots) -> Result<(), StoreError> {
         let record = self.old.chunks[j].record;
         self.stale.push((Table::Chunks, record));
-        if let Some(base) = old.base.filter(|b| *b != record) {
-            self.stale.push((Table::Chunks, base));
+        if old.base.record != record {
+            self.stale.push((Table::Chunks, old.base.record));
         }
         let reused = self.reused.remove(&j);
         for (g, group) in old.slots.chunks(GROUP_LEAVES).enumerate() {
@@ -922,6 +991,8 @@ impl CatchUp {
         let mut liars = Vec::new();
         let top = self.top.map(|t| self.write(t, &mut out, &mut liars));
         stale_nodes(&self.old, self.old.top, &mut out.stale);
+        let bases = &self.bases;
+        self.stale.retain(|(t, r)| *t != Table::Chunks || !bases.contains(r));
         out.stale.append(&mut self.stale);
         let (chunk_count, entry_count) = self.counts;
         let record = VersionRecord { capacity: self.capacity, chunk_count, entry_count, top, root: self.root };

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use bpavl_core::pages::{Paged, Pages};
-use bpavl_core::record::{Ref, Table, VersionRecord};
+use bpavl_core::record::{ChunkRecord, Ref, Table, VersionRecord};
 use bpavl_core::{
     verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
     FORMAT_LEAVES, FORMAT_SUBTREE,
@@ -20,7 +20,7 @@ use bpavl_testkit::rng::SplitMix64;
 mod model_keys;
 mod store_kit;
 use model_keys::{key, value};
-use store_kit::{assert_no_garbage, committed, entries, Store};
+use store_kit::{assert_no_garbage, be, committed, entries, Store};
 
 const MAX_BYTES: usize = 8 << 20;
 
@@ -551,5 +551,47 @@ fn a_corrupt_entry_hash_in_an_old_chunk_is_found_before_it_is_marked_stale() {
         }
         let expected = if whole { Ok(()) } else { Err(StoreError::Corrupt) };
         assert_eq!(outcome, Some(expected), "whole: {whole}");
+    }
+}
+
+/// A changed chunk is written as a delta of the head's chunk it takes most
+/// entries from, when that is small, as a commit writes it: of a full
+/// record, or of the base of a delta. The base outlives the old version's
+/// prune, and a resume takes such a delta back (its base read with it)
+/// without fetching the chunk again.
+#[test]
+fn a_changed_chunk_is_written_as_a_delta_of_the_head_chunk_it_takes_from() {
+    let capacity = 64;
+    let (mut store, mut tree, mut v) = committed(capacity, 200);
+    for round in 0..6u64 {
+        let mut next = tree.clone();
+        next.insert(&key(round as u16), &value(round as u16, 2 + round as u8)).unwrap();
+        next.commit();
+        let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
+        let peer = Peer { target: next.head(), levels: 4, lie: Lie::None, tag: 1 };
+        let mut cu = CatchUp::new(&head, next.head().root()).unwrap();
+        drive(&mut cu, &mut store, |cu, f| peer.answer(cu, f).unwrap());
+        if round >= 3 {
+            // Stopped before its last write: the resume takes the delta back.
+            cu = CatchUp::resume(&head, next.head().root()).unwrap();
+            drive(&mut cu, &mut store, |cu, f| {
+                assert!(!matches!(f, Fetch::Leaves(_)), "round {round}: a stored chunk fetched again");
+                peer.answer(cu, f).unwrap();
+            });
+            assert_eq!(cu.restored_chunks(), 1, "round {round}");
+        }
+        let (ws, _) = cu.finish().unwrap();
+        let born: Vec<Vec<u8>> =
+            store.table(Table::Chunks).iter().filter(|(k, _)| k[..8] == be(v + 1)).map(|(_, r)| r.clone()).collect();
+        assert_eq!(born.len(), 1, "round {round}");
+        let Ok(ChunkRecord::Delta(delta)) = ChunkRecord::decode(&born[0], capacity) else {
+            panic!("round {round}: a delta record")
+        };
+        let base = store.get(Table::Chunks, &delta.base).expect("its base is stored");
+        assert_eq!(delta.base.birth, 1, "round {round}: the bulk of the chunk is the first version's");
+        assert!(4 * born[0].len() <= base.len(), "round {round}: {} of {}", born[0].len(), base.len());
+        // The old version is pruned: the base stays, every record is reached.
+        commit_and_check(&mut store, &ws, v, capacity, &next, round);
+        (tree, v) = (next, v + 1);
     }
 }
