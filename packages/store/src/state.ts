@@ -37,7 +37,7 @@ import {
 } from '@bpavl/wasm';
 import { compareBytes } from '../../storage/src/checks.ts';
 import type { StorageBackend } from '../../storage/src/port.ts';
-import { StoreError } from './errors.ts';
+import { checkKey, StoreError } from './errors.ts';
 import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
@@ -632,6 +632,8 @@ export class State {
         }
         for (const [key, value] of batch.slice(at, loaded)) {
           this.#wrote(key);
+          // The tree refuses a bad key in a put; a delete of one would answer "absent".
+          if (value === undefined) checkKey(key);
           await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
         }
         at = loaded;
@@ -792,8 +794,12 @@ export class State {
     throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
   }
 
-  /** The value of `key` in the committed version `at` names (the head by default). */
+  /**
+   * The value of `key` in the committed version `at` names (the head by
+   * default). TreeError `KEY_EMPTY` / `KEY_TOO_LONG` for a key no tree holds.
+   */
   async get(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array | undefined> {
+    checkKey(key);
     const [version, record] = this.#at(at);
     if (record?.top === undefined) return undefined;
     const cached = this.#cached(record, key);
@@ -809,6 +815,7 @@ export class State {
    */
   async getMany(keys: readonly Uint8Array[], at: AtVersion = {}): Promise<Array<Uint8Array | undefined>> {
     if (!Array.isArray(keys)) throw new TypeError('keys must be an array');
+    keys.forEach(checkKey);
     const [version, record] = this.#at(at);
     const values = new Array<Uint8Array | undefined>(keys.length).fill(undefined);
     if (record?.top === undefined) return values;
@@ -994,8 +1001,9 @@ export class State {
     await this.#write(key, (head) => head.insert(key, value));
   }
 
-  /** Deletes `key` in the pending batch; resolves to whether it was present. */
+  /** Deletes `key` in the pending batch; resolves to whether it was present (TreeError `KEY_EMPTY`, `KEY_TOO_LONG` leave it unchanged). */
   async delete(key: Uint8Array): Promise<boolean> {
+    checkKey(key);
     return this.#write(key, (head) => head.remove(key));
   }
 
@@ -1009,7 +1017,7 @@ export class State {
     await this.#writeMany([...entries]);
   }
 
-  /** Deletes each of `keys` in the pending batch, in order, their chunks read together (as `putMany`). */
+  /** Deletes each of `keys` in the pending batch, in order, their chunks read together (as `putMany`, and a refused key stops it as there). */
   async deleteMany(keys: Iterable<Uint8Array>): Promise<void> {
     await this.#writeMany(Array.from(keys, (key) => [key] as const));
   }

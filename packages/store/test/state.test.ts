@@ -160,6 +160,28 @@ describe('typed errors, the store unchanged', () => {
     expect(hex(again.root)).toBe(hex(first.root));
   });
 
+  it('reads and deletes of a key no tree holds are refused by code, not answered "absent"', async () => {
+    const { state, first } = await sample();
+    const empty = await inMemory().open({ capacity: 4 });
+    for (const [k, code] of [
+      [new Uint8Array(1025), 'KEY_TOO_LONG'],
+      [new Uint8Array(), 'KEY_EMPTY'],
+    ] as const) {
+      const refused = expect.objectContaining({ name: 'TreeError', code });
+      await expect(state.get(k)).rejects.toThrow(refused);
+      await expect(empty.get(k)).rejects.toThrow(refused);
+      await expect(state.get(k, { version: first.version })).rejects.toThrow(refused);
+      await expect(state.has(k)).rejects.toThrow(refused);
+      await expect(state.getMany([key(1), k])).rejects.toThrow(refused);
+      await expect(state.delete(k)).rejects.toThrow(refused);
+      // As putMany: the deletes before the refused key stay in the batch, none after it.
+      await expect(state.deleteMany([key(2), k, key(3)])).rejects.toThrow(refused);
+    }
+    const next = await state.commit();
+    expect(await state.get(key(2), { version: next.version })).toBeUndefined();
+    expect(await state.get(key(3), { version: next.version })).toEqual(value(3, 1));
+  });
+
   // Layout 1 had no layout byte in its store record (chunks without group nodes); layout 2 kept keys in entry records.
   for (const [layout, record] of [[1, [0x06, 0x04]], [2, [0x06, 0x04, 0x02]]] as const) {
     it(`a store of layout ${layout} is refused at open`, async () => {
