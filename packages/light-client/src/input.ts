@@ -8,7 +8,7 @@
  */
 
 import { HASH_LEN } from './constants.js';
-import { MAX_TIMER_MS } from './transport/types.js';
+import { addressKind, type Connect, MAX_TIMER_MS } from './transport/types.js';
 
 /** Whether `a` is a Uint8Array, also from another realm (noble's `isBytes`). Internal. */
 function isBytes(a: unknown): a is Uint8Array {
@@ -26,6 +26,18 @@ export function rootArg(value: unknown): Uint8Array {
   const root = bytesArg(value, 'root');
   if (root.length !== HASH_LEN) throw new RangeError(`root: expected 32 bytes, got ${root.length}`);
   return root;
+}
+
+/**
+ * Peer addresses: `TypeError` unless an array of strings; with the default
+ * connect (`connect` not given), `RangeError` for one it cannot dial (not
+ * `ws://`, `wss://` or a multiaddr), which would otherwise only show as
+ * that peer's `CONNECT_FAILED` once everything else had failed. Internal.
+ */
+export function peersArg(peers: unknown, connect: Connect | undefined): void {
+  if (!Array.isArray(peers) || !peers.every((p) => typeof p === 'string')) throw new TypeError('peers: expected an array of address strings');
+  const odd = connect === undefined ? peers.find((p) => addressKind(p) === undefined) : undefined;
+  if (odd !== undefined) throw new RangeError(`peers: ${JSON.stringify(odd)} is neither a ws:// or wss:// URL nor a multiaddr`);
 }
 
 /** `undefined`/`null` (unbounded) or a Uint8Array, else `TypeError`. Internal. */

@@ -1,4 +1,4 @@
-// The numbers syncState, catchUp and createClient take are checked before
+// The peers and numbers syncState, catchUp and createClient take are checked before
 // anything starts (noble's convention: TypeError for a type, RangeError for
 // a value): no connection is opened, no store is touched. Before these
 // checks a window of 0 never asked anything, a NaN deadline timed every
@@ -20,6 +20,14 @@ const store = new Proxy({}, { get: () => () => Promise.reject(new Error('a check
 /** [name, options, the error class] */
 type Case = [string, Record<string, unknown>, typeof TypeError | typeof RangeError];
 
+/** A peer list the default connect cannot dial (checked only when no `connect` is given). */
+const badPeers: Case[] = [
+  ['an http:// peer', { peers: ['ws://127.0.0.1:9', 'http://127.0.0.1:9'], connect: undefined }, RangeError],
+  ['a bare host:port peer', { peers: ['127.0.0.1:9'], connect: undefined }, RangeError],
+  ['a peer that is no string', { peers: [7] }, TypeError],
+  ['peers that are no array', { peers: 'ws://127.0.0.1:9' }, TypeError],
+];
+
 const bad: Case[] = [
   ['requestTimeoutMs NaN', { requestTimeoutMs: NaN }, RangeError],
   ['requestTimeoutMs 0', { requestTimeoutMs: 0 }, RangeError],
@@ -32,6 +40,7 @@ const bad: Case[] = [
 describe('syncState', () => {
   it.each<Case>([
     ...bad,
+    ...badPeers,
     ['connectTimeoutMs 0', { connectTimeoutMs: 0 }, RangeError],
     ['stallTimeoutMs -5', { stallTimeoutMs: -5 }, RangeError],
     ['stallTimeoutMs 1e11', { stallTimeoutMs: 1e11 }, RangeError],
@@ -52,6 +61,7 @@ describe('syncState', () => {
 describe('catchUp', () => {
   it.each<Case>([
     ...bad,
+    ...badPeers,
     ['root of 31 bytes', { root: new Uint8Array(31) }, RangeError],
     ['pieceDeadlineMs 0', { pieceDeadlineMs: 0 }, RangeError],
     ['inflightPerPeer 0', { inflightPerPeer: 0 }, RangeError],
@@ -68,11 +78,16 @@ describe('catchUp', () => {
 describe('createClient', () => {
   it.each<Case>([
     ...bad,
+    ...badPeers,
     ['deadlineMs 0', { deadlineMs: 0 }, RangeError],
     ['hedgeAfterMs -1', { hedgeAfterMs: -1 }, RangeError],
     ['maxFailures 2.5', { maxFailures: 2.5 }, RangeError],
   ])('%s', (_name, options, type) => {
     expect(() => createClient({ root, peers, connect, ...options })).toThrow(type);
+  });
+
+  it('takes any address when given its own connect', () => {
+    createClient({ root, peers: ['memory:a'], connect }).close();
   });
 
   it('takes a hedge delay of 0 (hedge at once)', () => {

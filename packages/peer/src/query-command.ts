@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { createClient, type Client, type QueryEvent } from '@bpavl/light-client/client';
 import { closeTransports, MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import { fromHex, toHex } from './source.ts';
+import { peerFlags } from './sync-command.ts';
 
 const COMMON = `  --root HEX           the trusted root (64 hex digits)
   --peer ADDRESS       a peer (ws://host:port or a libp2p multiaddr); repeat for more
@@ -72,7 +73,7 @@ function parse(argv: string[], withPage: boolean): QueryArgs {
   const help = values.help === true;
   if (help) return { help, root: new Uint8Array(32), peers: [], timeout: 0, deadline: 0, json: false, page: 0, keys: [] };
   if (!values.root || !/^[0-9a-fA-F]{64}$/.test(values.root)) throw new Error('--root must be 64 hex digits');
-  if (!values.peer?.length) throw new Error('give at least one --peer');
+  const peers = peerFlags(values.peer);
   const key = (text: string) => {
     if (values.utf8) return new TextEncoder().encode(text);
     if (!/^([0-9a-fA-F]{2})*$/.test(text)) throw new Error(`key "${text}" is not hex (use --utf8 for text keys)`);
@@ -81,7 +82,7 @@ function parse(argv: string[], withPage: boolean): QueryArgs {
   return {
     help,
     root: fromHex(values.root),
-    peers: values.peer,
+    peers,
     timeout: int(values.timeout, 'timeout', 2000, MAX_TIMER_MS),
     deadline: int(values.deadline, 'deadline', 10_000, MAX_TIMER_MS),
     json: values.json === true,

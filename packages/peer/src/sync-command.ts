@@ -9,6 +9,7 @@
 
 import { parseArgs } from 'node:util';
 import {
+  addressKind,
   catchUp,
   type CatchUpEvent,
   type CatchUpResult,
@@ -112,7 +113,7 @@ function parse(argv: string[]) {
   });
   if (values.help) return { help: true as const };
   if (!values.root || !/^[0-9a-fA-F]{64}$/.test(values.root)) throw new Error('--root must be 64 hex digits');
-  if (!values.peer?.length) throw new Error('give at least one --peer');
+  const peers = peerFlags(values.peer);
   if (values['discard-unfinished'] && values.db === undefined) throw new Error('--discard-unfinished needs --db');
   const ms = (name: string, text: string | undefined, def: number) => {
     const v = text === undefined ? def : Number(text);
@@ -122,7 +123,7 @@ function parse(argv: string[]) {
   return {
     help: false as const,
     root: fromHex(values.root),
-    peers: values.peer,
+    peers,
     timeout: ms('timeout', values.timeout, 10_000),
     connectTimeout: ms('connect-timeout', values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS),
     stallTimeout: ms('stall-timeout', values['stall-timeout'], DEFAULT_STALL_TIMEOUT_MS),
@@ -130,6 +131,14 @@ function parse(argv: string[]) {
     discardUnfinished: values['discard-unfinished'],
     json: values.json,
   };
+}
+
+/** The `--peer` flags: at least one, each a `ws://` or `wss://` URL or a multiaddr (a usage error otherwise, before anything is dialed). */
+export function peerFlags(peers: string[] | undefined): string[] {
+  if (!peers?.length) throw new Error('give at least one --peer');
+  const odd = peers.find((p) => addressKind(p) === undefined);
+  if (odd !== undefined) throw new Error(`--peer ${odd}: give a ws://host:port (or wss://) URL or a libp2p multiaddr`);
+  return peers;
 }
 
 /**

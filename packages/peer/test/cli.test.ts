@@ -286,5 +286,11 @@ describe('bpavl sync, against peers in other processes', () => {
     // Past a timer's longest delay it would fire at once (and the sync give up on every peer at once).
     const long = await run(['sync', '--root', 'ab'.repeat(32), '--peer', 'ws://127.0.0.1:1', '--stall-timeout', String(2 ** 31)]);
     expect(long.code).toBe(2);
+    // A peer no transport dials is a usage error, not a peer that failed to connect after the others.
+    for (const command of ['sync', 'get']) {
+      const odd = await run([command, '--root', 'ab'.repeat(32), '--peer', 'ws://127.0.0.1:1', '--peer', 'http://127.0.0.1:1', ...(command === 'get' ? ['00'] : [])]);
+      expect(odd.code).toBe(2);
+      expect(odd.stderr).toMatch(/--peer http:\/\/127\.0\.0\.1:1/);
+    }
   }, 120_000);
 });

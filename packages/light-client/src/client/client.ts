@@ -8,7 +8,7 @@
 
 import { checkKey, compareBytes } from '../codec.js';
 import { isProofError } from '../errors.js';
-import { rootArg, bytesArg, optBytesArg, optCountArg, optMsArg } from '../input.js';
+import { rootArg, bytesArg, optBytesArg, optCountArg, optMsArg, peersArg } from '../input.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
@@ -125,6 +125,7 @@ const MULTIPROOF_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
  */
 export function createClient(opts: ClientOptions): Client {
   let root = rootArg(opts.root);
+  peersArg(opts.peers, opts.connect);
   optMsArg(opts.requestTimeoutMs, 'requestTimeoutMs');
   optMsArg(opts.deadlineMs, 'deadlineMs');
   optMsArg(opts.hedgeAfterMs, 'hedgeAfterMs', true);

@@ -15,7 +15,7 @@ import { ask, type AskContext, type QueryEvent } from '../client/ask.js';
 import { PeerPool, type PoolPeer } from '../client/pool.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, RequestBody } from '../transport/types.js';
-import { optCountArg, optMsArg, rootArg } from '../input.js';
+import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
 import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { multiParts } from '../wire/messages.js';
 import { type BannedPeer, SyncError } from './types.js';
@@ -193,6 +193,7 @@ const TOP = Uint8Array.of(0);
  */
 export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   rootArg(opts.root);
+  peersArg(opts.peers, opts.connect);
   optMsArg(opts.requestTimeoutMs, 'requestTimeoutMs');
   optMsArg(opts.pieceDeadlineMs, 'pieceDeadlineMs');
   optCountArg(opts.inflightPerPeer, 'inflightPerPeer', 1, MAX_IN_FLIGHT_PER_CONNECTION);

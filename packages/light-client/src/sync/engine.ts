@@ -10,7 +10,7 @@ import type { Rebuilder, Tree, VerifiedChunk } from '@bpavl/wasm';
 import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
-import { optCountArg, optMsArg, rootArg } from '../input.js';
+import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, TransportError } from '../transport/types.js';
@@ -93,8 +93,9 @@ export async function syncState(opts: SyncOptions | StoreSyncOptions): Promise<S
   return new SyncSession(opts, wasm.verifyChunk, new MemorySink(wasm, opts.root, version), (tree, figures) => ({ ...figures, tree })).run();
 }
 
-/** The numbers `syncState` takes, before anything starts: `TypeError` or `RangeError` for a bad one. */
+/** The peers and numbers `syncState` takes, before anything starts: `TypeError` or `RangeError` for a bad one. */
 function checkSyncOptions(opts: SyncOptions | StoreSyncOptions): void {
+  peersArg(opts.peers, opts.connect);
   if (!('store' in opts && opts.store !== undefined)) optCountArg((opts as SyncOptions).version, 'version', 1);
   optCountArg(opts.initialWindow, 'initialWindow', 1, MAX_IN_FLIGHT_PER_CONNECTION);
   optCountArg(opts.maxWindow, 'maxWindow', 1, MAX_IN_FLIGHT_PER_CONNECTION);

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { type ConnectOptions, type PeerConnection, TransportError } from './types.js';
+import { addressKind, type ConnectOptions, type PeerConnection, TransportError } from './types.js';
 import { connectWebSocket } from './ws.js';
 
 let libp2p: Promise<typeof import('./libp2p.js')> | undefined;
@@ -26,8 +26,9 @@ export async function closeTransports(): Promise<void> {
  * ```
  */
 export async function connectAuto(address: string, signal?: AbortSignal, opts?: ConnectOptions): Promise<PeerConnection> {
-  if (/^wss?:\/\//i.test(address)) return connectWebSocket(address, signal, opts);
-  if (address.startsWith('/')) {
+  const kind = addressKind(address);
+  if (kind === 'ws') return connectWebSocket(address, signal, opts);
+  if (kind === 'libp2p') {
     libp2p ??= import('./libp2p.js');
     return (await libp2p).connectLibp2p(address, signal, opts);
   }

@@ -60,5 +60,15 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 /** A timer's longest delay in ms: a longer one fires at once, so no duration option goes past it. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * The transport the default {@link Connect} picks for `address`: `ws` for a
+ * `ws://` or `wss://` URL, `libp2p` for a multiaddr (it starts with `/`),
+ * `undefined` for anything else.
+ */
+export function addressKind(address: string): 'ws' | 'libp2p' | undefined {
+  if (/^wss?:\/\//i.test(address)) return 'ws';
+  return address.startsWith('/') ? 'libp2p' : undefined;
+}
+
 /** Opens a connection to `address`. */
 export type Connect = (address: string, signal?: AbortSignal, opts?: ConnectOptions) => Promise<PeerConnection>;
