@@ -265,10 +265,15 @@ impl StoreBulkLoad {
 #[wasm_bindgen]
 impl StoreBulkLoad {
     /// A load of chunks of `capacity` (2 … 4096; TreeError `CAPACITY_INVALID`
-    /// otherwise) as version `version`.
+    /// otherwise) as version `version` (≥ 1: 0 is the empty store's;
+    /// `RangeError` otherwise).
     #[wasm_bindgen(constructor)]
     pub fn new(capacity: &Number, version: &Number) -> Result<StoreBulkLoad, JsValue> {
-        let load = core::BulkLoad::new(count(capacity, "capacity")?, uint(version, "version")?).map_err(throw)?;
+        let version = uint(version, "version")?;
+        if version == 0 {
+            return Err(range_error("version must be at least 1: version 0 is a store's before its first commit"));
+        }
+        let load = core::BulkLoad::new(count(capacity, "capacity")?, version).map_err(throw)?;
         Ok(StoreBulkLoad(Some(load)))
     }
 

@@ -261,6 +261,10 @@ describe('bulk_load.json: the loads through the WASM StoreBulkLoad', () => {
     });
     expect([failed.name, failed.code, failed.at ?? null]).toEqual(['TreeError', code, c.at]);
   });
+  it('a load as version 0 (a store before its first commit) is a RangeError', () => {
+    expect(() => new StoreBulkLoad(4, 0)).toThrow(RangeError);
+    new StoreBulkLoad(4, 1).free();
+  });
 });
 
 describe('trees.json: replaying the operations through the WASM Tree', () => {
