@@ -49,15 +49,30 @@ async function sync(page: Page): Promise<string> {
 
 const rows = (page: Page) => page.locator('#peer-table tbody tr');
 
-async function expectLiarsBannedOnly(page: Page, perPeer: number): Promise<void> {
+/**
+ * Every liar is banned with its mode's code, and no honest peer is. With
+ * `unaskedLiars`, a liar may end unbanned and with no code (it sent no
+ * chunk: its first would have banned it), as long as one liar of each mode
+ * is banned: with 16 peers over both transports a libp2p connection may
+ * open too late to be asked anything before the sync ends (a clean-clone
+ * CI run saw it once: a libp2p liar active, with nothing received).
+ */
+async function expectLiarsBannedOnly(page: Page, perPeer: number, unaskedLiars = false): Promise<void> {
   for (const [mode, code] of Object.entries(EXPECTED_CODE)) {
     const liar = rows(page).and(page.locator(`[data-mode="${mode}"]`));
     await expect(liar).toHaveCount(perPeer);
+    let banned = 0;
     for (const row of await liar.all()) {
+      if (unaskedLiars && (await row.getAttribute('data-status')) !== 'banned') {
+        await expect(row).not.toHaveAttribute('data-code', /./);
+        continue;
+      }
       await expect(row).toHaveAttribute('data-status', 'banned');
       await expect(row).toHaveAttribute('data-code', code);
       await expect(row.locator('.state')).toContainText(code);
+      banned++;
     }
+    expect(banned).toBeGreaterThan(0);
   }
   const honest = rows(page).and(page.locator('[data-mode="honest"]'));
   await expect(honest).toHaveCount(perPeer * (info.peers.length - Object.keys(EXPECTED_CODE).length));
@@ -202,7 +217,7 @@ test('a sync over both transports completes', async ({ page }) => {
   await expect(rows(page)).toHaveCount(16);
   expect(await sync(page)).toBe('verified');
   await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
-  await expectLiarsBannedOnly(page, 2);
+  await expectLiarsBannedOnly(page, 2, true);
   expect(problems).toEqual([]);
 });
 
