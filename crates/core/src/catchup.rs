@@ -187,12 +187,12 @@ enum ChunkState {
         restored: Option<Restored>,
     },
     /// Some entries to fetch; those fetched wait here for their chunk's
-    /// record, to be written as a delta of `base` if that is small.
+    /// record, to be written as a delta of one of `offers` if that is small.
     WantEntries {
         leaves: Leaves,
         slots: Vec<Option<Slot>>,
         fetched: Vec<(Ref, Vec<u8>)>,
-        base: Option<Base>,
+        offers: Vec<Offer>,
     },
     Done {
         first_key: Box<[u8]>,
@@ -225,15 +225,23 @@ struct OldSlots {
     base: Base,
 }
 
-/// A full chunk record of the head, as read: a changed chunk is written as
-/// a delta of the one it takes most entries from, when that is small
-/// (`spec/store-format.md`, "Writing deltas"). Applying the delta to these
+/// A full chunk record of the head, as read. Applying a delta to these
 /// same bytes gives the chunk, which a reader checks against its hash.
 #[derive(Debug, Clone)]
 struct Base {
     record: Ref,
     slots: Arc<[Slot]>,
     groups: Arc<[Hash]>,
+}
+
+/// A head chunk a changed chunk took entries from, offered as the base to
+/// write it against (`spec/store-format.md`, "Writing deltas"): its first
+/// key, how many entries it gave, and the full record it is or is a delta of.
+#[derive(Debug, Clone)]
+struct Offer {
+    first_key: Box<[u8]>,
+    given: usize,
+    base: Base,
 }
 
 /// A chunk an earlier run wrote, read back and checked against its hash,
@@ -568,12 +576,12 @@ impl CatchUp {
         }
         let entries = || -> Vec<KeyValue> { chunk.chunk.entries().map(|(k, v)| (k.to_vec(), v.to_vec())).collect() };
         if self.want_entries.remove(&c) {
-            let ChunkState::WantEntries { leaves, slots, mut fetched, base } =
+            let ChunkState::WantEntries { leaves, slots, mut fetched, offers } =
                 std::mem::replace(&mut self.chunks[c].state, ChunkState::WantLeaves)
             else {
                 unreachable!("listed")
             };
-            self.fill(c, slots, &mut fetched, &entries(), leaves, base);
+            self.fill(c, slots, &mut fetched, &entries(), leaves, offers);
             return Ok(());
         }
         if !self.want_leaves.remove(&c) {
@@ -609,7 +617,7 @@ impl CatchUp {
         fetched: &mut Vec<(Ref, Vec<u8>)>,
         entries: &[KeyValue],
         leaves: Leaves,
-        base: Option<Base>,
+        offers: Vec<Offer>,
     ) {
         let slots: Vec<Slot> = slots
             .into_iter()
@@ -623,7 +631,7 @@ impl CatchUp {
             })
             .collect();
         self.puts.extend(fetched.drain(..).map(|(r, bytes)| (Table::Entries, r, bytes)));
-        self.complete(c, slots, leaves.groups, base);
+        self.complete(c, slots, leaves.groups, offers);
     }
 
     /// The first chunk, verified against the root, when a peer says the
@@ -652,7 +660,7 @@ impl CatchUp {
                 self.puts.push((Table::Entries, entry, encode_entry(v)));
                 slots.push(Slot::new(k, entry));
             }
-            self.complete(c, slots, chunk.chunk.group_roots(), None);
+            self.complete(c, slots, chunk.chunk.group_roots(), Vec::new());
         }
         true
     }
@@ -674,7 +682,7 @@ impl CatchUp {
     /// entry hash at its position (else `ENTRY_MISMATCH`).
     pub fn add_entries(&mut self, path: &TreePath, bitmap: &[u8], bytes: &[u8]) -> Result<(), ProofError> {
         let Some(&c) = self.chunk_by_path.get(path) else { return Ok(()) };
-        let ChunkState::WantEntries { leaves, slots, fetched, base } = &mut self.chunks[c].state else {
+        let ChunkState::WantEntries { leaves, slots, fetched, offers } = &mut self.chunks[c].state else {
             return Ok(());
         };
         for (p, key, value) in verify_entries(&leaves.hashes, bitmap, bytes)? {
@@ -688,10 +696,10 @@ impl CatchUp {
             let slots = slots.iter_mut().map(|s| s.take().expect("all filled")).collect();
             let fetched = std::mem::take(fetched);
             let groups = std::mem::take(&mut leaves.groups);
-            let base = base.take();
+            let offers = std::mem::take(offers);
             self.want_entries.remove(&c);
             self.puts.extend(fetched.into_iter().map(|(r, bytes)| (Table::Entries, r, bytes)));
-            self.complete(c, slots, groups, base);
+            self.complete(c, slots, groups, offers);
         }
         Ok(())
     }
@@ -732,16 +740,20 @@ impl CatchUp {
             slots.push(Some(old[p].clone()));
             taken[candidates.iter().position(|&x| x == j).expect("a candidate")] += 1;
         }
-        // The old chunk that gave the most entries: the likeliest small delta.
-        let most = (0..candidates.len()).filter(|&i| taken[i] > 0).max_by_key(|&i| (taken[i], usize::MAX - i));
-        let base = most.map(|i| self.slots[&candidates[i]].base.clone());
+        let offers = (0..candidates.len())
+            .filter(|&i| taken[i] > 0)
+            .map(|i| {
+                let old = &self.slots[&candidates[i]];
+                Offer { first_key: old.slots[0].key.as_slice().into(), given: taken[i], base: old.base.clone() }
+            })
+            .collect();
         self.unwait(c, candidates);
         if let Some(entries) = self.given.remove(&c) {
-            self.fill(c, slots, &mut Vec::new(), &entries, leaves, base);
+            self.fill(c, slots, &mut Vec::new(), &entries, leaves, offers);
         } else if slots.iter().all(Option::is_some) {
-            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups, base);
+            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups, offers);
         } else {
-            self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new(), base };
+            self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new(), offers };
             self.want_entries.insert(c);
         }
     }
@@ -797,16 +809,22 @@ impl CatchUp {
         }
     }
 
-    /// Writes chunk `c` from its slots and group nodes: as a delta of
-    /// `base` when that is small, else whole.
-    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, base: Option<Base>) {
+    /// Writes chunk `c` from its slots and group nodes: as a delta of an
+    /// offered base when that is small, else whole. A base is named by one
+    /// chunk of a version, so that a commit that rewrites that chunk may
+    /// mark it stale: by the chunk that holds the first key of the head
+    /// chunk that offers it (one chunk at most, whatever the order chunks
+    /// complete in, in this run or a resumed one).
+    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, offers: Vec<Offer>) {
         if slots.windows(2).any(|w| w[0].key >= w[1].key) {
             // Fetched keys hash to the root; only slot keys read from the store can be out of order.
             self.failed = Some(StoreError::Corrupt);
         }
         let hash = self.chunks[c].hash;
         let first_key = slots[0].key.as_slice().into();
-        let record = chunk_record(base.as_ref().map(|b| (&b.record, &b.slots[..], &b.groups[..])), &slots, groups);
+        let holds = |key: &[u8]| slots.binary_search_by(|s| s.key.as_slice().cmp(key)).is_ok();
+        let base = offers.iter().filter(|o| holds(&o.first_key)).max_by_key(|o| o.given).map(|o| &o.base);
+        let record = chunk_record(base.map(|b| (&b.record, &b.slots[..], &b.groups[..])), &slots, groups);
         if let ChunkRecord::Delta(delta) = &record {
             self.bases.insert(delta.base);
         }

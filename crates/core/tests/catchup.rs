@@ -276,6 +276,23 @@ fn a_catch_up_commits_exactly_the_new_tree_and_shares_the_rest() {
         store.prune(v + 1);
         assert_no_garbage(&store, capacity);
         assert_eq!(entries(&store.load(v + 1, capacity).unwrap()), entries(&target));
+
+        // The caught-up version moves on by a commit, and is pruned: every
+        // record the commit's version uses is still there.
+        let mut next = store.load(v + 1, capacity).unwrap();
+        for _ in 0..changes {
+            let k = rng.below((n as u64 * 2).max(4)) as u16;
+            if rng.below(3) == 0 {
+                next.remove(&key(k));
+            } else {
+                next.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
+            }
+        }
+        let (_, ws) = next.commit_to_store();
+        store.write(&ws);
+        store.prune(v + 2);
+        assert_no_garbage(&store, capacity);
+        assert_eq!(entries(&store.load(v + 2, capacity).unwrap()), entries(&next), "round {round}: after a commit");
     }
 }
 
@@ -594,4 +611,67 @@ fn a_changed_chunk_is_written_as_a_delta_of_the_head_chunk_it_takes_from() {
         commit_and_check(&mut store, &ws, v, capacity, &next, round);
         (tree, v) = (next, v + 1);
     }
+}
+
+/// A chunk the new root splits in two: both halves take most of their
+/// entries from it, but a base is named by one chunk of a version (so
+/// that a commit that rewrites that chunk may mark the base stale): only
+/// the half that holds the old chunk's first key is a delta of its base.
+/// Rewriting that half whole afterwards, then pruning, leaves the other
+/// half readable.
+#[test]
+fn a_split_chunk_names_its_base_once() {
+    let capacity = 64;
+    let mut tree = Tree::new(capacity).unwrap();
+    let mut k = 0u16;
+    while tree.chunk_count() < 2 {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+        k += 1;
+    }
+    // The right chunk filled to C entries: one more key splits it.
+    let splits = |t: &Tree, k: u16| {
+        let mut probe = t.clone();
+        probe.insert(&key(k), &value(k, 1)).unwrap();
+        probe.chunk_count() > 2
+    };
+    while !splits(&tree, k) {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+        k += 1;
+    }
+    let mut store = Store::default();
+    let (commit, ws) = tree.commit_to_store();
+    store.write(&ws);
+    let v = commit.version;
+    let mut target = tree.clone();
+    let mut between = key(k - 16);
+    between.push(b'z');
+    target.insert(&between, b"new").unwrap();
+    target.commit();
+    assert_eq!(target.chunk_count(), 3);
+
+    let head = store.load_as(v, capacity, true).unwrap();
+    let peer = Peer { target: target.head(), levels: 4, lie: Lie::None, tag: 1 };
+    let (ws, _) = catch_up(&mut store, &head, &peer);
+    let bases: Vec<Ref> = store
+        .table(Table::Chunks)
+        .iter()
+        .filter(|(key, _)| key[..8] == be(v + 1))
+        .filter_map(|(_, r)| match ChunkRecord::decode(r, capacity) {
+            Ok(ChunkRecord::Delta(d)) => Some(d.base),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bases.len(), 1, "one half is a delta of the old chunk's record: {bases:?}");
+    commit_and_check(&mut store, &ws, v, capacity, &target, 0);
+
+    // The left half rewritten whole (most of its values changed), then the caught-up version pruned.
+    let mut next = store.load(v + 1, capacity).unwrap();
+    for kk in k - 64..k - 40 {
+        next.insert(&key(kk), &value(kk, 2)).unwrap();
+    }
+    let (_, ws) = next.commit_to_store();
+    store.write(&ws);
+    store.prune(v + 2);
+    assert_no_garbage(&store, capacity);
+    assert_eq!(entries(&store.load(v + 2, capacity).unwrap()), entries(&next));
 }
