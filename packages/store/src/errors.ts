@@ -31,7 +31,7 @@ export class StoreError extends Error {
 }
 
 /** The tree's codes for a key it can never hold (`spec/errors.md`, "Decoding"). */
-export type KeyErrorCode = 'KEY_EMPTY' | 'KEY_TOO_LONG';
+type KeyErrorCode = 'KEY_EMPTY' | 'KEY_TOO_LONG';
 
 /** The longest key a tree holds (`spec/encoding.md`). */
 const MAX_KEY_BYTES = 1024;
