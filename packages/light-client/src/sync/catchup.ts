@@ -218,7 +218,14 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
     deadlineMs: opts.pieceDeadlineMs ?? 60_000,
     hedgeAfterMs: 2_000,
     emit,
-    noHonestPeers: (why) => new SyncError('NO_HONEST_PEERS', `no honest peer serves the catch-up: ${why}`, [...banned]),
+    noHonestPeers: (why) =>
+      new SyncError(
+        'NO_HONEST_PEERS',
+        old.size === pool.peers.length
+          ? 'every peer predates the catch-up requests (they answered BAD_REQUEST): sync the root into an empty store instead'
+          : `no honest peer serves the catch-up: ${why}`,
+        [...banned],
+      ),
     skip: old,
   };
   const tags = new Map(pool.peers.map((p, i) => [p, i] as const));
