@@ -219,11 +219,12 @@ fn states(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize) -> (S
     (store, tree, target)
 }
 
-/// Round `round` of a model test: its capacity (2, 3, 4, 16 in turn),
-/// `states` at it, the stored head version `v`, loaded paged every other
-/// round, and the target.
+/// Round `round` of a model test: its capacity (2, 3, 4, 16, 64 in turn:
+/// the larger ones make changed chunks deltas, and split chunks), `states`
+/// at it, the stored head version `v`, loaded paged every other round, and
+/// the target.
 fn round_states(rng: &mut SplitMix64, round: u64, n: usize, changes: usize) -> (usize, Store, u64, Tree, Tree) {
-    let capacity = [2, 3, 4, 16][round as usize % 4];
+    let capacity = [2, 3, 4, 16, 64][round as usize % 5];
     let (store, _, target) = states(rng, capacity, n, changes);
     let v = *store.version_numbers().last().unwrap();
     let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
