@@ -207,6 +207,12 @@ async function keysFrom(backend: StorageBackend, table: string, start: Uint8Arra
   return keys;
 }
 
+/** A version argument: `TypeError` unless a number (one that no commit made, or that is pruned, is `VERSION_UNKNOWN`). */
+function versionArg(version: unknown): number {
+  if (typeof version !== 'number') throw new TypeError(`version must be a number, got ${typeof version}`);
+  return version;
+}
+
 export class State {
   readonly #backend: StorageBackend;
   /** Set by the store record; a sync into an empty store takes the synced tree's. */
@@ -608,8 +614,8 @@ export class State {
   }
 
   /**
-   * Runs the writes of `batch` in order after the writes before it, each
-   * `[key, value]` a put and each `[key]` a delete. The chunks of
+   * Runs the writes of `batch` in order after the writes before it: puts of
+   * its `[key, value]`s, or (`deletes`) deletes of its `[key]`s. The chunks of
    * `PREFETCH_KEYS` writes are fetched together (a round of reads, where
    * each write alone takes one), and what each round loads counts against
    * `batchBytes` as it lands: past the bound, or after `PREFETCH_WRITES`,
@@ -617,7 +623,7 @@ export class State {
    * checked (and written ahead) before more loads. So a batch of random
    * keys holds at most its bound and one round's chunks.
    */
-  #writeMany(batch: readonly (readonly [Uint8Array, Uint8Array?])[]): Promise<void> {
+  #writeMany(batch: readonly (readonly [Uint8Array, Uint8Array?])[], deletes: boolean): Promise<void> {
     return this.#serially(async () => {
       const head = await this.#writable();
       for (let at = 0; at < batch.length; ) {
@@ -632,9 +638,9 @@ export class State {
         }
         for (const [key, value] of batch.slice(at, loaded)) {
           this.#wrote(key);
-          // The tree refuses a bad key in a put; a delete of one would answer "absent".
-          if (value === undefined) checkKey(key);
-          await this.#apply(head, (h) => (value === undefined ? h.remove(key) : h.insert(key, value)));
+          // The tree refuses a bad key in a put (and a missing value); a delete of one would answer "absent".
+          if (deletes) checkKey(key);
+          await this.#apply(head, (h) => (deletes ? h.remove(key) : h.insert(key, value!)));
         }
         at = loaded;
         await this.#bound(head);
@@ -716,7 +722,7 @@ export class State {
   /** The retained version `at` names (the head by default) and its record (`undefined`: nothing committed yet). */
   #at(at: AtVersion): [number, VersionRecord | undefined] {
     this.#open();
-    const version = at.version ?? this.#head;
+    const version = at.version === undefined ? this.#head : versionArg(at.version);
     const record = this.#versions.get(version);
     if (record === undefined && version !== this.#head) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     return [version, record];
@@ -1014,12 +1020,12 @@ export class State {
    * there: the entries before it are in the pending batch, none after it.
    */
   async putMany(entries: Iterable<readonly [Uint8Array, Uint8Array]>): Promise<void> {
-    await this.#writeMany([...entries]);
+    await this.#writeMany([...entries], false);
   }
 
   /** Deletes each of `keys` in the pending batch, in order, their chunks read together (as `putMany`, and a refused key stops it as there). */
   async deleteMany(keys: Iterable<Uint8Array>): Promise<void> {
-    await this.#writeMany(Array.from(keys, (key) => [key] as const));
+    await this.#writeMany(Array.from(keys, (key) => [key] as const), true);
   }
 
   /**
@@ -1106,7 +1112,8 @@ export class State {
   }
 
   /** Makes the retained `version` the head, discarding every later version and the pending batch. */
-  rollback(version: number): Promise<void> {
+  async rollback(version: number): Promise<void> {
+    versionArg(version);
     return this.#serially(() => this.#rollback(version));
   }
 

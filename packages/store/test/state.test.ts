@@ -182,6 +182,25 @@ describe('typed errors, the store unchanged', () => {
     expect(await state.get(key(3), { version: next.version })).toEqual(value(3, 1));
   });
 
+  it('a version that is no number is a TypeError, not an unknown version', async () => {
+    const { state, first } = await sample();
+    for (const at of [{ version: String(first.version) }, { version: BigInt(first.version) }]) {
+      await expect(state.get(key(1), at as unknown as { version: number })).rejects.toThrow(TypeError);
+      await expect(state.proveExistence(key(1), at as unknown as { version: number })).rejects.toThrow(TypeError);
+      await expect(state.rollback(at.version as unknown as number)).rejects.toThrow(TypeError);
+    }
+    // A number no commit made is an unknown version.
+    await expect(state.get(key(1), { version: first.version + 0.5 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+  });
+
+  it('a putMany entry without its value is a TypeError, never a delete', async () => {
+    const { state } = await sample();
+    await expect(state.putMany([[key(4), value(4, 2)], [key(5)] as unknown as [Uint8Array, Uint8Array]])).rejects.toThrow(TypeError);
+    const next = await state.commit();
+    expect(await state.get(key(4), { version: next.version })).toEqual(value(4, 2));
+    expect(await state.get(key(5), { version: next.version })).toEqual(value(5, 1));
+  });
+
   // Layout 1 had no layout byte in its store record (chunks without group nodes); layout 2 kept keys in entry records.
   for (const [layout, record] of [[1, [0x06, 0x04]], [2, [0x06, 0x04, 0x02]]] as const) {
     it(`a store of layout ${layout} is refused at open`, async () => {
