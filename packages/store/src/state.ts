@@ -1084,6 +1084,7 @@ export class State {
     const retained = [...this.#versions.keys()];
     let keepFrom: number;
     if ('keepLast' in options && 'before' in options) throw new RangeError('prune takes keepLast or before, not both');
+    if (options.vacuum !== undefined && typeof options.vacuum !== 'boolean') throw new TypeError('vacuum must be a boolean');
     if ('keepLast' in options) {
       if (!Number.isSafeInteger(options.keepLast) || options.keepLast < 1) throw new RangeError('keepLast must be a positive integer');
       keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;

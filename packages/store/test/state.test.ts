@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { openState, StoreError, type PruneOptions, type State } from '../src/index.ts';
 import { type Caches, hex, key, rng, runModel, value, type Model } from './model.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
+import { MemoryDatabase } from '../../storage/src/memory.ts';
 
 /** A model run on `place`, which is removed afterwards. */
 async function run(place: Place, capacity: number, seed: number, steps: number, domain: number, caches?: Caches): Promise<void> {
@@ -136,6 +137,18 @@ describe('typed errors, the store unchanged', () => {
     const first = await state.commit();
     return { place, state, first };
   }
+
+  it('open and prune options of the wrong type are TypeErrors: both a path and a backend, a readOnly or vacuum that is no boolean', async () => {
+    const { state, first } = await sample();
+    await state.put(key(1), value(1, 2));
+    await state.commit();
+    await expect(state.prune({ keepLast: 1, vacuum: 'yes' } as unknown as PruneOptions)).rejects.toThrow(TypeError);
+    expect(state.versions().map((v) => v.version)).toEqual([first.version, first.version + 1]);
+    const backend = memoryBackend(new MemoryDatabase());
+    await expect(openState({ path: '/nonexistent/bpavl', backend } as unknown as Parameters<typeof openState>[0])).rejects.toThrow(TypeError);
+    await expect(openState({ path: '/nonexistent/bpavl', readOnly: 'yes' } as unknown as Parameters<typeof openState>[0])).rejects.toThrow(TypeError);
+    await backend.close();
+  });
 
   it('a prune given keepLast and before together, or neither, or bad numbers, is a RangeError and prunes nothing', async () => {
     const { state, first } = await sample();
