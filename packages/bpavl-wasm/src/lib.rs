@@ -19,6 +19,20 @@ use bpavl_core as core;
 use convert::{bytes, count, opt_bytes, range_limit, throw, uint, Bytes, Number};
 use wasm_bindgen::prelude::*;
 
+/// A key argument of a read or a remove: TreeError `KEY_EMPTY` or
+/// `KEY_TOO_LONG` for a key no tree holds (as an insert refuses it),
+/// rather than an answer of "absent".
+fn tree_key(key: &Bytes) -> Result<Vec<u8>, JsValue> {
+    let key = bytes(key, "key")?;
+    core::codec::check_key(&key).map_err(|e| {
+        throw(match e {
+            core::ProofError::KeyEmpty => core::TreeError::KeyEmpty,
+            _ => core::TreeError::KeyTooLong,
+        })
+    })?;
+    Ok(key)
+}
+
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
 /** What `Tree.commit()` returns. */
@@ -131,14 +145,16 @@ impl Tree {
         self.0.insert(&key, &value).map_err(throw)
     }
 
-    /// The value of `key` in the working state, or `undefined`.
+    /// The value of `key` in the working state, or `undefined`. Throws
+    /// TreeError `KEY_EMPTY` or `KEY_TOO_LONG` for a key no tree holds.
     pub fn get(&self, key: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
-        Ok(self.0.get(&bytes(key, "key")?).map(<[u8]>::to_vec))
+        Ok(self.0.get(&tree_key(key)?).map(<[u8]>::to_vec))
     }
 
-    /// Removes `key` from the working state; returns whether it was present.
+    /// Removes `key` from the working state; returns whether it was
+    /// present. Throws as `get` for a key no tree holds.
     pub fn remove(&mut self, key: &Bytes) -> Result<bool, JsValue> {
-        Ok(self.0.remove(&bytes(key, "key")?))
+        Ok(self.0.remove(&tree_key(key)?))
     }
 
     /// Entries in the working state.
@@ -213,9 +229,9 @@ impl Snapshot {
         self.0.chunk_count() as f64
     }
 
-    /// The value of `key`, or `undefined`.
+    /// The value of `key`, or `undefined` (as `Tree.get`).
     pub fn get(&self, key: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
-        Ok(self.0.get(&bytes(key, "key")?).map(<[u8]>::to_vec))
+        Ok(self.0.get(&tree_key(key)?).map(<[u8]>::to_vec))
     }
 
     /// As `Tree.proveExistence`.
