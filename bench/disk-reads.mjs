@@ -16,8 +16,19 @@
 // (UV_THREADPOOL_SIZE 64). Every read must return --size bytes. Deletes
 // the file it wrote. The last line on stdout is JSON:
 // {"reads_per_s": {"1": …, "4": …, …}, "size": …, "file_mib": …}
+//
+// With --store DIR (a state directory, e.g. made by `node bench/store.mjs
+// --child bulk`), it reads records of --table (entries or chunks) by key
+// instead, as the Node backend does: --reads keys picked at random rowids
+// (seeded) and sorted, the directory's files evicted before each run, then
+// read on k connections at once (1: this thread, in one transaction; k >
+// 1: k worker threads with a read-only connection each, a slice of the
+// keys each; new keys each run, so that none is read from the cache).
+// Every key picked must be found. JSON: {"records_per_s": {"1": …, …},
+// "table": …, "store": …}
 import { execFileSync, spawnSync } from 'node:child_process';
-import { createWriteStream, rmSync, statSync } from 'node:fs';
+import { createWriteStream, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { open } from 'node:fs/promises';
 import { randomFillSync } from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -30,11 +41,13 @@ const { values: args } = parseArgs({
     size: { type: 'string', default: '16384' },
     'in-flight': { type: 'string', default: '1,4,16,64' },
     file: { type: 'string' },
+    store: { type: 'string' },
+    table: { type: 'string', default: 'entries' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
-  process.stdout.write('usage: node bench/disk-reads.mjs [--mib 6144] [--reads 2000] [--size 16384] [--in-flight 1,4,16,64] [--file PATH]\n');
+  process.stdout.write('usage: node bench/disk-reads.mjs [--mib 6144] [--reads 2000] [--size 16384] [--in-flight 1,4,16,64] [--file PATH | --store DIR [--table entries|chunks]]\n');
   process.exit(0);
 }
 if (process.env.UV_THREADPOOL_SIZE !== '64') {
@@ -46,6 +59,11 @@ const reads = Number(args.reads);
 const size = Number(args.size);
 const levels = args['in-flight'].split(',').map(Number);
 const log = (s) => process.stderr.write(`bench:disk-reads: ${s}\n`);
+
+if (args.store !== undefined) {
+  await readRecords(args.store, args.table);
+  process.exit(0);
+}
 
 const file = args.file ?? `/tmp/bench-disk-reads-${process.pid}.bin`;
 if (args.file === undefined) {
@@ -93,4 +111,67 @@ try {
   process.stdout.write(`${JSON.stringify({ reads_per_s: perS, size, file_mib: Math.round(bytes / 2 ** 20) })}\n`);
 } finally {
   if (args.file === undefined) rmSync(file, { force: true });
+}
+
+/** The --store mode: records read by key, on one connection or on several in worker threads. */
+async function readRecords(dir, table) {
+  const { DatabaseSync } = await import('node:sqlite');
+  const { Worker } = await import('node:worker_threads');
+  const file = join(dir, 'data.sqlite');
+  const picker = new DatabaseSync(file, { readOnly: true });
+  const max = picker.prepare(`SELECT max(rowid) AS m FROM "${table}"`).get().m;
+  const atRowid = picker.prepare(`SELECT k FROM "${table}" WHERE rowid >= ? LIMIT 1`);
+  const keysOf = (seed) => {
+    const next = splitmix(seed);
+    return Array.from({ length: reads }, () => atRowid.get(1 + Number(next() % BigInt(max))).k).sort(Buffer.compare);
+  };
+  // A worker's connection reads its slice in one transaction, as the backend's getMany does.
+  const WORKER = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const { DatabaseSync } = require('node:sqlite');
+    const db = new DatabaseSync(workerData.file, { readOnly: true, timeout: 5000 });
+    const select = db.prepare('SELECT v FROM "' + workerData.table + '" WHERE k = ?');
+    parentPort.on('message', (keys) => {
+      db.exec('BEGIN');
+      const values = keys.map((k) => select.get(k)?.v);
+      db.exec('COMMIT');
+      parentPort.postMessage(values);
+    });`;
+  const perS = {};
+  let seed = 1;
+  for (const k of levels) {
+    const keys = keysOf(seed++);
+    for (const f of readdirSync(dir)) execFileSync('dd', [`if=${join(dir, f)}`, 'iflag=nocache', 'count=0', 'status=none']);
+    let values;
+    let seconds;
+    if (k === 1) {
+      const db = new DatabaseSync(file, { readOnly: true });
+      const select = db.prepare(`SELECT v FROM "${table}" WHERE k = ?`);
+      const t0 = performance.now();
+      db.exec('BEGIN');
+      values = keys.map((key) => select.get(key)?.v);
+      db.exec('COMMIT');
+      seconds = (performance.now() - t0) / 1000;
+      db.close();
+    } else {
+      const pool = Array.from({ length: k }, () => new Worker(WORKER, { eval: true, workerData: { file, table } }));
+      await Promise.all(pool.map((w) => new Promise((resolve) => w.once('online', resolve))));
+      const per = Math.ceil(keys.length / k);
+      const t0 = performance.now();
+      const parts = await Promise.all(pool.map((w, i) => new Promise((resolve, reject) => {
+        w.once('message', resolve);
+        w.once('error', reject);
+        w.postMessage(keys.slice(i * per, (i + 1) * per));
+      })));
+      seconds = (performance.now() - t0) / 1000;
+      values = parts.flat();
+      await Promise.all(pool.map((w) => w.terminate()));
+    }
+    if (values.length !== keys.length || values.some((v) => v === undefined)) throw new Error('a record picked was not found');
+    const bytes = values.reduce((sum, v) => sum + v.length, 0);
+    perS[k] = Math.round(keys.length / seconds);
+    log(`${table}, ${k} connection${k === 1 ? '' : 's'}: ${perS[k].toLocaleString('en-US')} records a second (${(bytes / keys.length).toFixed(0)} bytes each)`);
+  }
+  picker.close();
+  process.stdout.write(`${JSON.stringify({ records_per_s: perS, table, store: dir })}\n`);
 }
