@@ -50,11 +50,6 @@ if (args.help) {
   process.stdout.write('usage: node bench/disk-reads.mjs [--mib 6144] [--reads 2000] [--size 16384] [--in-flight 1,4,16,64] [--file PATH | --store DIR [--table entries|chunks]]\n');
   process.exit(0);
 }
-if (process.env.UV_THREADPOOL_SIZE !== '64') {
-  // The pool's size is read once, at its first use: run again with it set.
-  const again = spawnSync(process.execPath, process.argv.slice(1), { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '64' } });
-  process.exit(again.status ?? 1);
-}
 const reads = Number(args.reads);
 const size = Number(args.size);
 const levels = args['in-flight'].split(',').map(Number);
@@ -63,6 +58,11 @@ const log = (s) => process.stderr.write(`bench:disk-reads: ${s}\n`);
 if (args.store !== undefined) {
   await readRecords(args.store, args.table);
   process.exit(0);
+}
+if (process.env.UV_THREADPOOL_SIZE !== '64') {
+  // The file reads go through libuv's pool, whose size is read once, at its first use: run again with it set.
+  const again = spawnSync(process.execPath, process.argv.slice(1), { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '64' } });
+  process.exit(again.status ?? 1);
 }
 
 const file = args.file ?? `/tmp/bench-disk-reads-${process.pid}.bin`;

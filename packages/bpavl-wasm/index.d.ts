@@ -27,6 +27,7 @@ export {
   entryValue,
   encodeStoreRecord,
   decodeStoreRecord,
+  checkKey,
   type Commit,
   type EntryPosition,
   type Neighbour,

@@ -31,6 +31,7 @@ export {
   entryValue,
   encodeStoreRecord,
   decodeStoreRecord,
+  checkKey,
 } from './pkg/bpavl_wasm.js';
 
 let loading;

@@ -722,23 +722,25 @@ impl CatchUp {
             self.unwait(c, candidates);
             return;
         }
+        // By entry hash: which candidate (its place in `candidates`) and which of its slots.
         let mut known: HashMap<Hash, (usize, usize)> = HashMap::new();
-        for &j in &candidates {
-            for (p, s) in self.slots[&j].slots.iter().enumerate() {
-                known.insert(s.entry.hash, (j, p));
+        for (i, j) in candidates.iter().enumerate() {
+            for (p, s) in self.slots[j].slots.iter().enumerate() {
+                known.insert(s.entry.hash, (i, p));
             }
         }
         let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.hashes.len());
         let mut taken = vec![0usize; candidates.len()];
         for h in &leaves.hashes {
-            let Some(&(j, p)) = known.get(h) else {
+            let Some(&(i, p)) = known.get(h) else {
                 slots.push(None);
                 continue;
             };
+            let j = candidates[i];
             let old = &self.slots[&j].slots;
             self.reused.entry(j).or_insert_with(|| vec![false; old.len()])[p] = true;
             slots.push(Some(old[p].clone()));
-            taken[candidates.iter().position(|&x| x == j).expect("a candidate")] += 1;
+            taken[i] += 1;
         }
         let offers = (0..candidates.len())
             .filter(|&i| taken[i] > 0)

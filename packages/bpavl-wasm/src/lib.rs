@@ -33,6 +33,14 @@ fn tree_key(key: &Bytes) -> Result<Vec<u8>, JsValue> {
     Ok(key)
 }
 
+/// Checks a key as `Tree.get` does, for callers that read a tree kept
+/// elsewhere (the store's paged reads and deletes): TreeError `KEY_EMPTY`
+/// or `KEY_TOO_LONG` for a key no tree holds, `TypeError` for no Uint8Array.
+#[wasm_bindgen(js_name = checkKey)]
+pub fn check_key(key: &Bytes) -> Result<(), JsValue> {
+    tree_key(key).map(|_| ())
+}
+
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
 /** What `Tree.commit()` returns. */

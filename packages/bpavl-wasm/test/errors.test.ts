@@ -4,6 +4,7 @@
 // values RangeErrors (noble's convention). Never asserts messages.
 import { describe, expect, it } from 'vitest';
 import {
+  checkKey,
   encodeStoreRecord,
   init,
   Rebuilder,
@@ -47,6 +48,8 @@ describe('TreeError', () => {
     ['KEY_TOO_LONG', () => tree.get(new Uint8Array(1025))],
     ['KEY_EMPTY', () => tree.remove(new Uint8Array())],
     ['KEY_TOO_LONG', () => tree.head().get(new Uint8Array(1025))],
+    ['KEY_EMPTY', () => checkKey(new Uint8Array())],
+    ['KEY_TOO_LONG', () => checkKey(new Uint8Array(1025))],
     ['VALUE_TOO_LONG', () => tree.insert(utf8('k'), new Uint8Array(65537))],
     ['KEY_NOT_FOUND', () => tree.head().proveExistence(utf8('nope'))],
     ['KEY_EXISTS', () => tree.head().proveAbsence(utf8('k03'))],

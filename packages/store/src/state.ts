@@ -16,6 +16,7 @@
  */
 
 import {
+  checkKey,
   decodeStoreRecord,
   decodeVersionRecord,
   encodeStoreRecord,
@@ -37,7 +38,7 @@ import {
 } from '@bpavl/wasm';
 import { compareBytes } from '../../storage/src/checks.ts';
 import type { StorageBackend } from '../../storage/src/port.ts';
-import { checkKey, StoreError } from './errors.ts';
+import { StoreError } from './errors.ts';
 import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
