@@ -5,18 +5,26 @@
 //! it stored, every stored chunk checked again against the root. The
 //! finished sync writes the inner nodes and the version record from a few
 //! facts per chunk (the active-nodes rebuild of `rebuild.rs`, over metadata).
-//! No I/O: callers move the bytes.
+//! A sync may also write the next version of a store that holds one (a
+//! catch-up whose peers serve only whole chunks, `spec/store-format.md`,
+//! "Syncing as the next version"): chunks the head holds are shared, not
+//! written, and what the head used and the new version does not is marked
+//! stale. No I/O: callers move the bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::codec::{put_varint, Reader};
 use crate::envelope::VerifiedChunk;
 use crate::error::{RebuildError, StoreError};
 use crate::hash::{inner_hash, root_hash, Hash};
 use crate::limits::MAX_HEIGHT;
+use crate::node::Node;
 use crate::path::ChunkPath;
 use crate::persist::WriteSet;
-use crate::record::{verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::record::{
+    in_key_order, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
+};
+use crate::tree::Tree;
 
 /// Format byte of a sync progress record.
 pub const FORMAT_SYNC_PROGRESS: u8 = 0x0c;
@@ -70,11 +78,90 @@ pub struct StoreSync {
     layout: Option<Layout>,
     /// By index: only what has arrived (the chunk count is authenticated but may be huge).
     chunks: BTreeMap<u64, ChunkFacts>,
+    /// The head this sync writes the next version of, if the store holds one.
+    head: Option<Head>,
+}
+
+/// Head chunks read at once for their stale entries.
+const STALE_BATCH: usize = 128;
+
+/// A head chunk's record, and the key copy before it: its first key (the
+/// head's first chunk has none, so it is never shared: a shared chunk's
+/// first key must be known without reading it).
+#[derive(Debug)]
+struct HeadChunk {
+    record: Ref,
+    first_key: Option<Box<[u8]>>,
+}
+
+/// The head a sync writes the next version of: what it may share, and
+/// what becomes stale.
+#[derive(Debug, Default)]
+struct Head {
+    capacity: usize,
+    /// Its chunks by chunk hash.
+    chunks: HashMap<Hash, HeadChunk>,
+    /// Its inner node records: the new version writes its own.
+    nodes: Vec<Ref>,
+    /// Chunk records the new version shares (a chunk found in the head).
+    shared: HashSet<Ref>,
+    /// Once every chunk is in: head chunk records the new version does not
+    /// use, still to read for their entries; those asked; deltas waiting for
+    /// their bases.
+    replaced: Option<Vec<Ref>>,
+    asked: HashSet<Ref>,
+    deltas: WaitingDeltas,
+    /// Stale marks made and not yet taken.
+    stale: Vec<(Table, Ref)>,
+}
+
+impl Head {
+    /// `None` if a node or chunk of `head` was never stored (uncommitted writes).
+    fn of(head: &Tree) -> Option<Head> {
+        let mut out = Head { capacity: head.capacity(), ..Head::default() };
+        let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, None)).into_iter().collect();
+        while let Some((node, lower)) = todo.pop() {
+            let record = match node {
+                Node::Leaf(c) => c.stored.as_ref().filter(|_| c.persisted)?.record,
+                Node::Stub(s) => s.record,
+                Node::Inner(n) => {
+                    out.nodes.push(n.stored.filter(|_| n.persisted)?);
+                    todo.extend([(&n.right, Some(n.key.as_bytes())), (&n.left, lower)]);
+                    continue;
+                }
+            };
+            out.chunks.insert(record.hash, HeadChunk { record, first_key: lower.map(Into::into) });
+        }
+        Some(out)
+    }
 }
 
 impl StoreSync {
     pub fn new(root: Hash, version: u64) -> StoreSync {
-        StoreSync { root, version, layout: None, chunks: BTreeMap::new() }
+        StoreSync { root, version, layout: None, chunks: BTreeMap::new(), head: None }
+    }
+
+    /// A sync of the tree under `root` as the next version of `head` (a
+    /// tree loaded from the store, every record stored). A chunk whose
+    /// hash a head chunk has (but the head's first) is shared, not
+    /// written. Chunks of another capacity than the head's must not be
+    /// added (the caller checks: [`StoreSync::head_capacity`]). `None` if
+    /// the head has writes not committed.
+    pub fn next(head: &Tree, root: Hash) -> Option<StoreSync> {
+        let version = head.head().version() + 1;
+        Some(StoreSync { head: Some(Head::of(head)?), ..StoreSync::new(root, version) })
+    }
+
+    /// The capacity of the head this sync writes the next version of.
+    pub fn head_capacity(&self) -> Option<usize> {
+        self.head.as_ref().map(|h| h.capacity)
+    }
+
+    /// The head's chunk record with hash `hash`, if the new version shares
+    /// it; and the chunk's first key.
+    fn held(&self, hash: &Hash) -> Option<(Ref, &[u8])> {
+        let c = self.head.as_ref()?.chunks.get(hash)?;
+        Some((c.record, c.first_key.as_deref()?))
     }
 
     pub fn root(&self) -> Hash {
@@ -121,20 +208,26 @@ impl StoreSync {
         let VerifiedChunk { index, chunk_count, capacity, key_height, mut chunk, path, .. } = chunk;
         self.layout.get_or_insert(Layout { capacity, chunks: chunk_count });
         let hash = chunk.hash();
+        let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
+        let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
+        self.chunks.insert(index, facts);
+        if let Some((r, _)) = self.held(&hash) {
+            self.head.as_mut().expect("held").shared.insert(r);
+            return Ok(Some(ChunkWrite { puts: Vec::new(), progress }));
+        }
         let mut puts = Vec::with_capacity(chunk.len() + 1);
         let slots =
             chunk.slots(self.version, |v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(v))));
         let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
         puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
-        let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
-        let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
-        self.chunks.insert(index, facts);
         Ok(Some(ChunkWrite { puts, progress }))
     }
 
-    /// The key of the chunk record that progress record `progress` names.
-    pub fn chunk_ref(&self, progress: &[u8]) -> Result<Ref, StoreError> {
-        Ok(Ref { birth: self.version, hash: decode_progress(progress)?.hash })
+    /// The key of the chunk record that progress record `progress` names,
+    /// or `None` for a chunk the head holds (shared: nothing to read back).
+    pub fn chunk_ref(&self, progress: &[u8]) -> Result<Option<Ref>, StoreError> {
+        let hash = decode_progress(progress)?.hash;
+        Ok(self.held(&hash).is_none().then_some(Ref { birth: self.version, hash }))
     }
 
     /// Takes back chunk `index` stored by an earlier run: its progress
@@ -143,8 +236,37 @@ impl StoreSync {
     /// the stored path). `STORE_CORRUPT` otherwise: the caller drops the
     /// progress record and fetches the chunk again. Entry records are
     /// checked when they are read, as in every stored version.
+    /// A chunk the head holds is taken back from its progress record alone
+    /// (`chunk_record` is `None`): the head's record was checked when it was written.
     pub fn restore(&mut self, index: u64, progress: &[u8], chunk_record: Option<&[u8]>) -> Result<(), StoreError> {
         let p = decode_progress(progress)?;
+        let (first_key, shared) = match self.held(&p.hash) {
+            Some((r, first_key)) => (first_key.into(), Some(r)),
+            None => (self.check_restored(&p, chunk_record)?, None),
+        };
+        if self.head_capacity().is_some_and(|c| c != p.capacity) {
+            return Err(StoreError::Corrupt);
+        }
+        let folded = p.path.fold(p.capacity, p.entries, p.hash);
+        if folded.root != self.root || folded.index != index || folded.key_height != p.key_height {
+            return Err(StoreError::Corrupt);
+        }
+        let layout = Layout { capacity: p.capacity, chunks: folded.chunk_count };
+        if *self.layout.get_or_insert(layout) != layout {
+            return Err(StoreError::Corrupt);
+        }
+        let facts = ChunkFacts { hash: p.hash, entries: p.entries as u64, key_height: p.key_height, first_key };
+        self.chunks.insert(index, facts);
+        if let Some(r) = shared {
+            self.head.as_mut().expect("held").shared.insert(r);
+        }
+        Ok(())
+    }
+
+    /// The first key of a chunk an earlier run wrote, once its record is a
+    /// full chunk of the progress record's size, born at this version, that
+    /// verifies against its hash.
+    fn check_restored(&self, p: &Progress, chunk_record: Option<&[u8]>) -> Result<Box<[u8]>, StoreError> {
         let Some(ChunkRecord::Full { slots, groups }) =
             chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
         else {
@@ -154,35 +276,93 @@ impl StoreSync {
             return Err(StoreError::Corrupt);
         }
         verify_slots(&slots, &groups, &p.hash)?;
-        let folded = p.path.fold(p.capacity, p.entries, p.hash);
-        if folded.root != self.root || folded.index != index || folded.key_height != p.key_height {
-            return Err(StoreError::Corrupt);
+        Ok(slots[0].key.as_slice().into())
+    }
+
+    /// Head chunk records to read from the store now, once every chunk is
+    /// in: those the new version does not use (their entries go stale, and
+    /// a delta's base), a batch at a time, then the bases of deltas among
+    /// them. Empty when there is nothing (more) to read, or no head.
+    pub fn stale_needed(&mut self) -> Vec<(Table, Ref)> {
+        if !self.is_complete() {
+            return Vec::new();
         }
-        let layout = Layout { capacity: p.capacity, chunks: folded.chunk_count };
-        if *self.layout.get_or_insert(layout) != layout {
-            return Err(StoreError::Corrupt);
+        let Some(head) = self.head.as_mut() else { return Vec::new() };
+        let replaced = head.replaced.get_or_insert_with(|| {
+            let mut out: Vec<Ref> =
+                head.chunks.values().map(|c| c.record).filter(|r| !head.shared.contains(r)).collect();
+            out.sort_by_key(|r| std::cmp::Reverse(r.key()));
+            out
+        });
+        let mut out: Vec<(Table, Ref)> = Vec::new();
+        while out.len() < STALE_BATCH {
+            let Some(r) = replaced.pop() else { break };
+            head.asked.insert(r);
+            out.push((Table::Chunks, r));
         }
-        let facts = ChunkFacts {
-            hash: p.hash,
-            entries: p.entries as u64,
-            key_height: p.key_height,
-            first_key: slots[0].key.as_slice().into(),
-        };
-        self.chunks.insert(index, facts);
+        out.extend(head.deltas.bases().filter(|b| !head.asked.contains(b)).map(|b| (Table::Chunks, *b)));
+        in_key_order(&mut out);
+        out.dedup();
+        out
+    }
+
+    /// Hands over a head chunk record [`StoreSync::stale_needed`] named
+    /// (`None`: the store lacks it, `STORE_CORRUPT`). Its slots must verify
+    /// against its hash before any entry of it is marked stale, so that a
+    /// corrupt record never marks another version's entry stale.
+    pub fn stale_supply(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let Some(head) = self.head.as_mut() else { return Ok(()) };
+        let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, head.capacity)?;
+        let asked = head.asked.remove(r);
+        match record {
+            ChunkRecord::Delta(delta) if asked => head.deltas.add(*r, delta),
+            ChunkRecord::Delta(_) => return Err(StoreError::Corrupt), // a base is a full chunk
+            ChunkRecord::Full { slots, groups } => {
+                for (at, delta) in head.deltas.take(r) {
+                    let (slots, groups) = delta.apply(&slots, &groups, head.capacity)?;
+                    head.mark_stale(at, &slots, &groups, Some(*r))?;
+                }
+                if asked {
+                    head.mark_stale(*r, &slots, &groups, None)?;
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// Stale marks made so far (for records the head used and the new
+    /// version does not), to write before [`StoreSync::finish`]'s write set.
+    pub fn take_stale(&mut self) -> Vec<(Table, Ref)> {
+        self.head.as_mut().map(|h| std::mem::take(&mut h.stale)).unwrap_or_default()
     }
 
     /// The inner node records and the version record that complete the
     /// sync, built in index order from the chunks' facts and checked against
     /// the root. Fails (nothing to write) if chunks are missing.
-    pub fn finish(&self) -> Result<WriteSet, RebuildError> {
+    ///
+    /// As the next version of a head: every head chunk record the new
+    /// version does not use must have been read first
+    /// ([`StoreSync::stale_needed`] is empty), else `REBUILD_INCOMPLETE`;
+    /// the write set's stale marks are then the head's inner nodes and the
+    /// marks not taken yet.
+    pub fn finish(&mut self) -> Result<WriteSet, RebuildError> {
         let layout = match self.layout {
             Some(l) if self.is_complete() => l,
             _ => return Err(RebuildError::Incomplete),
         };
+        if let Some(head) = &self.head {
+            if head.replaced.as_ref().is_none_or(|r| !r.is_empty()) || !head.asked.is_empty() || !head.deltas.is_empty()
+            {
+                return Err(RebuildError::Incomplete);
+            }
+        }
         let mut out = WriteSet { version: self.version, ..WriteSet::default() };
+        let chunk = |f: &ChunkFacts| match self.held(&f.hash) {
+            Some((r, _)) => Sub::at(f, r),
+            None => Sub::chunk(f, self.version),
+        };
         let mut facts = self.chunks.values();
-        let mut current = Sub::chunk(facts.next().expect("complete"), self.version);
+        let mut current = chunk(facts.next().expect("complete"));
         // Inner nodes waiting for their right subtree: (declared height, key copy, left).
         let mut stack: Vec<(u8, &[u8], Sub)> = Vec::new();
         for f in facts {
@@ -190,7 +370,7 @@ impl StoreSync {
                 let (height, key, left) = stack.pop().expect("non-empty");
                 current = close(height, key, left, current, self.version, &mut out)?;
             }
-            let left = std::mem::replace(&mut current, Sub::chunk(f, self.version));
+            let left = std::mem::replace(&mut current, chunk(f));
             stack.push((f.key_height, &f.first_key, left));
         }
         while let Some((height, key, left)) = stack.pop() {
@@ -199,6 +379,10 @@ impl StoreSync {
         let root = finish_version(layout.capacity, current, &mut out);
         if root != self.root {
             return Err(RebuildError::RootMismatch);
+        }
+        if let Some(head) = self.head.as_mut() {
+            out.stale.extend(head.nodes.iter().map(|r| (Table::Nodes, *r)));
+            out.stale.append(&mut head.stale);
         }
         Ok(out)
     }
@@ -213,8 +397,27 @@ pub(crate) struct Sub {
 }
 
 impl Sub {
+    /// Chunk `f`, written at `version`.
     pub(crate) fn chunk(f: &ChunkFacts, version: u64) -> Sub {
-        Sub { child: Child::Chunk(Ref { birth: version, hash: f.hash }), height: 0, chunks: 1, entries: f.entries }
+        Sub::at(f, Ref { birth: version, hash: f.hash })
+    }
+
+    /// Chunk `f`, whose record is `record`.
+    fn at(f: &ChunkFacts, record: Ref) -> Sub {
+        Sub { child: Child::Chunk(record), height: 0, chunks: 1, entries: f.entries }
+    }
+}
+
+impl Head {
+    /// Head chunk record `at` leaves: it, its base (a delta's), and every
+    /// entry it holds (no chunk of the new version holds its keys), once
+    /// its slots verify against its hash.
+    fn mark_stale(&mut self, at: Ref, slots: &[Slot], groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {
+        verify_slots(slots, groups, &at.hash)?;
+        let records = [Some(at), base].into_iter().flatten().filter(|r| !self.shared.contains(r));
+        self.stale.extend(records.map(|r| (Table::Chunks, r)));
+        self.stale.extend(slots.iter().map(|s| (Table::Entries, s.entry)));
+        Ok(())
     }
 }
 

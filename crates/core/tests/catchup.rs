@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use bpavl_core::pages::{Paged, Pages};
 use bpavl_core::record::{ChunkRecord, Ref, Table, VersionRecord};
 use bpavl_core::{
-    verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, Tree, TreeError, TreePath, WireNode, WriteSet,
-    FORMAT_LEAVES, FORMAT_SUBTREE,
+    verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, StoreSync, Tree, TreeError, TreePath, WireNode,
+    WriteSet, FORMAT_LEAVES, FORMAT_SUBTREE,
 };
 use bpavl_testkit::rng::SplitMix64;
 
@@ -231,6 +231,27 @@ fn round_states(rng: &mut SplitMix64, round: u64, n: usize, changes: usize) -> (
     (capacity, store, v, head, target)
 }
 
+/// A round of the model tests (`round_states`).
+struct Round {
+    n: usize,
+    changes: usize,
+    capacity: usize,
+    store: Store,
+    v: u64,
+    head: Tree,
+    target: Tree,
+}
+
+/// Round `round` of a model test: `n` base writes (1 … 400), then
+/// `changes` of 0, 1, 3, n/20 + 1, n/3 + 1 or 2n in turn (each for
+/// `rounds_each` rounds).
+fn model_round(rng: &mut SplitMix64, round: u64, rounds_each: u64) -> Round {
+    let n = 1 + rng.below(400) as usize;
+    let changes = [0, 1, 3, n / 20 + 1, n / 3 + 1, 2 * n][(round / rounds_each) as usize % 6];
+    let (capacity, store, v, head, target) = round_states(rng, round, n, changes);
+    Round { n, changes, capacity, store, v, head, target }
+}
+
 fn hashes_of(store: &Store, t: Table, birth: u64) -> usize {
     store.records.get(&(t as u8)).map_or(0, |r| r.keys().filter(|k| k[..8] == birth.to_be_bytes()).count())
 }
@@ -239,9 +260,7 @@ fn hashes_of(store: &Store, t: Table, birth: u64) -> usize {
 fn a_catch_up_commits_exactly_the_new_tree_and_shares_the_rest() {
     let mut rng = SplitMix64::new(11);
     for round in 0..240u64 {
-        let n = 1 + rng.below(400) as usize;
-        let changes = [0, 1, 3, n / 20 + 1, n / 3 + 1, 2 * n][(round / 4) as usize % 6];
-        let (capacity, mut store, v, head, target) = round_states(&mut rng, round, n, changes);
+        let Round { n, changes, capacity, mut store, v, head, target } = model_round(&mut rng, round, 4);
         let levels = [1, 2, 5, 48][(round / 2) as usize % 4];
         let peer = Peer { target: target.head(), levels, lie: Lie::None, tag: 1 };
         let (ws, liars) = catch_up(&mut store, &head, &peer);
@@ -675,4 +694,98 @@ fn a_split_chunk_names_its_base_once() {
     store.prune(v + 2);
     assert_no_garbage(&store, capacity);
     assert_eq!(entries(&store.load(v + 2, capacity).unwrap()), entries(&next));
+}
+
+/// A run of a sync as the head's next version (the catch-up of peers that
+/// serve only whole chunks), from what the store kept: its progress records
+/// by chunk index.
+fn next_sync(
+    store: &Store,
+    head: &Tree,
+    root: [u8; 32],
+    progress: &std::collections::BTreeMap<u64, Vec<u8>>,
+) -> StoreSync {
+    let mut sync = StoreSync::next(head, root).unwrap();
+    for (&i, p) in progress {
+        let record = sync.chunk_ref(p).unwrap().and_then(|r| store.get(Table::Chunks, &r));
+        sync.restore(i, p, record).unwrap();
+    }
+    sync
+}
+
+#[test]
+fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
+    let mut rng = SplitMix64::new(44);
+    for round in 0..120u64 {
+        let Round { capacity, mut store, v, head, target, .. } = model_round(&mut rng, round, 2);
+        let root = target.head().root();
+        if target.chunk_count() == 0 {
+            continue; // the empty tree: nothing to sync (a catch-up reaches it without a request)
+        }
+        let mut progress = std::collections::BTreeMap::new();
+        let mut sync = StoreSync::next(&head, root).unwrap();
+        let mut order: Vec<u64> = (0..target.chunk_count()).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for &i in &order {
+            // A kill now and then: the next run starts from the store alone and takes back every chunk.
+            if rng.below(6) == 0 {
+                sync = next_sync(&store, &head, root, &progress);
+                assert_eq!(sync.received(), progress.len() as u64, "round {round}");
+            }
+            let chunk = verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap();
+            let w = sync.add(chunk).unwrap().unwrap();
+            store.write(&WriteSet { version: v + 1, puts: w.puts, ..WriteSet::default() });
+            progress.insert(i, w.progress);
+        }
+        // The head's replaced chunks read for their stale marks, written ahead; a kill meanwhile redoes them.
+        for step in 0.. {
+            assert!(step < 10_000, "round {round}: the reads never end");
+            if rng.below(8) == 0 {
+                sync = next_sync(&store, &head, root, &progress);
+            }
+            let needed = sync.stale_needed();
+            if needed.is_empty() {
+                break;
+            }
+            for (t, r) in needed {
+                sync.stale_supply(&r, store.get(t, &r)).unwrap();
+            }
+            store.write(&WriteSet { version: v + 1, stale: sync.take_stale(), ..WriteSet::default() });
+        }
+        let ws = sync.finish().unwrap();
+        assert_eq!(ws.version, v + 1);
+        // Only chunks the head lacked were written (and the head's first chunk, whose first key is not at hand).
+        let old = store.load(v, capacity).unwrap();
+        let (old_chunks, new_chunks) = (&record_hashes(&old)[0], &record_hashes(&target)[0]);
+        let written = hashes_of(&store, Table::Chunks, v + 1);
+        assert!(written <= new_chunks.difference(old_chunks).count() + 1, "round {round}");
+        assert!(written >= new_chunks.difference(old_chunks).count(), "round {round}");
+        commit_and_check(&mut store, &ws, v, capacity, &target, round);
+    }
+}
+
+#[test]
+fn a_sync_as_the_next_version_finishes_only_once_the_stale_reads_are_done() {
+    let (store, head, _) = committed(4, 60);
+    let mut target = head.clone();
+    target.insert(&key(1000), &value(1000, 2)).unwrap();
+    target.commit();
+    let root = target.head().root();
+    let mut sync = StoreSync::next(&head, root).unwrap();
+    assert!(sync.stale_needed().is_empty(), "nothing to read before every chunk is in");
+    for i in 0..target.chunk_count() {
+        sync.add(verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap()).unwrap();
+    }
+    assert_eq!(sync.finish().err(), Some(bpavl_core::RebuildError::Incomplete));
+    let needed = sync.stale_needed();
+    assert!(!needed.is_empty());
+    // A record the store lacks, or one that does not verify, is STORE_CORRUPT and marks nothing.
+    let (t, r) = needed[0];
+    assert_eq!(sync.stale_supply(&r, None), Err(StoreError::Corrupt));
+    let mut bad = store.get(t, &r).unwrap().to_vec();
+    *bad.last_mut().unwrap() ^= 1;
+    assert_eq!(sync.stale_supply(&r, Some(&bad)), Err(StoreError::Corrupt));
+    assert!(sync.take_stale().is_empty());
 }

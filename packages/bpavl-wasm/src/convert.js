@@ -137,7 +137,7 @@ export function writtenAhead(putTables, putFlat, putEnds, staleFlat, discardedTa
 }
 
 /** 49-byte stale keys laid end to end, each copied. */
-function staleKeys(flat) {
+export function staleKeys(flat) {
   const out = new Array(flat.length / STALE_KEY_LEN);
   for (let i = 0; i < out.length; i++) out[i] = flat.slice(i * STALE_KEY_LEN, (i + 1) * STALE_KEY_LEN);
   return out;

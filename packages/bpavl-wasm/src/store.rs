@@ -81,6 +81,8 @@ extern "C" {
     fn table_keys(tables: &[u8], flat: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKey)]
     fn table_key(table: u8, key: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = staleKeys)]
+    fn stale_keys(flat: &[u8]) -> JsValue;
 }
 
 fn table(name: &str) -> Result<Table, JsValue> {
@@ -138,7 +140,12 @@ pub(crate) fn flat_puts(puts: &[(Table, Ref, Vec<u8>)]) -> (Vec<u8>, Vec<u8>, Ve
 
 /// The keys of the stale marks of `w`, laid end to end.
 fn flat_stale(w: &core::WriteSet) -> Vec<u8> {
-    w.stale.iter().flat_map(|(t, r)| stale_key(w.version, *t, r)).collect()
+    flat_stale_marks(w.version, &w.stale)
+}
+
+/// The `stale` keys of records used by no version `≥ version`, laid end to end.
+fn flat_stale_marks(version: u64, stale: &[(Table, Ref)]) -> Vec<u8> {
+    stale.iter().flat_map(|(t, r)| stale_key(version, *t, r)).collect()
 }
 
 pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
@@ -183,6 +190,16 @@ impl StoreSync {
         Ok(StoreSync(core::StoreSync::new(crate::convert::root(root)?, uint(version, "version")?)))
     }
 
+    /// A sync of the tree under `root` as the next version of `head` (the
+    /// store's head, loaded): a chunk the head holds is shared, not written
+    /// (`spec/store-format.md`, "Syncing as the next version"). Add only
+    /// chunks of the head's capacity. Throws StoreError `STORE_CORRUPT` if
+    /// the head has writes not committed.
+    pub fn next(head: &StoredHead, root: &Bytes) -> Result<StoreSync, JsValue> {
+        let root = crate::convert::root(root)?;
+        core::StoreSync::next(&head.0, root).map(StoreSync).ok_or_else(|| throw(core::StoreError::Corrupt))
+    }
+
     /// The tree's chunk count, or `undefined` before a chunk has told it.
     #[wasm_bindgen(getter, js_name = chunkCount)]
     pub fn chunk_count(&self) -> Option<f64> {
@@ -221,12 +238,13 @@ impl StoreSync {
         })
     }
 
-    /// The `chunks` key of the chunk record a progress record names.
+    /// The `chunks` key of the chunk record a progress record names, or
+    /// `undefined` for a chunk the head holds (nothing to read back).
     /// Throws StoreError `STORE_CORRUPT` for a progress record that does not decode.
     #[wasm_bindgen(js_name = chunkKey)]
-    pub fn chunk_key(&self, progress: &Bytes) -> Result<Vec<u8>, JsValue> {
+    pub fn chunk_key(&self, progress: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
         let progress = bytes(progress, "progress")?;
-        Ok(self.0.chunk_ref(&progress).map_err(throw)?.key().to_vec())
+        Ok(self.0.chunk_ref(&progress).map_err(throw)?.map(|r| r.key().to_vec()))
     }
 
     /// Takes back chunk `index` stored by an earlier run, from its progress
@@ -239,11 +257,36 @@ impl StoreSync {
         self.0.restore(index, &progress, record.as_deref()).map_err(throw)
     }
 
-    /// The inner node records and the version record that complete the sync
-    /// (`stale` is empty). Throws RebuildError `REBUILD_INCOMPLETE` while
-    /// chunks are missing.
+    /// Head chunk records to read now (a sync as the next version, once
+    /// every chunk is in), as `[table, key]`: `staleSupply` each, then
+    /// write `takeStale()`; empty when nothing is left to read.
+    #[wasm_bindgen(js_name = staleNeeded, unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn stale_needed(&mut self) -> JsValue {
+        table_key_list(&self.0.stale_needed())
+    }
+
+    /// Hands over a record `staleNeeded` named (`undefined`: the store
+    /// lacks it). Throws StoreError `STORE_CORRUPT`.
+    #[wasm_bindgen(js_name = staleSupply)]
+    pub fn stale_supply(&mut self, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (r, value) = (record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.stale_supply(&r, value.as_deref()).map_err(throw)
+    }
+
+    /// Keys of the `stale` table (49 bytes each) made since the last call:
+    /// records the head uses and the new version does not. Write them
+    /// before `finish`'s write set.
+    #[wasm_bindgen(js_name = takeStale, unchecked_return_type = "Uint8Array[]")]
+    pub fn take_stale(&mut self) -> JsValue {
+        stale_keys(&flat_stale_marks(self.0.version(), &self.0.take_stale()))
+    }
+
+    /// The inner node records and the version record that complete the sync,
+    /// and (as a head's next version) the stale marks not taken yet. Throws
+    /// RebuildError `REBUILD_INCOMPLETE` while chunks are missing or
+    /// `staleNeeded` has more to read.
     #[wasm_bindgen(unchecked_return_type = "WriteSet")]
-    pub fn finish(&self) -> Result<JsValue, JsValue> {
+    pub fn finish(&mut self) -> Result<JsValue, JsValue> {
         let w = self.0.finish().map_err(throw)?;
         Ok(js_write_set(&self.0.root(), &w))
     }

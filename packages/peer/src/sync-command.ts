@@ -148,7 +148,15 @@ export function peerFlags(peers: string[] | undefined): string[] {
 async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[]; timeout: number; json: boolean; db?: string | undefined }, signal: AbortSignal): Promise<number> {
   const from = state.head()!;
   const onEvent = (e: CatchUpEvent) => {
-    if (!opts.json && e.type === 'banned') process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
+    if (opts.json) return;
+    if (e.type === 'banned') process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
+    if (e.type === 'whole-chunks') {
+      process.stderr.write(
+        e.resumed
+          ? 'resuming a catch-up that fetches every chunk whole\n'
+          : 'no peer serves the catch-up requests (they predate them): fetching every chunk whole, storing only what changed\n',
+      );
+    }
   };
   const r: CatchUpResult = await catchUp({ store: state, root: opts.root, peers: opts.peers, signal, requestTimeoutMs: opts.timeout, onEvent });
   const head = state.head()!;
@@ -166,6 +174,7 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
     bytes: r.bytes,
     writtenBytes: r.writtenBytes,
     requests: r.requests,
+    wholeChunks: r.wholeChunks,
     banned: r.banned,
   };
   if (opts.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
@@ -173,8 +182,8 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
   else {
     process.stdout.write(
       `root verified ${summary.root}\n` +
-        (r.restoredChunks > 0 ? `resumed: ${r.restoredChunks.toLocaleString('en-US')} of ${r.changedChunks.toLocaleString('en-US')} changed chunks were stored by the interrupted run\n` : '') +
-        `caught up from version ${r.fromVersion}: ${(r.bytes / 1e6).toFixed(1)} MB fetched, ${r.changedChunks.toLocaleString('en-US')} of ${head.chunkCount.toLocaleString('en-US')} chunks changed, in ${summary.seconds} s\n` +
+        (r.restoredChunks > 0 ? `resumed: ${r.restoredChunks.toLocaleString('en-US')} of ${(r.wholeChunks ? head.chunkCount : r.changedChunks).toLocaleString('en-US')} ${r.wholeChunks ? '' : 'changed '}chunks were stored by the interrupted run\n` : '') +
+        `caught up from version ${r.fromVersion}: ${(r.bytes / 1e6).toFixed(1)} MB fetched${r.wholeChunks ? ' (every chunk whole)' : ''}, ${r.changedChunks.toLocaleString('en-US')} of ${head.chunkCount.toLocaleString('en-US')} chunks changed, in ${summary.seconds} s\n` +
         `stored in ${opts.db} as version ${r.version} (${head.entryCount.toLocaleString('en-US')} entries; ${(r.writtenBytes / 1e6).toFixed(1)} MB of records written, the rest shared with version ${r.fromVersion})\n` +
         `${r.banned.length} peers banned\n` +
         r.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
@@ -248,7 +257,8 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     if (opts.db !== undefined) {
       state = await openState({ path: opts.db });
       if (opts.discardUnfinished) await state.discardSync();
-      if (state.head() !== undefined && (await state.pendingSync()) === undefined) {
+      // A store that holds a state is caught up (an unfinished sync in it is a catch-up's fallback).
+      if (state.head() !== undefined) {
         bar?.stop();
         catchingUp = true;
         return await runCatchUp(state, opts, ctl.signal);

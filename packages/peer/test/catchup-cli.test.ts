@@ -5,7 +5,9 @@
 // catch-up killed with SIGKILL at random instants (half of them once it has
 // stored chunks) leaves the directory at its old version, whole, and the
 // same command then resumes it: every changed chunk is either taken back
-// from what the killed runs stored or fetched, never both.
+// from what the killed runs stored or fetched, never both. With only peers
+// that predate the catch-up requests, every chunk is fetched whole (the
+// same guarantees, per chunk).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +19,8 @@ import { type RunningPeer, startPeer } from '../src/peer.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { instants } from '../../storage/test/processes.ts';
-import { versionKey } from '../../store/src/records.ts';
-import { spawnCli, wasmReady } from './support.ts';
+import { PROGRESS_START, versionKey } from '../../store/src/records.ts';
+import { spawnCli, wasmReady, withoutCatchUp } from './support.ts';
 import { expectHolds } from '../../store/test/support/holds.ts';
 
 const KILLS = 12;
@@ -46,14 +48,19 @@ function version(n: number, rounds: number, every: number): Tree {
   return tree;
 }
 
-/** Resolves once the catch-up into `path` has stored a chunk of its version (2), or `done` settles; polls for 20 s at most. */
-async function storesChunks(path: string, done: Promise<unknown>): Promise<void> {
+/**
+ * Resolves once the catch-up into `path` has stored a chunk of its version
+ * (2), or (`whole`) a chunk's progress record, or `done` settles; polls
+ * for 20 s at most.
+ */
+async function storesChunks(path: string, done: Promise<unknown>, whole = false): Promise<void> {
   let over = false;
   void done.then(() => (over = true));
   for (let i = 0; i < 400 && !over; i++) {
     const backend = await openNodeBackend({ path, tables: TABLES, readOnly: true });
     try {
-      for await (const _ of backend.scan('chunks', { start: versionKey(2), limit: 1 })) return;
+      const [table, start] = whole ? ['meta', PROGRESS_START] : ['chunks', versionKey(2)];
+      for await (const _ of backend.scan(table, { start, limit: 1 })) return;
     } finally {
       await backend.close();
     }
@@ -61,10 +68,15 @@ async function storesChunks(path: string, done: Promise<unknown>): Promise<void>
   }
 }
 
-/** A peer serving `tree`; with `delayMs`, each answer is sent that much later (a slow link, so that a catch-up lasts long enough to be killed mid-way). */
-async function serve(tree: Tree, delayMs = 0): Promise<string> {
+/**
+ * A peer serving `tree`; with `delayMs`, each answer is sent that much
+ * later (a slow link, so that a catch-up lasts long enough to be killed
+ * mid-way); `old`, a peer that predates the catch-up requests.
+ */
+async function serve(tree: Tree, delayMs = 0, old = false): Promise<string> {
   const hook: ServerHook = { reply: (_req, honest) => ({ kind: 'delay', ms: delayMs, reply: { kind: 'answer', status: honest.status, ...(honest.payload && { payload: honest.payload }) } }) };
-  const peer = await startPeer(new StaticTreeSource([new CachedTree(tree.head())]), { libp2pPort: null, ...(delayMs > 0 && { hook }) });
+  const served = old ? withoutCatchUp(new CachedTree(tree.head())) : new CachedTree(tree.head());
+  const peer = await startPeer(new StaticTreeSource([served]), { libp2pPort: null, ...(delayMs > 0 && { hook }) });
   peers.push(peer);
   return peer.wsUrl!;
 }
@@ -143,4 +155,40 @@ it(`${KILLS} SIGKILLs of a catch-up leave the old version whole; the resume fetc
   const after = await openState({ path });
   await after.put(enc('x'), enc('y')); // writes are taken again
   await after.close();
+});
+
+it('with only peers that predate catch-up, bpavl sync --db fetches every chunk whole; SIGKILLed runs resume it, fetching nothing twice', { timeout: 120_000 }, async () => {
+  const path = join(dir, 'old-peers');
+  const base = version(20_000, 0, 1000);
+  const next = version(20_000, 1, 1000);
+  const sync = (tree: Tree, url: string, json = true) =>
+    spawnCli(['sync', '--root', hex(tree.head().root), '--peer', url, '--db', path, ...(json ? ['--json'] : [])], 'ignore', 60_000);
+  expect((await sync(base, await serve(base)).done).code).toBe(0);
+  // 10 ms an answer: the whole sync (about 420 chunks) lasts a few seconds.
+  const url = await serve(next, 10, true);
+  const random = instants(0x5eed);
+  for (let k = 0; k < 3; k++) {
+    const run = sync(next, url);
+    await storesChunks(path, run.done, true);
+    await new Promise((r) => setTimeout(r, random() * 300));
+    if (run.child.exitCode === null) process.kill(run.child.pid!, 'SIGKILL');
+    expect((await run.done).code).toBe(null);
+    await expectHolds(path, base, 1);
+  }
+  const { code, stdout } = await sync(next, url).done;
+  expect(code).toBe(0);
+  const out = JSON.parse(stdout);
+  expect(out).toMatchObject({ caughtUpFrom: 1, version: 2, wholeChunks: true, banned: [] });
+  // Every chunk was either stored by the killed runs or fetched now, never both.
+  expect(out.restoredChunks).toBeGreaterThan(0);
+  expect(out.restoredChunks + out.fetchedChunks).toBe(next.chunkCount);
+  expect(out.changedChunks).toBeLessThan(next.chunkCount / 4);
+  await expectHolds(path, next, 2);
+  // The next root, from an old peer, not stopped: says so in words.
+  const v3 = version(20_000, 2, 1000);
+  const said = await sync(v3, await serve(v3, 0, true), false).done;
+  expect(said.code).toBe(0);
+  expect(said.stderr).toContain('no peer serves the catch-up requests');
+  expect(said.stdout).toMatch(/caught up from version 2: [\d.]+ MB fetched \(every chunk whole\), [\d,]+ of [\d,]+ chunks changed/);
+  await expectHolds(path, v3, 3);
 });

@@ -399,34 +399,55 @@ export class State {
    * The sink that `syncState({ store })` writes the state under `root`
    * into (`docs/store.md`, "Syncing into a store"): a new sync into an
    * empty store, or the resume of the unfinished sync of the same root.
-   * `SYNC_PENDING` while another root's sync is unfinished or running,
-   * `STORE_NOT_EMPTY` if the store holds another state; a store whose head
-   * is `root` already is a sync with nothing left to fetch. A batch of
-   * puts and deletes not committed yet is dropped: the synced state replaces it.
+   * With `asNextVersion`, a store that holds another state takes the sync
+   * as its next version, sharing every chunk its head holds: the fallback
+   * of `catchUp` when no peer serves the catch-up requests (docs/catchup.md).
+   * `SYNC_PENDING` while another root's sync or catch-up is unfinished or
+   * running, `STORE_NOT_EMPTY` if the store holds another state (and
+   * `asNextVersion` is not set); a store whose head is `root` already is a
+   * sync with nothing left to fetch. A batch of puts and deletes not
+   * committed yet is dropped: the synced state replaces it.
    */
-  async syncSink(root: Uint8Array): Promise<StoreSink | Synced> {
+  async syncSink(root: Uint8Array, options: { asNextVersion?: boolean } = {}): Promise<StoreSink | Synced> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
-    if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (options.asNextVersion !== undefined && typeof options.asNextVersion !== 'boolean') throw new TypeError('asNextVersion must be a boolean');
+    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
     if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
     const head = this.#versions.get(this.#head);
-    if (head !== undefined) {
-      if (equal(head.root, root)) return new Synced(this.#head, head.chunkCount);
-      throw new StoreError('STORE_NOT_EMPTY', `the store holds another state (version ${this.#head}); sync into an empty store`);
-    }
-    if (this.#syncing !== undefined && !equal(this.#syncing, root)) {
+    const resume = this.#syncing !== undefined && equal(this.#syncing, root);
+    if (head !== undefined && equal(head.root, root) && !resume) return new Synced(this.#head, head.chunkCount);
+    if (this.#syncing !== undefined && !resume) {
       throw new StoreError('SYNC_PENDING', `an unfinished sync of another root (${hex(this.#syncing)}) is stored: discard it first`);
     }
-    const resume = this.#syncing !== undefined;
+    // A sync into a store that holds a version is that version's next: asked for, or an unfinished one resumed.
+    const next = head !== undefined;
+    if (next && !resume && options.asNextVersion !== true) {
+      throw new StoreError('STORE_NOT_EMPTY', `the store holds another state (version ${this.#head}); sync into an empty store, or catch it up`);
+    }
+    if (next && equal(root, this.#rootOf(undefined))) throw new RangeError("the empty tree's root needs no sync: catchUp reaches it without a request");
+    const pending = this.#catchUpRoot;
+    if (pending !== undefined && !equal(pending, root)) {
+      throw new StoreError('SYNC_PENDING', `an unfinished catch-up to another root (${hex(pending)}) is stored: discard it first`);
+    }
     this.#sinkOpening = true;
     try {
-      // The store holds no version: a batch not committed yet is replaced by the synced state.
-      await this.#dropBatch();
-      const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume);
-      this.#syncing = root.slice();
-      this.#sink = sink;
-      return sink;
+      return await this.#serially(async () => {
+        // The synced state replaces a batch not committed yet; an unfinished catch-up of the same root is given up.
+        await this.#dropBatch();
+        if (pending !== undefined) await this.#forgetUnfinished();
+        const tree = next ? await this.#loadHead() : undefined;
+        try {
+          const onto = tree === undefined ? undefined : { tree, capacity: this.#capacity };
+          const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume, onto);
+          this.#syncing = root.slice();
+          this.#sink = sink;
+          return sink;
+        } finally {
+          tree?.free();
+        }
+      });
     } finally {
       this.#sinkOpening = false;
     }
@@ -461,6 +482,7 @@ export class State {
       release: () => {
         this.#sink = undefined;
       },
+      abandon: () => this.#forgetUnfinished(),
     };
   }
 

@@ -9,10 +9,10 @@
  * @module
  */
 
-import { StoreSync, type VerifiedChunk, type WriteSet } from '@bpavl/wasm';
+import { type StoredHead, StoreSync, type VerifiedChunk, type WriteSet } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, SYNC_KEY, versionKey } from './records.ts';
+import { fetchRecords, indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, staleMarks, SYNC_KEY, versionKey } from './records.ts';
 
 /**
  * Bytes of records gathered into one write. Entry records have random keys,
@@ -56,14 +56,24 @@ export interface SinkHost {
   commitEmpty(root: Uint8Array): Promise<number>;
   /** The sink is done (finished, closed or failed): the state takes writes again once finished. */
   release(): void;
+  /** Forgets the sync and what it stored: it can never finish (its chunks have another capacity than the head's). */
+  abandon(): Promise<void>;
 }
 
 /** The `ChunkSink` (`@bpavl/light-client/sync`) of a store. */
 export class StoreSink {
   readonly restored: number[];
+  /** Record bytes written so far (progress records included). */
+  writtenBytes = 0;
+  /** Chunks stored with their records (restored ones included); the others are a head's, shared. */
+  changedChunks = 0;
   readonly #host: SinkHost;
   readonly #sync: StoreSync;
   readonly #root: Uint8Array;
+  /** The capacity of the head this sync writes the next version of, if any. */
+  readonly #headCapacity: number | undefined;
+  /** Set when a chunk's capacity is not the head's: the sync is forgotten as it closes. */
+  #abandoned = false;
   #pending: PendingChunk[] = [];
   #pendingBytes = 0;
   #writingBytes = 0;
@@ -79,23 +89,27 @@ export class StoreSink {
   #onStored: (chunks: number) => void = () => {};
   #onFailure: (e: unknown) => void = () => {};
 
-  private constructor(host: SinkHost, sync: StoreSync, root: Uint8Array, restored: number[]) {
+  private constructor(host: SinkHost, sync: StoreSync, root: Uint8Array, restored: number[], headCapacity: number | undefined) {
     this.#host = host;
     this.#sync = sync;
     this.#root = root;
     this.restored = restored;
     this.#stored = restored.length;
+    this.#headCapacity = headCapacity;
   }
 
   /**
-   * The sink of a sync of `root` as `version`: a new one (the sync record
-   * written first), or the resume of the one stored, whose chunks are
-   * checked again; those that do not check out are dropped and fetched again.
+   * The sink of a sync of `root` as `version` (into a store that holds no
+   * version), or as the next version of `head` (`spec/store-format.md`,
+   * "Syncing as the next version"): a new one (the sync record written
+   * first), or the resume of the one stored, whose chunks are checked
+   * again; those that do not check out are dropped and fetched again.
    */
-  static async open(host: SinkHost, root: Uint8Array, version: number, resume: boolean): Promise<StoreSink> {
+  static async open(host: SinkHost, root: Uint8Array, version: number, resume: boolean, head?: { tree: StoredHead; capacity: number }): Promise<StoreSink> {
     const { backend } = host;
-    const sync = new StoreSync(root, version);
+    const sync = head === undefined ? new StoreSync(root, version) : StoreSync.next(head.tree, root);
     const restored: number[] = [];
+    let changed = 0;
     try {
       if (!resume) await backend.write({ puts: [['meta', SYNC_KEY, root]] });
       let batch: [number, Uint8Array][] = [];
@@ -111,11 +125,12 @@ export class StoreSink {
         const records = await backend.getMany('chunks', keys.filter((k) => k !== undefined));
         let at = 0;
         for (const [i, [index, progress]] of batch.entries()) {
+          // No key: a chunk the head holds (shared), or a progress record that does not decode.
           const record = keys[i] === undefined ? undefined : records[at++];
           try {
-            if (record === undefined) throw new StoreError('STORE_CORRUPT', 'a stored chunk is missing');
             sync.restore(index, progress, record);
             restored.push(index);
+            if (keys[i] !== undefined) changed++;
           } catch {
             dropped.push(progressKey(index));
           }
@@ -133,7 +148,9 @@ export class StoreSink {
       sync.free();
       throw e;
     }
-    return new StoreSink(host, sync, root, restored);
+    const sink = new StoreSink(host, sync, root, restored, head?.capacity);
+    sink.changedChunks = changed;
+    return sink;
   }
 
   get chunkCount(): number | undefined {
@@ -151,9 +168,15 @@ export class StoreSink {
 
   add(chunk: VerifiedChunk): void {
     if (this.#failure !== undefined) throw this.#failure;
+    if (this.#headCapacity !== undefined && chunk.capacity !== this.#headCapacity) {
+      chunk.free();
+      this.#abandoned = true;
+      throw new StoreError('CAPACITY_MISMATCH', "the root's tree has another chunk capacity than this store's");
+    }
     const index = chunk.index;
     const w = this.#sync.add(chunk);
     if (w === undefined) return;
+    if (w.puts.length > 0) this.changedChunks++;
     const puts: Put[] = [...w.puts, ['meta', progressKey(index), w.progress]];
     const bytes = puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
     this.#pending.push({ puts, bytes });
@@ -180,6 +203,7 @@ export class StoreSink {
         this.#writingChunks = take;
         this.#pendingBytes -= bytes;
         await this.#host.backend.write({ puts: chunks.flatMap((c) => c.puts) });
+        this.writtenBytes += bytes;
         this.#stored += this.#writingChunks;
         this.#writingBytes = 0;
         this.#writingChunks = 0;
@@ -199,15 +223,32 @@ export class StoreSink {
       while (this.#writing !== undefined) await this.#writing;
       if (this.#failure !== undefined) throw this.#failure;
       if (this.#sync.received === 0) return { version: await this.#host.commitEmpty(this.#root) };
+      await this.#markStale();
       const w: WriteSet = this.#sync.finish();
       const chunkCount = this.#sync.chunkCount!;
       const deletes: (readonly [string, Uint8Array])[] = [['meta', SYNC_KEY]];
       for (let i = 0; i < chunkCount; i++) deletes.push(['meta', progressKey(i)]);
-      const batch: WriteBatch = { puts: [...w.puts, ['versions', versionKey(w.version), w.versionRecord]], deletes };
-      await this.#host.commitSynced(batch, w.version, w.versionRecord, this.#sync.capacity!);
+      const puts: Put[] = [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]];
+      this.writtenBytes += puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
+      await this.#host.commitSynced({ puts, deletes }, w.version, w.versionRecord, this.#sync.capacity!);
       return { version: w.version };
     } finally {
       this.#release();
+    }
+  }
+
+  /**
+   * As a head's next version: reads the head's chunk records that the new
+   * version does not use and writes their stale marks (and their entries'),
+   * a round at a time, ahead of the last write (born at the new version, so
+   * a resume writes them again and a discard removes them).
+   */
+  async #markStale(): Promise<void> {
+    for (let needed = this.#sync.staleNeeded(); needed.length > 0; needed = this.#sync.staleNeeded()) {
+      await fetchRecords(this.#host.backend, needed, (_, key, value) => this.#sync.staleSupply(key, value));
+      const puts = staleMarks(this.#sync.takeStale());
+      this.writtenBytes += puts.reduce((n, [, key]) => n + key.length, 0);
+      if (puts.length > 0) await this.#host.backend.write({ puts });
     }
   }
 
@@ -215,13 +256,18 @@ export class StoreSink {
   close(): void {
     if (this.#stopping) return;
     this.#stopping = true;
-    void this.settled();
+    void this.settled().catch(() => {}); // a failed abandon leaves the sync for `discardSync`
   }
 
-  /** Resolves once nothing is being written (`State.close` waits for it). */
+  /** Resolves once nothing is being written (`State.close` waits for it); a sync that can never finish is forgotten. */
   async settled(): Promise<void> {
     while (this.#writing !== undefined) await this.#writing;
-    if (this.#stopping) this.#release();
+    if (!this.#stopping) return;
+    try {
+      if (this.#abandoned) await this.#host.abandon();
+    } finally {
+      this.#release();
+    }
   }
 
   #release(): void {
@@ -237,6 +283,8 @@ export class Synced {
   readonly restored: number[];
   readonly chunkCount: number;
   readonly backlogBytes = 0;
+  readonly writtenBytes = 0;
+  readonly changedChunks = 0;
   readonly #version: number;
 
   constructor(version: number, chunkCount: number) {

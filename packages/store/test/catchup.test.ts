@@ -3,7 +3,8 @@
 // head moves to the newer root as a new version that holds exactly the new
 // state, fetching a small part of what a full sync would; every liar is
 // banned at its first bad answer and the result is still exact; a peer
-// that predates catch-up is skipped, not banned.
+// that predates catch-up is skipped, not banned, and with only such peers
+// every chunk is fetched whole and only the changed ones are stored.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { storedVersions } from '../../peer/src/db-commands.ts';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { versionKey } from '../src/records.ts';
 import { openState, TABLES } from '../src/index.ts';
-import { expectHolds } from './support/holds.ts';
+import { expectHolds, expectRetained } from './support/holds.ts';
 
 const dirs: string[] = [];
 let peers: RunningPeer[] = [];
@@ -158,11 +159,79 @@ it('a peer that predates catch-up is skipped, not banned', async () => {
   expect(result.banned).toEqual([]);
   expect(events.some((e) => e.type === 'rejected' && e.code === 'BAD_REQUEST' && e.peer === old.wsUrl)).toBe(true);
   await expectHolds(path, next);
-  // With old peers only, nothing can be caught up, and the store is unchanged.
-  const further = chain(3000, 16, 40).next;
-  const onlyOld = await serve(further, { old: true });
-  await expect(run(path, further, [onlyOld.wsUrl!])).rejects.toMatchObject({ code: 'NO_HONEST_PEERS' });
-  await expectHolds(path, next);
+});
+
+/** Record keys of `table` born at `version` or later, and all of them. */
+async function recordCount(path: string, table: string, from = 0): Promise<number> {
+  const backend = await openNodeBackend({ path, tables: TABLES, readOnly: true });
+  let n = 0;
+  for await (const _ of backend.scan(table, { start: versionKey(from) })) n++;
+  await backend.close();
+  return n;
+}
+
+it('with only peers that predate catch-up, every chunk is fetched whole and only the changed ones are stored', async () => {
+  const { base, next } = chain(3000, 16, 20);
+  const path = await storeOf(base);
+  const olds = await Promise.all([0, 1].map(() => serve(next, { old: true })));
+  const events: CatchUpEvent[] = [];
+  const result = await run(path, next, olds.map((p) => p.wsUrl!), (e) => events.push(e));
+  expect(result).toMatchObject({ fromVersion: 1, version: 2, wholeChunks: true, banned: [], restoredChunks: 0, fetchedChunks: next.chunkCount });
+  expect(events.filter((e) => e.type === 'whole-chunks')).toEqual([{ type: 'whole-chunks', resumed: false }]);
+  expect(events.some((e) => e.type === 'banned')).toBe(false);
+  await expectHolds(path, next, 2);
+  await expectRetained(path, base, 1);
+  // Only the chunks the head lacked were stored, with their entries.
+  expect(result.changedChunks).toBeGreaterThan(0);
+  expect(result.changedChunks).toBeLessThan(next.chunkCount / 2);
+  expect(await recordCount(path, 'chunks', 2)).toBe(result.changedChunks);
+  expect(await recordCount(path, 'entries', 2)).toBeLessThanOrEqual(result.changedChunks * 16);
+  // Pruning version 1 leaves exactly what version 2 uses: each of its entries once, and the whole state.
+  const state = await openState({ path });
+  await state.prune({ keepLast: 1 });
+  await state.close();
+  expect(await recordCount(path, 'entries')).toBe(next.len);
+  expect(await recordCount(path, 'nodes')).toBe(next.chunkCount - 1);
+  await expectHolds(path, next, 2);
+});
+
+it('a catch-up that fetches every chunk whole bans a liar, resumes after a stop, and refuses another capacity', { timeout: 30_000 }, async () => {
+  const { base, next } = chain(6000, 16, 300);
+  const path = await storeOf(base);
+  const old = await serve(next, { old: true });
+  const liar = await serve(next, { old: true, byzantine: 'corrupt-value' });
+  // Stopped once 40 chunks are verified: they are not fetched again.
+  const abort = new AbortController();
+  let verified = 0;
+  const state = await openState({ path });
+  await expect(
+    catchUp({ store: state, root: next.head().root, peers: [old.wsUrl!, liar.wsUrl!], signal: abort.signal, requestTimeoutMs: 2000, onEvent: (e) => e.type === 'progress' && e.bytes > 0 && ++verified === 40 && abort.abort(new Error('stopped')) }),
+  ).rejects.toMatchObject({ message: 'stopped' });
+  await state.close();
+  const held = await openState({ path });
+  const pending = await held.pendingSync();
+  expect(hex(pending!.root)).toBe(hex(next.head().root));
+  expect(pending!.chunksStored).toBeGreaterThan(0);
+  await expect(held.put(enc('x'), enc('y'))).rejects.toMatchObject({ code: 'SYNC_PENDING' });
+  await held.close();
+  const events: CatchUpEvent[] = [];
+  const resumed = await run(path, next, [old.wsUrl!, liar.wsUrl!], (e) => events.push(e));
+  expect(events.filter((e) => e.type === 'whole-chunks')).toEqual([{ type: 'whole-chunks', resumed: true }]);
+  expect(resumed).toMatchObject({ fromVersion: 1, version: 2, wholeChunks: true, restoredChunks: pending!.chunksStored });
+  expect(resumed.restoredChunks + resumed.fetchedChunks).toBe(next.chunkCount);
+  expect(resumed.banned.map((b) => [b.peer, b.code])).toEqual([[liar.wsUrl, expect.stringMatching(/^[A-Z_]+$/)]]);
+  await expectHolds(path, next, 2);
+  await expectRetained(path, base, 1);
+
+  // A root whose tree has another capacity can never be this store's next version: refused, and forgotten.
+  const other = chain(2000, 8, 0).base;
+  const oldOther = await serve(other, { old: true });
+  await expect(run(path, other, [oldOther.wsUrl!])).rejects.toMatchObject({ code: 'CAPACITY_MISMATCH' });
+  const after = await openState({ path });
+  expect(await after.pendingSync()).toBeUndefined();
+  expect(after.head()).toMatchObject({ version: 2 });
+  await after.close();
+  await expectHolds(path, next, 2);
 });
 
 it('a peer that predates MULTILEAVES and MULTIENTRIES is asked one chunk a request, and not banned', async () => {

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { encodeFrame, encodeResponse, encodeResponseFrame, type Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
+import { encodeFrame, encodeResponse, encodeResponseFrame, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import type { Answer, IncomingRequest, Reply, ServerHook } from '../../peer/src/hook.ts';
 import { BaselineKind, type BaselineRequest, type BaselineServed, decodeBaselineRequest, encodeBaselineRootsPayload, isBaselineBody } from './baseline.ts';
 import type { Byzantine, Lie } from './byzantine.ts';
@@ -19,7 +19,12 @@ export interface TestnetOptions {
   baseline?: BaselineServed;
   /** Emulate a wide-area link on every connection's output. */
   link?: LinkOptions;
+  /** Answer the catch-up kinds `BAD_REQUEST`, as a peer from before them (`spec/wire.md`, "Catch-up"). */
+  predateCatchUp?: boolean;
 }
+
+/** The kinds a peer from before catch-up does not know. */
+const CATCHUP_KINDS: ReadonlySet<number> = new Set([Kind.Nodes, Kind.Leaves, Kind.Entries, Kind.MultiLeaves, Kind.MultiEntries]);
 
 /**
  * The `ServerHook` for `opts`, or undefined when nothing is added.
@@ -30,12 +35,13 @@ export interface TestnetOptions {
  * ```
  */
 export function testnetHook(opts: TestnetOptions): ServerHook | undefined {
-  const { byzantine, baseline } = opts;
+  const { byzantine, baseline, predateCatchUp } = opts;
   const link = isShaping(opts.link) ? opts.link : undefined;
-  if (byzantine === undefined && baseline === undefined && link === undefined) return undefined;
+  if (byzantine === undefined && baseline === undefined && link === undefined && !predateCatchUp) return undefined;
   return {
     ...(link ? { connection: (conn) => shapeConnection(conn, link) } : {}),
     reply(req, honest) {
+      if (predateCatchUp && CATCHUP_KINDS.has(req.kind)) return { kind: 'answer', status: Status.BadRequest };
       let answer = honest;
       let lie: Lie | undefined;
       if (baseline !== undefined && isBaselineBody(req.body)) {

@@ -39,6 +39,8 @@ Test network (packages/testnet):
                        {step, version, root, entryCount, chunkCount} (a JSON line with --json). Not with --db
   --advance-writes K   writes per batch (default ${DEFAULT_ADVANCE_WRITES})
   --keep-versions N    versions served at once while the head moves, the newest included (default ${DEFAULT_KEEP_VERSIONS})
+  --predate-catchup    answer the catch-up kinds (NODES, LEAVES, ENTRIES, MULTILEAVES, MULTIENTRIES)
+                       BAD_REQUEST, as a peer from before them: a catch-up then fetches every chunk whole
 `;
 
 function wrapUsage<T>(f: () => T): T {
@@ -90,6 +92,7 @@ export const testnetServe: ServeExtension = {
     'advance-on-stdin': { type: 'boolean' },
     'advance-writes': { type: 'string' },
     'keep-versions': { type: 'string' },
+    'predate-catchup': { type: 'boolean' },
   },
   usage: USAGE,
   prepare(v, fromFile) {
@@ -140,7 +143,9 @@ export const testnetServe: ServeExtension = {
       if (started) {
         lines.push(`advance   on each "advance" line of stdin: ${writes} writes, the last ${keep} versions served`);
       }
-      const hook = testnetHook({ byzantine, baseline, link });
+      const predateCatchUp = v['predate-catchup'] === true;
+      if (predateCatchUp) lines.push('predates  the catch-up kinds: answers them BAD_REQUEST');
+      const hook = testnetHook({ byzantine, baseline, link, predateCatchUp });
       return {
         ...(hook ? { hook } : {}),
         info: {
@@ -148,6 +153,7 @@ export const testnetServe: ServeExtension = {
           baseline: baseline ? { root: toHex(baseline.root), chunkCount: baseline.chunks.length, bytes: baseline.bytes, chunkBytes } : null,
           link: link ? { delayMs, rttMs: 2 * delayMs, rateMBs: rateMBs ?? null } : null,
           advance: advance ? { writes, keep } : null,
+          predateCatchUp,
         },
         lines,
         ...(started ? { started } : {}),

@@ -4,7 +4,7 @@
 
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { encodeFrame, FrameDecoder, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
+import { encodeFrame, encodeRequest, FrameDecoder, Kind, MAX_RESPONSE_BYTES, Status } from '@bpavl/light-client/wire';
 import { verifyChunk } from '@bpavl/light-client/verify';
 import type { Snapshot } from '@bpavl/wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -251,6 +251,37 @@ describe('link emulation', () => {
   });
 });
 
+describe('a peer that predates catch-up (--predate-catchup)', () => {
+  it('answers the five catch-up kinds BAD_REQUEST and every other kind as before', async () => {
+    const server = new SyncServer(new StaticTreeSource([snap]), { hook: testnetHook({ predateCatchUp: true }) });
+    const conn = new MemoryConnection();
+    server.handleConnection(conn);
+    const root = snap.root;
+    const top = Uint8Array.of(0);
+    const asks = [
+      { id: 1, kind: Kind.Nodes, root, path: top, levels: 2 },
+      { id: 2, kind: Kind.Leaves, root, path: top },
+      { id: 3, kind: Kind.Entries, root, path: top, bitmap: Uint8Array.of(1) },
+      { id: 4, kind: Kind.MultiLeaves, root, paths: [top] },
+      { id: 5, kind: Kind.MultiEntries, root, chunks: [{ path: top, bitmap: Uint8Array.of(1) }] },
+      { id: 6, kind: Kind.Chunk, root, index: 1 },
+    ] as const;
+    for (const req of asks) conn.events.bytes(encodeFrame(encodeRequest(req)));
+    expect(await conn.client.waitResponses(asks.length, 2000)).toBe(true);
+    const byId = new Map(conn.client.responses.map((r) => [r.id, r]));
+    for (let id = 1; id <= 5; id++) expect(byId.get(id)?.status, `request ${id}`).toBe(Status.BadRequest);
+    expect(byId.get(6)?.status).toBe(Status.Ok);
+    verifyChunk(root, 1, byId.get(6)!.payload);
+    // The same server without the flag serves NODES.
+    const honest = new SyncServer(new StaticTreeSource([snap]));
+    const c2 = new MemoryConnection();
+    honest.handleConnection(c2);
+    c2.events.bytes(encodeFrame(encodeRequest(asks[0])));
+    expect(await c2.client.waitResponses(1, 2000)).toBe(true);
+    expect(c2.client.responses[0]!.status).toBe(Status.Ok);
+  });
+});
+
 describe('cached chunk envelopes', () => {
   it('serve the same bytes as the snapshot', () => {
     const cached = new CachedTree(snap);
@@ -280,13 +311,14 @@ describe('bpavl-testnet serve: benchmark flags', () => {
     }
   }, 60_000);
 
-  it('--exit-on-stdin-end stops when stdin closes; the link and cache flags are reported', async () => {
-    const p = spawnTestnet(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--exit-on-stdin-end'], 'pipe');
+  it('--exit-on-stdin-end stops when stdin closes; the link, cache and predate flags are reported', async () => {
+    const p = spawnTestnet(['serve', '--json', '--entries', '300', '--chunk', '32', '--libp2p-port', 'off', '--delay-ms', '5', '--rate-mb-s', '12.5', '--cache-chunks', '--predate-catchup', '--exit-on-stdin-end'], 'pipe');
     const until = Date.now() + 20_000;
     while (!p.stdout().includes('\n') && Date.now() < until) await sleep(20);
     const info = JSON.parse(p.stdout().split('\n')[0]!);
     expect(info.link).toEqual({ delayMs: 5, rttMs: 10, rateMBs: 12.5 });
     expect(info.baseline).toBeNull();
+    expect(info.predateCatchUp).toBe(true);
     p.child.stdin!.end();
     expect((await p.done).code).toBe(0);
   }, 60_000);

@@ -7,7 +7,9 @@
  * asks another, and treats a peer that answers the catch-up kinds with
  * `BAD_REQUEST` as one that predates them (not asked again, not banned).
  * The leaves and entries of many chunks go in one request (`MULTILEAVES`,
- * `MULTIENTRIES`), asked of the peers that serve those kinds.
+ * `MULTIENTRIES`), asked of the peers that serve those kinds. With no peer
+ * left that serves `NODES`, it falls back to a sync of every chunk, whole,
+ * into the store as its next version (`syncState` with the store's sink).
  * @module
  */
 
@@ -18,7 +20,8 @@ import type { Connect, RequestBody } from '../transport/types.js';
 import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
 import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { multiParts } from '../wire/messages.js';
-import { type BannedPeer, SyncError } from './types.js';
+import { syncState } from './engine.js';
+import { type BannedPeer, type ChunkSink, SyncError } from './types.js';
 
 /** A piece a catch-up asks a peer for: `path` is an encoded tree path (`spec/wire.md`, "Catch-up"). */
 export type CatchUpPiece =
@@ -57,15 +60,27 @@ export interface CatchUpSession {
   close(): Promise<void>;
 }
 
+/** The sink of a sync as a store's next version: what it wrote, and how many chunks the head lacked. */
+export interface NextVersionSink extends ChunkSink<{ version: number }> {
+  readonly writtenBytes: number;
+  readonly changedChunks: number;
+}
+
 /** A store a catch-up can move forward (`@bpavl/store`'s `State`). */
 export interface CatchUpTarget {
   catchUpSession(root: Uint8Array): Promise<CatchUpSession>;
+  /** The sink of a sync of `root` as the store's next version, sharing every chunk the head holds (the fallback: no peer serves `NODES`). */
+  syncSink(root: Uint8Array, options: { asNextVersion: true }): Promise<NextVersionSink>;
+  /** The root of an unfinished sync the store holds (a fallback that was stopped), if any. */
+  pendingSync(): Promise<{ root: Uint8Array } | undefined>;
 }
 
 /** What a catch-up reports while it runs: the query client's events, and progress. */
 export type CatchUpEvent =
   | QueryEvent
-  | { type: 'progress'; bytes: number; changedChunks: number; inflight: number };
+  | { type: 'progress'; bytes: number; changedChunks: number; inflight: number }
+  /** No peer serves the catch-up requests (`NODES`): every chunk is fetched whole, and only those the store lacks are stored. */
+  | { type: 'whole-chunks'; resumed: boolean };
 
 /** Options of {@link catchUp}. */
 export interface CatchUpOptions {
@@ -106,6 +121,8 @@ export interface CatchUpResult {
   fetchedChunks: number;
   requests: number;
   banned: BannedPeer[];
+  /** Whether every chunk was fetched whole: no peer served the catch-up requests (`spec/wire.md`, "Catch-up"). */
+  wholeChunks: boolean;
 }
 
 /** The request of a piece. */
@@ -181,6 +198,9 @@ const TOP = Uint8Array.of(0);
 /**
  * Catches `store` up to `root`: the result is a new committed version of
  * the store whose root is `root`, sharing every record that did not change.
+ * When no peer serves the catch-up requests (they predate them), every
+ * chunk is fetched whole instead and only those the store lacks are stored
+ * (`wholeChunks` in the result; a stopped run of it is resumed as such).
  * Rejects with `SyncError` `NO_PEERS`, or `NO_HONEST_PEERS` when some piece
  * finds no peer that serves it honestly; with the store's errors (e.g.
  * `CAPACITY_MISMATCH`, `VERSION_UNKNOWN`); or with the signal's reason.
@@ -200,6 +220,68 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   optCountArg(opts.chunksPerRequest, 'chunksPerRequest', 1, MAX_MULTI_CHUNKS);
   if (opts.peers.length === 0) throw new SyncError('NO_PEERS', 'a catch-up needs at least one peer');
   const t0 = performance.now();
+  const pending = await opts.store.pendingSync();
+  if (pending !== undefined && equalBytes(pending.root, opts.root)) {
+    // A fallback that was stopped: resumed as it was (a whole-chunk sync), whatever the peers serve now.
+    return wholeChunks(opts, t0, { peers: opts.peers, bytes: 0, requests: 0, banned: [] }, true);
+  }
+  const walked = await walk(opts, t0);
+  return 'result' in walked ? walked.result : wholeChunks(opts, t0, walked, false);
+}
+
+/** What a walk that found no peer serving `NODES` leaves to its fallback. */
+interface WalkLeftover {
+  /** The peers to ask: those the walk found serving only whole chunks. */
+  peers: readonly string[];
+  bytes: number;
+  requests: number;
+  banned: BannedPeer[];
+}
+
+/**
+ * The fallback when no peer serves the catch-up requests (they answered
+ * `BAD_REQUEST`: they predate them): a sync of every chunk, whole, as the
+ * store's next version, which stores only the chunks its head lacks
+ * (`spec/wire.md`, "Catch-up").
+ */
+async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftover, resumed: boolean): Promise<CatchUpResult> {
+  const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
+  emit({ type: 'whole-chunks', resumed });
+  let sink: NextVersionSink | undefined;
+  const r = await syncState({
+    root: opts.root,
+    peers: before.peers,
+    store: { syncSink: async (root) => (sink = await opts.store.syncSink(root, { asNextVersion: true })) },
+    ...(opts.signal !== undefined && { signal: opts.signal }),
+    ...(opts.connect !== undefined && { connect: opts.connect }),
+    ...(opts.requestTimeoutMs !== undefined && { requestTimeoutMs: opts.requestTimeoutMs }),
+    onEvent: (e) => {
+      if (e.type === 'peer-banned') emit({ type: 'banned', peer: e.peer, code: e.code, reason: e.reason });
+      else if (e.type === 'progress') emit({ type: 'progress', bytes: before.bytes + e.bytes, changedChunks: sink?.changedChunks ?? 0, inflight: 0 });
+    },
+  });
+  return {
+    root: opts.root.slice(),
+    fromVersion: r.version - 1, // the next version of the head
+    version: r.version,
+    seconds: (performance.now() - t0) / 1000,
+    bytes: before.bytes + r.bytes,
+    writtenBytes: sink!.writtenBytes,
+    changedChunks: sink!.changedChunks,
+    restoredChunks: r.restored,
+    fetchedChunks: r.chunkCount - r.restored,
+    requests: before.requests + r.chunkCount - r.restored + r.refetches,
+    banned: [...before.banned, ...r.banned],
+    wholeChunks: true,
+  };
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** The walk from the top: the catch-up itself, or (no peer serves `NODES`) what its fallback needs. */
+async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUpResult } | WalkLeftover> {
   const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
   const session = await opts.store.catchUpSession(opts.root);
   const banned: BannedPeer[] = [];
@@ -221,9 +303,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
     noHonestPeers: (why) =>
       new SyncError(
         'NO_HONEST_PEERS',
-        old.size === pool.peers.length
-          ? 'every peer predates the catch-up requests (they answered BAD_REQUEST): sync the root into an empty store instead'
-          : `no honest peer serves the catch-up: ${why}`,
+        `no honest peer serves the catch-up: ${why}`,
         [...banned],
       ),
     skip: old,
@@ -378,7 +458,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       const peer = pool.peers[tag];
       if (peer !== undefined) pool.ban(peer, 'KEY_COPY_MISMATCH', 'sent a key copy that is not the smallest key of its right subtree');
     }
-    return {
+    const result: CatchUpResult = {
       root: opts.root.slice(),
       fromVersion: session.fromVersion,
       version,
@@ -390,10 +470,16 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
       fetchedChunks,
       requests,
       banned,
+      wholeChunks: false,
     };
+    return { result };
   } catch (e) {
     // Pieces still out settle before the session closes (their rejections are this one's).
     await Promise.allSettled(running);
+    // No peer left that serves NODES, only peers that predate them: they still serve whole chunks.
+    const usable = pool.usable();
+    const noWalk = e instanceof SyncError && e.code === 'NO_HONEST_PEERS' && usable.length > 0 && usable.every((p) => old.has(p));
+    if (noWalk && !opts.signal?.aborted) return { peers: usable.map((p) => p.address), bytes, requests, banned };
     throw e;
   } finally {
     pool.close();

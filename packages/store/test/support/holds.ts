@@ -12,8 +12,20 @@ export async function expectHolds(path: string, tree: Tree, version?: number): P
   try {
     if (version !== undefined) expect(state.head()?.version).toBe(version);
     expect(hex(state.head()!.root)).toBe(hex(tree.head().root));
+  } finally {
+    await state.close();
+  }
+  await expectRetained(path, tree, version);
+}
+
+/** Version `version` (default: the head) of the state at `path` holds every entry of `tree` and nothing else, under its root. */
+export async function expectRetained(path: string, tree: Tree, version?: number): Promise<void> {
+  const state = await openState({ path, readOnly: true });
+  try {
+    const at = { version: version ?? state.head()!.version };
+    expect(hex(state.versions().find((v) => v.version === at.version)!.root)).toBe(hex(tree.head().root));
     let n = 0;
-    for await (const [k, v] of state.range(undefined)) {
+    for await (const [k, v] of state.range(undefined, undefined, at)) {
       expect(hex(v)).toBe(hex(tree.get(k)!));
       n++;
     }
