@@ -45,7 +45,9 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
                        state is DIR's version 1 (serve it with bpavl serve --db DIR).
                        When DIR holds an older state, it is caught up instead: only what
                        changed is fetched (docs/catchup.md), as DIR's next version; an
-                       interrupted catch-up resumes the same way
+                       interrupted catch-up resumes the same way. If no peer serves the
+                       catch-up requests, every chunk is fetched whole and only those DIR
+                       lacks are stored
   --discard-unfinished with --db: first delete an unfinished sync or catch-up of another root
   --json               print one JSON line at the end instead of the summary; on failure
                        {error, message, peers: [{peer, outcome, reason, code}]}

@@ -41,6 +41,11 @@ const RESTORE_BATCH = 256;
 
 type Put = readonly [table: string, key: Uint8Array, value: Uint8Array];
 
+/** The bytes `puts` write (keys and values). */
+function putBytes(puts: readonly Put[]): number {
+  return puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
+}
+
 /** One verified chunk's records (its entries, its chunk record, its progress record): written together. */
 interface PendingChunk {
   readonly puts: Put[];
@@ -178,7 +183,7 @@ export class StoreSink {
     if (w === undefined) return;
     if (w.puts.length > 0) this.changedChunks++;
     const puts: Put[] = [...w.puts, ['meta', progressKey(index), w.progress]];
-    const bytes = puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
+    const bytes = putBytes(puts);
     this.#pending.push({ puts, bytes });
     this.#pendingBytes += bytes;
     if (this.#writing === undefined) this.#writing = this.#drain();
@@ -229,7 +234,7 @@ export class StoreSink {
       const deletes: (readonly [string, Uint8Array])[] = [['meta', SYNC_KEY]];
       for (let i = 0; i < chunkCount; i++) deletes.push(['meta', progressKey(i)]);
       const puts: Put[] = [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]];
-      this.writtenBytes += puts.reduce((n, [, key, value]) => n + key.length + value.length, 0);
+      this.writtenBytes += putBytes(puts);
       await this.#host.commitSynced({ puts, deletes }, w.version, w.versionRecord, this.#sync.capacity!);
       return { version: w.version };
     } finally {
@@ -247,7 +252,7 @@ export class StoreSink {
     for (let needed = this.#sync.staleNeeded(); needed.length > 0; needed = this.#sync.staleNeeded()) {
       await fetchRecords(this.#host.backend, needed, (_, key, value) => this.#sync.staleSupply(key, value));
       const puts = staleMarks(this.#sync.takeStale());
-      this.writtenBytes += puts.reduce((n, [, key]) => n + key.length, 0);
+      this.writtenBytes += putBytes(puts);
       if (puts.length > 0) await this.#host.backend.write({ puts });
     }
   }

@@ -14,6 +14,7 @@
  */
 
 import { ask, type AskContext, type QueryEvent } from '../client/ask.js';
+import { equalBytes } from '../codec.js';
 import { PeerPool, type PoolPeer } from '../client/pool.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, RequestBody } from '../transport/types.js';
@@ -274,10 +275,6 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
     banned: [...before.banned, ...r.banned],
     wholeChunks: true,
   };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** The walk from the top: the catch-up itself, or (no peer serves `NODES`) what its fallback needs. */
