@@ -85,9 +85,10 @@ pub struct StoreSync {
 /// Head chunks read at once for their stale entries.
 const STALE_BATCH: usize = 128;
 
-/// A head chunk's record, and the key copy before it: its first key (the
-/// head's first chunk has none, so it is never shared: a shared chunk's
-/// first key must be known without reading it).
+/// A head chunk's record, and its first key: the key copy before it, or
+/// for the head's first chunk the head's smallest key if the caller gave it
+/// (else that chunk is never shared: a shared chunk's first key must be
+/// known without reading it).
 #[derive(Debug)]
 struct HeadChunk {
     record: Ref,
@@ -117,9 +118,9 @@ struct Head {
 
 impl Head {
     /// `None` if a node or chunk of `head` was never stored (uncommitted writes).
-    fn of(head: &Tree) -> Option<Head> {
+    fn of(head: &Tree, first_key: Option<&[u8]>) -> Option<Head> {
         let mut out = Head { capacity: head.capacity(), ..Head::default() };
-        let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, None)).into_iter().collect();
+        let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, first_key)).into_iter().collect();
         while let Some((node, lower)) = todo.pop() {
             let record = match node {
                 Node::Leaf(c) => c.stored.as_ref().filter(|_| c.persisted)?.record,
@@ -142,14 +143,15 @@ impl StoreSync {
     }
 
     /// A sync of the tree under `root` as the next version of `head` (a
-    /// tree loaded from the store, every record stored). A chunk whose
-    /// hash a head chunk has (but the head's first) is shared, not
-    /// written. Chunks of another capacity than the head's must not be
+    /// tree loaded from the store, every record stored; `first_key`, its
+    /// smallest key, as read from it). A chunk whose hash a head chunk has
+    /// is shared, not written (the head's first only if `first_key` is
+    /// given). Chunks of another capacity than the head's must not be
     /// added (the caller checks: [`StoreSync::head_capacity`]). `None` if
     /// the head has writes not committed.
-    pub fn next(head: &Tree, root: Hash) -> Option<StoreSync> {
+    pub fn next(head: &Tree, root: Hash, first_key: Option<&[u8]>) -> Option<StoreSync> {
         let version = head.head().version() + 1;
-        Some(StoreSync { head: Some(Head::of(head)?), ..StoreSync::new(root, version) })
+        Some(StoreSync { head: Some(Head::of(head, first_key)?), ..StoreSync::new(root, version) })
     }
 
     /// The capacity of the head this sync writes the next version of.

@@ -191,13 +191,18 @@ impl StoreSync {
     }
 
     /// A sync of the tree under `root` as the next version of `head` (the
-    /// store's head, loaded): a chunk the head holds is shared, not written
-    /// (`spec/store-format.md`, "Syncing as the next version"). Add only
-    /// chunks of the head's capacity. Throws StoreError `STORE_CORRUPT` if
-    /// the head has writes not committed.
-    pub fn next(head: &StoredHead, root: &Bytes) -> Result<StoreSync, JsValue> {
+    /// store's head, loaded; `firstKey`, its smallest key as read from the
+    /// store, or `undefined`, and then the head's first chunk is not shared):
+    /// a chunk the head holds is shared, not written (`spec/store-format.md`,
+    /// "Syncing as the next version"). Add only chunks of the head's
+    /// capacity. Throws StoreError `STORE_CORRUPT` if the head has writes
+    /// not committed.
+    pub fn next(head: &StoredHead, root: &Bytes, first_key: Option<Bytes>) -> Result<StoreSync, JsValue> {
         let root = crate::convert::root(root)?;
-        core::StoreSync::next(&head.0, root).map(StoreSync).ok_or_else(|| throw(core::StoreError::Corrupt))
+        let first_key = opt_bytes(first_key.as_deref(), "firstKey")?;
+        core::StoreSync::next(&head.0, root, first_key.as_deref())
+            .map(StoreSync)
+            .ok_or_else(|| throw(core::StoreError::Corrupt))
     }
 
     /// The tree's chunk count, or `undefined` before a chunk has told it.

@@ -437,9 +437,11 @@ export class State {
         // The synced state replaces a batch not committed yet; an unfinished catch-up of the same root is given up.
         await this.#dropBatch();
         if (pending !== undefined) await this.#forgetUnfinished();
+        // The head's smallest key (read and checked as any read): its first chunk is shared too, if unchanged.
+        const firstKey = next ? await this.#firstKey() : undefined;
         const tree = next ? await this.#loadHead() : undefined;
         try {
-          const onto = tree === undefined ? undefined : { tree, capacity: this.#capacity };
+          const onto = tree === undefined ? undefined : { tree, capacity: this.#capacity, firstKey };
           const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume, onto);
           this.#syncing = root.slice();
           this.#sink = sink;
@@ -451,6 +453,12 @@ export class State {
     } finally {
       this.#sinkOpening = false;
     }
+  }
+
+  /** The smallest key of the head, or `undefined` if it holds none. */
+  async #firstKey(): Promise<Uint8Array | undefined> {
+    for await (const [key] of this.range(undefined, undefined, { pageSize: 1 })) return key;
+    return undefined;
   }
 
   #sinkHost(): SinkHost {

@@ -110,9 +110,9 @@ export class StoreSink {
    * first), or the resume of the one stored, whose chunks are checked
    * again; those that do not check out are dropped and fetched again.
    */
-  static async open(host: SinkHost, root: Uint8Array, version: number, resume: boolean, head?: { tree: StoredHead; capacity: number }): Promise<StoreSink> {
+  static async open(host: SinkHost, root: Uint8Array, version: number, resume: boolean, head?: { tree: StoredHead; capacity: number; firstKey: Uint8Array | undefined }): Promise<StoreSink> {
     const { backend } = host;
-    const sync = head === undefined ? new StoreSync(root, version) : StoreSync.next(head.tree, root);
+    const sync = head === undefined ? new StoreSync(root, version) : StoreSync.next(head.tree, root, head.firstKey);
     const restored: number[] = [];
     let changed = 0;
     try {
