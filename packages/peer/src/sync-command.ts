@@ -147,8 +147,10 @@ export function peerFlags(peers: string[] | undefined): string[] {
  * `bpavl sync --db DIR` on a store that holds a state: catches it up to the
  * root and says how much it fetched (`catchUp`, docs/catchup.md).
  */
-async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[]; timeout: number; json: boolean; db?: string | undefined }, signal: AbortSignal): Promise<number> {
+async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[]; timeout: number; json: boolean; db?: string | undefined }, signal: AbortSignal, tty: boolean): Promise<number> {
   const from = state.head()!;
+  /** On a TTY, the fallback's progress (a whole-chunk sync is long): chunks in, of the tree's. */
+  let bar: cliProgress.SingleBar | undefined;
   const onEvent = (e: CatchUpEvent) => {
     if (opts.json) return;
     if (e.type === 'banned') process.stderr.write(`banned ${e.peer}: ${e.reason} (${e.code})\n`);
@@ -158,9 +160,22 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
           ? 'resuming a catch-up that fetches every chunk whole\n'
           : 'no peer serves the catch-up requests (they predate them): fetching every chunk whole, storing only what changed\n',
       );
+      if (tty) {
+        bar = new cliProgress.SingleBar({ format: '{bar} {percentage}% | {value}/{total} chunks | {mb} MB', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic);
+        bar.start(1, 0, { mb: '0.0' });
+      }
+    }
+    if (e.type === 'progress' && bar !== undefined && e.wholeChunks !== undefined) {
+      if (e.wholeChunks.chunkCount !== undefined) bar.setTotal(e.wholeChunks.chunkCount);
+      bar.update(e.wholeChunks.done, { mb: (e.bytes / 1e6).toFixed(1) });
     }
   };
-  const r: CatchUpResult = await catchUp({ store: state, root: opts.root, peers: opts.peers, signal, requestTimeoutMs: opts.timeout, onEvent });
+  let r: CatchUpResult;
+  try {
+    r = await catchUp({ store: state, root: opts.root, peers: opts.peers, signal, requestTimeoutMs: opts.timeout, onEvent });
+  } finally {
+    bar?.stop();
+  }
   const head = state.head()!;
   const summary = {
     root: toHex(r.root),
@@ -263,7 +278,7 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       if (state.head() !== undefined) {
         bar?.stop();
         catchingUp = true;
-        return await runCatchUp(state, opts, ctl.signal);
+        return await runCatchUp(state, opts, ctl.signal, tty);
       }
       const result = await syncState({ ...common, store: state });
       synced = { ...result, entryCount: state.head()!.entryCount };

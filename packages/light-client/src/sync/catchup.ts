@@ -79,7 +79,8 @@ export interface CatchUpTarget {
 /** What a catch-up reports while it runs: the query client's events, and progress. */
 export type CatchUpEvent =
   | QueryEvent
-  | { type: 'progress'; bytes: number; changedChunks: number; inflight: number }
+  /** `wholeChunks`: in the fallback, the chunks in so far (restored ones included) and their count once known. */
+  | { type: 'progress'; bytes: number; changedChunks: number; inflight: number; wholeChunks?: { done: number; chunkCount: number | undefined } }
   /** No peer serves the catch-up requests (`NODES`): every chunk is fetched whole, and only those the store lacks are stored. */
   | { type: 'whole-chunks'; resumed: boolean };
 
@@ -258,7 +259,10 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
     ...(opts.requestTimeoutMs !== undefined && { requestTimeoutMs: opts.requestTimeoutMs }),
     onEvent: (e) => {
       if (e.type === 'peer-banned') emit({ type: 'banned', peer: e.peer, code: e.code, reason: e.reason });
-      else if (e.type === 'progress') emit({ type: 'progress', bytes: before.bytes + e.bytes, changedChunks: sink?.changedChunks ?? 0, inflight: 0 });
+      else if (e.type === 'progress') {
+        const wholeChunks = { done: e.done, chunkCount: e.chunkCount };
+        emit({ type: 'progress', bytes: before.bytes + e.bytes, changedChunks: sink?.changedChunks ?? 0, inflight: 0, wholeChunks });
+      }
     },
   });
   return {
