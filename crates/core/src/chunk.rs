@@ -306,6 +306,24 @@ impl Chunk {
             .collect()
     }
 
+    /// Slots as [`Chunk::slots`] makes them, but an entry with no record yet
+    /// whose key and entry hash `stored` knows a record of (returning that
+    /// record's birth) is referenced, not written.
+    pub(crate) fn slots_reusing(
+        &mut self,
+        version: u64,
+        stored: impl Fn(&[u8], &Hash) -> Option<u64>,
+        new_entry: impl FnMut(&[u8], Ref),
+    ) -> Vec<Slot> {
+        for i in 0..self.len() {
+            if self.births[i].is_none() {
+                let hash = self.entry_hashes[i].expect("chunk hashed at commit");
+                self.births[i] = stored(self.key(i), &hash);
+            }
+        }
+        self.slots(version, new_entry)
+    }
+
     /// A chunk loaded from a store: its verified slots, in-chunk tree and
     /// hash, and the values of its verified entry records (`None`: left in
     /// the store, for a paged head; that slot's key is not confirmed yet).

@@ -34,6 +34,7 @@ pub mod record;
 #[cfg(any(test, all(target_arch = "wasm32", target_feature = "simd128")))]
 mod sha256x4;
 mod subtree;
+mod sync_next;
 mod sync_store;
 mod tree;
 mod verify_batch;

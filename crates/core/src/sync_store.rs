@@ -5,25 +5,20 @@
 //! it stored, every stored chunk checked again against the root. The
 //! finished sync writes the inner nodes and the version record from a few
 //! facts per chunk (the active-nodes rebuild of `rebuild.rs`, over metadata).
-//! A sync may also write the next version of a store that holds one (a
-//! catch-up whose peers serve only whole chunks, `spec/store-format.md`,
-//! "Syncing as the next version"): chunks the head holds are shared, not
-//! written, and what the head used and the new version does not is marked
-//! stale. No I/O: callers move the bytes.
+//! A sync may also write the next version of a store that holds one
+//! (`sync_next.rs`). No I/O: callers move the bytes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::codec::{put_varint, Reader};
 use crate::envelope::VerifiedChunk;
 use crate::error::{RebuildError, StoreError};
 use crate::hash::{inner_hash, root_hash, Hash};
 use crate::limits::MAX_HEIGHT;
-use crate::node::Node;
 use crate::path::ChunkPath;
 use crate::persist::WriteSet;
-use crate::record::{
-    in_key_order, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
-};
+use crate::record::{verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::sync_next::Head;
 use crate::tree::Tree;
 
 /// Format byte of a sync progress record.
@@ -49,9 +44,12 @@ struct Layout {
 /// write so that a chunk is stored whole or not at all.
 #[derive(Debug, Clone)]
 pub struct ChunkWrite {
-    /// Its entry records and its (whole) chunk record, born at the sync's version.
+    /// The chunk's index in the tree (its progress record's key).
+    pub index: u64,
+    /// Its entry records and its (whole) chunk record, born at the sync's
+    /// version; none for a chunk a head holds.
     pub puts: Vec<(Table, Ref, Vec<u8>)>,
-    /// Its progress record (its key is the caller's: the chunk index).
+    /// Its progress record.
     pub progress: Vec<u8>,
 }
 
@@ -82,61 +80,6 @@ pub struct StoreSync {
     head: Option<Head>,
 }
 
-/// Head chunks read at once for their stale entries.
-const STALE_BATCH: usize = 128;
-
-/// A head chunk's record, and its first key: the key copy before it, or
-/// for the head's first chunk the head's smallest key if the caller gave it
-/// (else that chunk is never shared: a shared chunk's first key must be
-/// known without reading it).
-#[derive(Debug)]
-struct HeadChunk {
-    record: Ref,
-    first_key: Option<Box<[u8]>>,
-}
-
-/// The head a sync writes the next version of: what it may share, and
-/// what becomes stale.
-#[derive(Debug, Default)]
-struct Head {
-    capacity: usize,
-    /// Its chunks by chunk hash.
-    chunks: HashMap<Hash, HeadChunk>,
-    /// Its inner node records: the new version writes its own.
-    nodes: Vec<Ref>,
-    /// Chunk records the new version shares (a chunk found in the head).
-    shared: HashSet<Ref>,
-    /// Once every chunk is in: head chunk records the new version does not
-    /// use, still to read for their entries; those asked; deltas waiting for
-    /// their bases.
-    replaced: Option<Vec<Ref>>,
-    asked: HashSet<Ref>,
-    deltas: WaitingDeltas,
-    /// Stale marks made and not yet taken.
-    stale: Vec<(Table, Ref)>,
-}
-
-impl Head {
-    /// `None` if a node or chunk of `head` was never stored (uncommitted writes).
-    fn of(head: &Tree, first_key: Option<&[u8]>) -> Option<Head> {
-        let mut out = Head { capacity: head.capacity(), ..Head::default() };
-        let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, first_key)).into_iter().collect();
-        while let Some((node, lower)) = todo.pop() {
-            let record = match node {
-                Node::Leaf(c) => c.stored.as_ref().filter(|_| c.persisted)?.record,
-                Node::Stub(s) => s.record,
-                Node::Inner(n) => {
-                    out.nodes.push(n.stored.filter(|_| n.persisted)?);
-                    todo.extend([(&n.right, Some(n.key.as_bytes())), (&n.left, lower)]);
-                    continue;
-                }
-            };
-            out.chunks.insert(record.hash, HeadChunk { record, first_key: lower.map(Into::into) });
-        }
-        Some(out)
-    }
-}
-
 impl StoreSync {
     pub fn new(root: Hash, version: u64) -> StoreSync {
         StoreSync { root, version, layout: None, chunks: BTreeMap::new(), head: None }
@@ -156,14 +99,13 @@ impl StoreSync {
 
     /// The capacity of the head this sync writes the next version of.
     pub fn head_capacity(&self) -> Option<usize> {
-        self.head.as_ref().map(|h| h.capacity)
+        self.head.as_ref().map(Head::capacity)
     }
 
     /// The head's chunk record with hash `hash`, if the new version shares
     /// it; and the chunk's first key.
     fn held(&self, hash: &Hash) -> Option<(Ref, &[u8])> {
-        let c = self.head.as_ref()?.chunks.get(hash)?;
-        Some((c.record, c.first_key.as_deref()?))
+        self.head.as_ref()?.held(hash)
     }
 
     pub fn root(&self) -> Hash {
@@ -199,7 +141,9 @@ impl StoreSync {
     }
 
     /// The records that store `chunk` (verified against this root), or
-    /// `None` if it is already held.
+    /// `None` if it is already held. As a head's next version, always
+    /// `None`: the write comes from [`StoreSync::take_ready`], once the
+    /// head chunks around it are read ([`StoreSync::needed`]).
     pub fn add(&mut self, chunk: VerifiedChunk) -> Result<Option<ChunkWrite>, RebuildError> {
         if chunk.root != self.root {
             return Err(RebuildError::Chunk(crate::ProofError::RootMismatch));
@@ -213,16 +157,45 @@ impl StoreSync {
         let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
         let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
         self.chunks.insert(index, facts);
-        if let Some((r, _)) = self.held(&hash) {
-            self.head.as_mut().expect("held").shared.insert(r);
-            return Ok(Some(ChunkWrite { puts: Vec::new(), progress }));
+        let shared = self.held(&hash).is_some();
+        if let Some(head) = self.head.as_mut() {
+            if shared {
+                head.share(&hash);
+                head.ready(ChunkWrite { index, puts: Vec::new(), progress });
+            } else {
+                head.queue(index, chunk, progress, self.version);
+            }
+            return Ok(None);
         }
         let mut puts = Vec::with_capacity(chunk.len() + 1);
         let slots =
             chunk.slots(self.version, |v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(v))));
         let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
         puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
-        Ok(Some(ChunkWrite { puts, progress }))
+        Ok(Some(ChunkWrite { index, puts, progress }))
+    }
+
+    /// As a head's next version: the head chunk records to read now, for
+    /// the changed chunks waiting for them (`STORE_CORRUPT` once one did not check).
+    pub fn needed(&mut self) -> Result<Vec<(Table, Ref)>, StoreError> {
+        self.head.as_mut().map_or(Ok(Vec::new()), Head::needed)
+    }
+
+    /// Hands over a record [`StoreSync::needed`] named (`None`: the store
+    /// lacks it). Its slots must verify against its hash.
+    pub fn supply(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let version = self.version;
+        self.head.as_mut().map_or(Ok(()), |h| h.supply(r, bytes, version))
+    }
+
+    /// As a head's next version: the chunks written since the last call.
+    pub fn take_ready(&mut self) -> Vec<ChunkWrite> {
+        self.head.as_mut().map(Head::take_ready).unwrap_or_default()
+    }
+
+    /// Bytes of chunks added and not written yet (waiting for head chunks).
+    pub fn waiting_bytes(&self) -> usize {
+        self.head.as_ref().map_or(0, Head::waiting_bytes)
     }
 
     /// The key of the chunk record that progress record `progress` names,
@@ -243,8 +216,8 @@ impl StoreSync {
     pub fn restore(&mut self, index: u64, progress: &[u8], chunk_record: Option<&[u8]>) -> Result<(), StoreError> {
         let p = decode_progress(progress)?;
         let (first_key, shared) = match self.held(&p.hash) {
-            Some((r, first_key)) => (first_key.into(), Some(r)),
-            None => (self.check_restored(&p, chunk_record)?, None),
+            Some((_, first_key)) => (first_key.into(), true),
+            None => (self.check_restored(&p, chunk_record)?, false),
         };
         if self.head_capacity().is_some_and(|c| c != p.capacity) {
             return Err(StoreError::Corrupt);
@@ -259,83 +232,58 @@ impl StoreSync {
         }
         let facts = ChunkFacts { hash: p.hash, entries: p.entries as u64, key_height: p.key_height, first_key };
         self.chunks.insert(index, facts);
-        if let Some(r) = shared {
-            self.head.as_mut().expect("held").shared.insert(r);
+        if shared {
+            self.head.as_mut().expect("held").share(&p.hash);
         }
         Ok(())
     }
 
     /// The first key of a chunk an earlier run wrote, once its record is a
     /// full chunk of the progress record's size, born at this version, that
-    /// verifies against its hash.
+    /// verifies against its hash (as a head's next version, its entries
+    /// may be the head's, born before).
     fn check_restored(&self, p: &Progress, chunk_record: Option<&[u8]>) -> Result<Box<[u8]>, StoreError> {
         let Some(ChunkRecord::Full { slots, groups }) =
             chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
         else {
             return Err(StoreError::Corrupt);
         };
-        if slots.len() != p.entries || slots.iter().any(|s| s.entry.birth != self.version) {
+        let born = |b: u64| b == self.version || (self.head.is_some() && b < self.version);
+        if slots.len() != p.entries || slots.iter().any(|s| !born(s.entry.birth)) {
             return Err(StoreError::Corrupt);
         }
         verify_slots(&slots, &groups, &p.hash)?;
         Ok(slots[0].key.as_slice().into())
     }
 
-    /// Head chunk records to read from the store now, once every chunk is
-    /// in: those the new version does not use (their entries go stale, and
-    /// a delta's base), a batch at a time, then the bases of deltas among
-    /// them. Empty when there is nothing (more) to read, or no head.
+    /// As a head's next version, once every chunk is in and written: the
+    /// records to read for the stale marks (the head chunks the new version
+    /// does not share, a batch at a time, their bases, and the new chunks
+    /// over their keys). Empty when all is marked, or with no head.
     pub fn stale_needed(&mut self) -> Vec<(Table, Ref)> {
         if !self.is_complete() {
             return Vec::new();
         }
-        let Some(head) = self.head.as_mut() else { return Vec::new() };
-        let replaced = head.replaced.get_or_insert_with(|| {
-            let mut out: Vec<Ref> =
-                head.chunks.values().map(|c| c.record).filter(|r| !head.shared.contains(r)).collect();
-            out.sort_by_key(|r| std::cmp::Reverse(r.key()));
-            out
-        });
-        let mut out: Vec<(Table, Ref)> = Vec::new();
-        while out.len() < STALE_BATCH {
-            let Some(r) = replaced.pop() else { break };
-            head.asked.insert(r);
-            out.push((Table::Chunks, r));
+        let (version, chunks) = (self.version, &self.chunks);
+        match self.head.as_mut() {
+            Some(head) if !head.is_waiting() => head.stale_needed(chunks, version),
+            _ => Vec::new(),
         }
-        out.extend(head.deltas.bases().filter(|b| !head.asked.contains(b)).map(|b| (Table::Chunks, *b)));
-        in_key_order(&mut out);
-        out.dedup();
-        out
     }
 
-    /// Hands over a head chunk record [`StoreSync::stale_needed`] named
-    /// (`None`: the store lacks it, `STORE_CORRUPT`). Its slots must verify
+    /// Hands over a record [`StoreSync::stale_needed`] named (`None`: the
+    /// store lacks it, `STORE_CORRUPT`). A record's slots must verify
     /// against its hash before any entry of it is marked stale, so that a
     /// corrupt record never marks another version's entry stale.
     pub fn stale_supply(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
-        let Some(head) = self.head.as_mut() else { return Ok(()) };
-        let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, head.capacity)?;
-        let asked = head.asked.remove(r);
-        match record {
-            ChunkRecord::Delta(delta) if asked => head.deltas.add(*r, delta),
-            ChunkRecord::Delta(_) => return Err(StoreError::Corrupt), // a base is a full chunk
-            ChunkRecord::Full { slots, groups } => {
-                for (at, delta) in head.deltas.take(r) {
-                    let (slots, groups) = delta.apply(&slots, &groups, head.capacity)?;
-                    head.mark_stale(at, &slots, &groups, Some(*r))?;
-                }
-                if asked {
-                    head.mark_stale(*r, &slots, &groups, None)?;
-                }
-            }
-        }
-        Ok(())
+        let version = self.version;
+        self.head.as_mut().map_or(Ok(()), |h| h.stale_supply(r, bytes, version))
     }
 
     /// Stale marks made so far (for records the head used and the new
     /// version does not), to write before [`StoreSync::finish`]'s write set.
     pub fn take_stale(&mut self) -> Vec<(Table, Ref)> {
-        self.head.as_mut().map(|h| std::mem::take(&mut h.stale)).unwrap_or_default()
+        self.head.as_mut().map(Head::take_stale).unwrap_or_default()
     }
 
     /// The inner node records and the version record that complete the
@@ -352,11 +300,8 @@ impl StoreSync {
             Some(l) if self.is_complete() => l,
             _ => return Err(RebuildError::Incomplete),
         };
-        if let Some(head) = &self.head {
-            if head.replaced.as_ref().is_none_or(|r| !r.is_empty()) || !head.asked.is_empty() || !head.deltas.is_empty()
-            {
-                return Err(RebuildError::Incomplete);
-            }
+        if self.head.as_ref().is_some_and(|h| h.is_waiting() || !h.stale_done()) {
+            return Err(RebuildError::Incomplete);
         }
         let mut out = WriteSet { version: self.version, ..WriteSet::default() };
         let chunk = |f: &ChunkFacts| match self.held(&f.hash) {
@@ -383,8 +328,8 @@ impl StoreSync {
             return Err(RebuildError::RootMismatch);
         }
         if let Some(head) = self.head.as_mut() {
-            out.stale.extend(head.nodes.iter().map(|r| (Table::Nodes, *r)));
-            out.stale.append(&mut head.stale);
+            out.stale.extend(head.nodes().iter().map(|r| (Table::Nodes, *r)));
+            out.stale.append(&mut head.take_stale());
         }
         Ok(out)
     }
@@ -407,19 +352,6 @@ impl Sub {
     /// Chunk `f`, whose record is `record`.
     fn at(f: &ChunkFacts, record: Ref) -> Sub {
         Sub { child: Child::Chunk(record), height: 0, chunks: 1, entries: f.entries }
-    }
-}
-
-impl Head {
-    /// Head chunk record `at` leaves: it, its base (a delta's), and every
-    /// entry it holds (no chunk of the new version holds its keys), once
-    /// its slots verify against its hash.
-    fn mark_stale(&mut self, at: Ref, slots: &[Slot], groups: &[Hash], base: Option<Ref>) -> Result<(), StoreError> {
-        verify_slots(slots, groups, &at.hash)?;
-        let records = [Some(at), base].into_iter().flatten().filter(|r| !self.shared.contains(r));
-        self.stale.extend(records.map(|r| (Table::Chunks, r)));
-        self.stale.extend(slots.iter().map(|s| (Table::Entries, s.entry)));
-        Ok(())
     }
 }
 

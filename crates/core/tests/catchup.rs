@@ -714,6 +714,31 @@ fn next_sync(
     sync
 }
 
+/// Reads what the sync asks of the store and writes the chunks it makes,
+/// until nothing waits.
+fn write_ready(
+    sync: &mut StoreSync,
+    store: &mut Store,
+    v: u64,
+    progress: &mut std::collections::BTreeMap<u64, Vec<u8>>,
+) {
+    for round in 0.. {
+        assert!(round < 1000, "the reads never end");
+        for w in sync.take_ready() {
+            store.write(&WriteSet { version: v + 1, puts: w.puts, ..WriteSet::default() });
+            progress.insert(w.index, w.progress);
+        }
+        let needed = sync.needed().unwrap();
+        if needed.is_empty() {
+            assert_eq!(sync.waiting_bytes(), 0);
+            return;
+        }
+        for (t, r) in needed {
+            sync.supply(&r, store.get(t, &r)).unwrap();
+        }
+    }
+}
+
 #[test]
 fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
     let mut rng = SplitMix64::new(44);
@@ -732,16 +757,22 @@ fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
         for i in (1..order.len()).rev() {
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
-        for &i in &order {
-            // A kill now and then: the next run starts from the store alone and takes back every chunk.
-            if rng.below(6) == 0 {
-                sync = next_sync(&store, &head, root, first_key, &progress);
-                assert_eq!(sync.received(), progress.len() as u64, "round {round}");
+        // Chunks in a random order, written a few at a time; a kill now and then loses those not
+        // written (fetched again at the end), and the next run takes back every chunk written.
+        while progress.len() < order.len() {
+            let todo: Vec<u64> = order.iter().copied().filter(|i| !progress.contains_key(i)).collect();
+            for i in todo {
+                if rng.below(6) == 0 {
+                    sync = next_sync(&store, &head, root, first_key, &progress);
+                    assert_eq!(sync.received(), progress.len() as u64, "round {round}");
+                }
+                let chunk = verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap();
+                assert!(sync.add(chunk).unwrap().is_none(), "the write comes from take_ready");
+                if rng.below(3) == 0 {
+                    write_ready(&mut sync, &mut store, v, &mut progress);
+                }
             }
-            let chunk = verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap();
-            let w = sync.add(chunk).unwrap().unwrap();
-            store.write(&WriteSet { version: v + 1, puts: w.puts, ..WriteSet::default() });
-            progress.insert(i, w.progress);
+            write_ready(&mut sync, &mut store, v, &mut progress);
         }
         // The head's replaced chunks read for their stale marks, written ahead; a kill meanwhile redoes them.
         for step in 0.. {
@@ -760,22 +791,30 @@ fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
         }
         let ws = sync.finish().unwrap();
         assert_eq!(ws.version, v + 1);
-        // Only chunks the head lacked were written (and the head's first chunk when its first key was not given).
+        // Only chunks the head lacked were written (and the head's first chunk when its first key was
+        // not given), and only entries the head lacked.
         let old = store.load(v, capacity).unwrap();
-        let (old_chunks, new_chunks) = (&record_hashes(&old)[0], &record_hashes(&target)[0]);
-        let (written, lacked) = (hashes_of(&store, Table::Chunks, v + 1), new_chunks.difference(old_chunks).count());
+        let (old_sets, new_sets) = (record_hashes(&old), record_hashes(&target));
+        let (written, lacked) = (hashes_of(&store, Table::Chunks, v + 1), new_sets[0].difference(&old_sets[0]).count());
         if first_key.is_some() || old.chunk_count() == 0 {
             assert_eq!(written, lacked, "round {round}");
         } else {
             assert!(written == lacked || written == lacked + 1, "round {round}");
         }
+        let (written, lacked) =
+            (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
+        assert!(written >= lacked, "round {round}");
+        assert!(
+            written <= lacked || first_key.is_none(),
+            "round {round} C {capacity}: {written} entries written, {lacked} new"
+        );
         commit_and_check(&mut store, &ws, v, capacity, &target, round);
     }
 }
 
 #[test]
 fn a_sync_as_the_next_version_finishes_only_once_the_stale_reads_are_done() {
-    let (store, head, _) = committed(4, 60);
+    let (mut store, head, v) = committed(4, 60);
     let mut target = head.clone();
     target.insert(&key(1000), &value(1000, 2)).unwrap();
     target.commit();
@@ -785,6 +824,23 @@ fn a_sync_as_the_next_version_finishes_only_once_the_stale_reads_are_done() {
     for i in 0..target.chunk_count() {
         sync.add(verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap()).unwrap();
     }
+    // The changed chunk waits for the head chunks around it; a head record that does not verify is STORE_CORRUPT.
+    assert!(sync.waiting_bytes() > 0);
+    assert!(sync.stale_needed().is_empty(), "nothing to mark while chunks wait");
+    let mut corrupt = StoreSync::next(&head, root, None).unwrap();
+    for i in 0..target.chunk_count() {
+        corrupt.add(verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap()).unwrap();
+    }
+    let (_, r) = corrupt.needed().unwrap()[0];
+    let mut bad = store.get(Table::Chunks, &r).unwrap().to_vec();
+    *bad.last_mut().unwrap() ^= 1;
+    assert_eq!(corrupt.supply(&r, Some(&bad)), Err(StoreError::Corrupt));
+    assert_eq!(corrupt.supply(&r, None), Err(StoreError::Corrupt));
+    assert!(
+        corrupt.take_ready().iter().all(|w| w.puts.is_empty()),
+        "only shared chunks: nothing written from a record that does not check"
+    );
+    write_ready(&mut sync, &mut store, v, &mut std::collections::BTreeMap::new());
     assert_eq!(sync.finish().err(), Some(bpavl_core::RebuildError::Incomplete));
     let needed = sync.stale_needed();
     assert!(!needed.is_empty());

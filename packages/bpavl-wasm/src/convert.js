@@ -162,8 +162,8 @@ function records(tables, flat, ends) {
 }
 
 /** What `StoreSync.add` returns: a chunk's records and its progress record. */
-export function chunkWrite(putTables, putFlat, putEnds, progress) {
-  return { puts: records(putTables, putFlat, putEnds), progress: progress.slice() };
+export function chunkWrite(index, putTables, putFlat, putEnds, progress) {
+  return { index, puts: records(putTables, putFlat, putEnds), progress: progress.slice() };
 }
 
 /** `[table, key][]` from table ids and 40-byte record keys laid end to end. */

@@ -76,7 +76,7 @@ extern "C" {
     #[wasm_bindgen(js_name = recordPuts)]
     pub(crate) fn record_puts(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = chunkWrite)]
-    fn chunk_write(put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
+    fn chunk_write(index: f64, put_tables: &[u8], put_flat: &[u8], put_ends: &[u32], progress: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKeys)]
     fn table_keys(tables: &[u8], flat: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = tableKey)]
@@ -148,6 +148,11 @@ fn flat_stale_marks(version: u64, stale: &[(Table, Ref)]) -> Vec<u8> {
     stale.iter().flat_map(|(t, r)| stale_key(version, *t, r)).collect()
 }
 
+fn js_chunk_write(w: &core::ChunkWrite) -> JsValue {
+    let (tables, flat, ends) = flat_puts(&w.puts);
+    chunk_write(w.index as f64, &tables, &flat, &ends, &w.progress)
+}
+
 pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
     let (tables, flat, ends) = flat_puts(&w.puts);
     let (discarded_tables, discarded_flat) = flat_refs(&w.discarded);
@@ -166,9 +171,11 @@ pub(crate) fn js_write_set(root: &core::Hash, w: &core::WriteSet) -> JsValue {
 
 #[wasm_bindgen(typescript_custom_section)]
 const SYNC_TYPES: &str = r#"
-/** What `StoreSync.add()` returns: one chunk's records, to be written in one atomic write. */
+/** What `StoreSync.add()` (or `takeReady()`) returns: one chunk's records, to be written in one atomic write. */
 export interface ChunkWrite {
-  /** Its entry records and its chunk record: table, record key (40 bytes), record. */
+  /** The chunk's index in the tree. */
+  index: number;
+  /** Its entry records and its chunk record: table, record key (40 bytes), record (none for a chunk a head holds). */
   puts: [table: RecordTable, key: Uint8Array, value: Uint8Array][];
   /** Its progress record (`spec/store-format.md`, "Sync progress"), kept under its chunk index. */
   progress: Uint8Array;
@@ -234,13 +241,35 @@ impl StoreSync {
     /// `ROOT_MISMATCH` for a chunk of another root).
     #[wasm_bindgen(unchecked_return_type = "ChunkWrite | undefined")]
     pub fn add(&mut self, chunk: crate::VerifiedChunk) -> Result<JsValue, JsValue> {
-        Ok(match self.0.add(chunk.0).map_err(throw)? {
-            None => JsValue::UNDEFINED,
-            Some(w) => {
-                let (tables, flat, ends) = flat_puts(&w.puts);
-                chunk_write(&tables, &flat, &ends, &w.progress)
-            }
-        })
+        Ok(self.0.add(chunk.0).map_err(throw)?.map_or(JsValue::UNDEFINED, |w| js_chunk_write(&w)))
+    }
+
+    /// As a head's next version: the head chunk records to read now, as
+    /// `[table, key]`, for the chunks waiting for them; `supply` each, then
+    /// `takeReady()`. Throws StoreError `STORE_CORRUPT` once one did not check.
+    #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
+    pub fn needed(&mut self) -> Result<JsValue, JsValue> {
+        self.0.needed().map(|n| table_key_list(&n)).map_err(throw)
+    }
+
+    /// Hands over a record `needed` named (`undefined`: the store lacks it).
+    /// Throws StoreError `STORE_CORRUPT`.
+    pub fn supply(&mut self, key: &Bytes, value: Option<Bytes>) -> Result<(), JsValue> {
+        let (r, value) = (record_ref(key)?, opt_bytes(value.as_deref(), "value")?);
+        self.0.supply(&r, value.as_deref()).map_err(throw)
+    }
+
+    /// As a head's next version: the chunks whose records are ready to
+    /// write (each in one atomic write with its progress record).
+    #[wasm_bindgen(js_name = takeReady, unchecked_return_type = "ChunkWrite[]")]
+    pub fn take_ready(&mut self) -> Vec<JsValue> {
+        self.0.take_ready().iter().map(js_chunk_write).collect()
+    }
+
+    /// Bytes of chunks added and not ready yet (waiting for head chunks).
+    #[wasm_bindgen(getter, js_name = waitingBytes)]
+    pub fn waiting_bytes(&self) -> f64 {
+        self.0.waiting_bytes() as f64
     }
 
     /// The `chunks` key of the chunk record a progress record names, or

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { type StoredHead, StoreSync, type VerifiedChunk, type WriteSet } from '@bpavl/wasm';
+import { type ChunkWrite, type StoredHead, StoreSync, type VerifiedChunk, type WriteSet } from '@bpavl/wasm';
 import type { StorageBackend, WriteBatch } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 import { fetchRecords, indexOfProgress, PROGRESS_END, PROGRESS_START, progressKey, staleMarks, SYNC_KEY, versionKey } from './records.ts';
@@ -83,6 +83,8 @@ export class StoreSink {
   #pendingBytes = 0;
   #writingBytes = 0;
   #writing: Promise<void> | undefined;
+  /** Reads of head chunks that chunks wait for (a sync as a head's next version). */
+  #matching: Promise<void> | undefined;
   #failure: unknown;
   #released = false;
   /** Set once every chunk is in, or the sync stops: what is pending is written at once. */
@@ -163,7 +165,7 @@ export class StoreSink {
   }
 
   get backlogBytes(): number {
-    return this.#pendingBytes + this.#writingBytes;
+    return this.#pendingBytes + this.#writingBytes + this.#sync.waitingBytes;
   }
 
   watch(onStored: (chunks: number) => void, onFailure: (e: unknown) => void): void {
@@ -178,15 +180,48 @@ export class StoreSink {
       this.#abandoned = true;
       throw new StoreError('CAPACITY_MISMATCH', "the root's tree has another chunk capacity than this store's");
     }
-    const index = chunk.index;
     const w = this.#sync.add(chunk);
-    if (w === undefined) return;
+    if (w !== undefined) this.#queue(w);
+    else if (this.#headCapacity !== undefined) {
+      // As a head's next version, a chunk is written once the head chunks around it are read.
+      for (const ready of this.#sync.takeReady()) this.#queue(ready);
+      if (this.#matching === undefined && this.#sync.waitingBytes > 0) {
+        // Cleared when this run ends (not inside it: a run with nothing to read ends before it is assigned).
+        const run = this.#match();
+        this.#matching = run;
+        void run.finally(() => {
+          if (this.#matching === run) this.#matching = undefined;
+        });
+      }
+    }
+  }
+
+  /** Queues a chunk's records, with its progress record, for the next write. */
+  #queue(w: ChunkWrite): void {
     if (w.puts.length > 0) this.changedChunks++;
-    const puts: Put[] = [...w.puts, ['meta', progressKey(index), w.progress]];
+    const puts: Put[] = [...w.puts, ['meta', progressKey(w.index), w.progress]];
     const bytes = putBytes(puts);
     this.#pending.push({ puts, bytes });
     this.#pendingBytes += bytes;
-    if (this.#writing === undefined) this.#writing = this.#drain();
+    this.#writing ??= this.#drain();
+  }
+
+  /** Reads the head chunk records that chunks wait for, until none does, queueing each chunk made. */
+  async #match(): Promise<void> {
+    try {
+      for (let needed = this.#sync.needed(); needed.length > 0; needed = this.#sync.needed()) {
+        await fetchRecords(this.#host.backend, needed, (_, key, value) => this.#sync.supply(key, value));
+        for (const ready of this.#sync.takeReady()) this.#queue(ready);
+      }
+    } catch (e) {
+      this.#failure = e;
+      this.#onFailure(e);
+    }
+  }
+
+  /** Resolves once nothing is being read or written. */
+  async #idle(): Promise<void> {
+    while (this.#matching !== undefined || this.#writing !== undefined) await (this.#matching ?? this.#writing);
   }
 
   /** Writes what is pending, a batch at a time, until nothing is. */
@@ -225,7 +260,7 @@ export class StoreSink {
   async finish(): Promise<{ version: number }> {
     this.#stopping = true;
     try {
-      while (this.#writing !== undefined) await this.#writing;
+      await this.#idle();
       if (this.#failure !== undefined) throw this.#failure;
       if (this.#sync.received === 0) return { version: await this.#host.commitEmpty(this.#root) };
       await this.#markStale();
@@ -266,7 +301,7 @@ export class StoreSink {
 
   /** Resolves once nothing is being written (`State.close` waits for it); a sync that can never finish is forgotten. */
   async settled(): Promise<void> {
-    while (this.#writing !== undefined) await this.#writing;
+    await this.#idle();
     if (!this.#stopping) return;
     try {
       if (this.#abandoned) await this.#host.abandon();

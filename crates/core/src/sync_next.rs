@@ -1,0 +1,360 @@
+//! A sync written as the next version of a store's head (the fallback of a
+//! catch-up whose peers serve only whole chunks; `spec/store-format.md`,
+//! "Syncing as the next version"): what the head can give the new version,
+//! and what of it becomes stale. A chunk whose hash a head chunk has is
+//! shared; any other chunk references the head's entry record of every
+//! entry that a head chunk around it holds (same key, same entry hash) and
+//! writes only the others. Once every chunk is in, each head chunk the new
+//! version does not share is read again with the new chunks over its keys:
+//! it, its delta's base, and each of its entries no new chunk references
+//! are marked stale. No I/O: the caller reads the records named.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use crate::chunk::Chunk;
+use crate::error::StoreError;
+use crate::hash::Hash;
+use crate::node::Node;
+use crate::record::{in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::sync_store::{ChunkFacts, ChunkWrite};
+use crate::tree::Tree;
+
+/// Head chunks searched for a changed chunk's entries: its keys span at
+/// most three head chunks of at least ⌈C/2⌉ entries; more only where many
+/// were deleted, and the entries of the others are then written again.
+const MAX_CANDIDATES: usize = 8;
+/// Head chunks' slots kept after use: neighbours share them.
+const SLOT_CACHE: usize = 64;
+/// Head chunks read at once for their stale entries.
+const STALE_BATCH: usize = 128;
+
+/// A changed chunk waiting for the head chunks around it.
+#[derive(Debug)]
+struct Waiting {
+    chunk: Chunk,
+    progress: Vec<u8>,
+    candidates: Vec<usize>,
+    missing: usize,
+    bytes: usize,
+}
+
+/// A head chunk read for its stale marks: its slots, once a delta has its base.
+#[derive(Debug)]
+struct Replaced {
+    slots: Option<Vec<Slot>>,
+    base: Option<Ref>,
+}
+
+/// The head a sync writes the next version of.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    capacity: usize,
+    /// Its chunk records in key order, and each one's first key (the key
+    /// copy before it; for the first, the head's smallest key if given).
+    order: Vec<Ref>,
+    firsts: Vec<Option<Box<[u8]>>>,
+    /// Positions in `order` by chunk hash.
+    by_hash: HashMap<Hash, usize>,
+    /// Its inner node records: the new version writes its own.
+    nodes: Vec<Ref>,
+    /// Positions of the chunks the new version shares, and (in the stale
+    /// phase) their records: never marked stale, not even as a base.
+    shared: HashSet<usize>,
+    shared_records: HashSet<Ref>,
+    /// Head chunks' slots (deltas applied), by position, for matching; the
+    /// recently used, and the records asked for.
+    slots: HashMap<usize, Arc<[Slot]>>,
+    recent: VecDeque<usize>,
+    loading: HashMap<Ref, usize>,
+    asked: HashSet<Ref>,
+    deltas: WaitingDeltas,
+    waiting: BTreeMap<u64, Waiting>,
+    waiting_on: HashMap<usize, Vec<u64>>,
+    waiting_bytes: usize,
+    ready: Vec<ChunkWrite>,
+    /// The stale phase: positions still to read, those being read, and the
+    /// new chunk records (born at the new version) read for them.
+    to_mark: Option<Vec<usize>>,
+    /// The new tree's chunks in index (key) order: first key, and the
+    /// record written at the new version (none for a shared chunk).
+    new_chunks: Vec<(Box<[u8]>, Option<Ref>)>,
+    marking: BTreeMap<usize, Replaced>,
+    stale_asked: HashSet<Ref>,
+    stale_deltas: WaitingDeltas,
+    new_slots: HashMap<Ref, Vec<Ref>>,
+    stale: Vec<(Table, Ref)>,
+    failed: Option<StoreError>,
+}
+
+impl Head {
+    /// `None` if a node or chunk of `head` was never stored (uncommitted writes).
+    pub(crate) fn of(head: &Tree, first_key: Option<&[u8]>) -> Option<Head> {
+        let mut out = Head { capacity: head.capacity(), ..Head::default() };
+        let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, first_key)).into_iter().collect();
+        while let Some((node, lower)) = todo.pop() {
+            let record = match node {
+                Node::Leaf(c) => c.stored.as_ref().filter(|_| c.persisted)?.record,
+                Node::Stub(s) => s.record,
+                Node::Inner(n) => {
+                    out.nodes.push(n.stored.filter(|_| n.persisted)?);
+                    // Left first: chunks come in key order.
+                    todo.extend([(&n.right, Some(n.key.as_bytes())), (&n.left, lower)]);
+                    continue;
+                }
+            };
+            out.by_hash.insert(record.hash, out.order.len());
+            out.order.push(record);
+            out.firsts.push(lower.map(Into::into));
+        }
+        Some(out)
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The head chunk record with hash `hash` and its first key, if the new
+    /// version can share it (its first key known).
+    pub(crate) fn held(&self, hash: &Hash) -> Option<(Ref, &[u8])> {
+        let p = *self.by_hash.get(hash)?;
+        Some((self.order[p], self.firsts[p].as_deref()?))
+    }
+
+    /// The new version shares the head chunk with hash `hash`.
+    pub(crate) fn share(&mut self, hash: &Hash) {
+        if let Some(&p) = self.by_hash.get(hash) {
+            self.shared.insert(p);
+        }
+    }
+
+    /// The head chunks whose keys may fall in `[first, last]`, in key order.
+    fn around(&self, first: &[u8], last: &[u8]) -> Vec<usize> {
+        let holds = |key: &[u8]| self.firsts.partition_point(|f| f.as_deref().is_none_or(|k| k <= key));
+        let start = holds(first).saturating_sub(1);
+        (start..holds(last).max(start + 1)).filter(|&p| p < self.order.len()).take(MAX_CANDIDATES).collect()
+    }
+
+    /// A changed chunk (chunk `index` of the new tree): written once the head
+    /// chunks around it are read ([`Head::needed`], [`Head::supply`]),
+    /// referencing the entry records they hold.
+    pub(crate) fn queue(&mut self, index: u64, chunk: Chunk, progress: Vec<u8>, version: u64) {
+        let candidates = self.around(chunk.first_key(), chunk.key(chunk.len() - 1));
+        let missing: Vec<usize> = candidates.iter().copied().filter(|p| !self.slots.contains_key(p)).collect();
+        let bytes = chunk.resident_bytes();
+        let w = Waiting { chunk, progress, candidates, missing: missing.len(), bytes };
+        if missing.is_empty() {
+            self.complete(index, w, version);
+            return;
+        }
+        for p in missing {
+            self.waiting_on.entry(p).or_default().push(index);
+            self.loading.insert(self.order[p], p);
+        }
+        self.waiting_bytes += w.bytes;
+        self.waiting.insert(index, w);
+    }
+
+    /// Bytes of the changed chunks waiting for head chunks.
+    pub(crate) fn waiting_bytes(&self) -> usize {
+        self.waiting_bytes
+    }
+
+    /// Whether changed chunks are still waiting for head chunks.
+    pub(crate) fn is_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// Head chunk records to read now for the changed chunks waiting (and
+    /// the bases of those that are deltas).
+    pub(crate) fn needed(&mut self) -> Result<Vec<(Table, Ref)>, StoreError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let wanted = self.loading.keys().chain(self.deltas.bases()).copied().collect::<Vec<_>>();
+        let mut out: Vec<(Table, Ref)> =
+            wanted.into_iter().filter(|r| self.asked.insert(*r)).map(|r| (Table::Chunks, r)).collect();
+        in_key_order(&mut out);
+        Ok(out)
+    }
+
+    /// Hands over a head chunk record [`Head::needed`] named (`None`: the
+    /// store lacks it). Its slots must verify against its chunk hash.
+    pub(crate) fn supply(&mut self, r: &Ref, bytes: Option<&[u8]>, version: u64) -> Result<(), StoreError> {
+        self.asked.remove(r);
+        let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, self.capacity)?;
+        match record {
+            ChunkRecord::Delta(delta) if self.loading.contains_key(r) => self.deltas.add(*r, delta),
+            ChunkRecord::Delta(_) => return Err(StoreError::Corrupt), // a base is a full chunk
+            ChunkRecord::Full { slots, groups } => {
+                for (at, delta) in self.deltas.take(r) {
+                    let (slots, groups) = delta.apply(&slots, &groups, self.capacity)?;
+                    self.loaded(&at, slots, &groups, version)?;
+                }
+                if self.loading.contains_key(r) {
+                    self.loaded(r, slots, &groups, version)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], version: u64) -> Result<(), StoreError> {
+        let Some(p) = self.loading.remove(r) else { return Ok(()) };
+        verify_slots(&slots, groups, &r.hash)?;
+        self.slots.insert(p, slots.into());
+        for index in self.waiting_on.remove(&p).unwrap_or_default() {
+            let w = self.waiting.get_mut(&index).expect("waiting");
+            w.missing -= 1;
+            if w.missing == 0 {
+                let w = self.waiting.remove(&index).expect("waiting");
+                self.waiting_bytes -= w.bytes;
+                self.complete(index, w, version);
+            }
+        }
+        self.recent.push_back(p);
+        while self.recent.len() > SLOT_CACHE {
+            let old = self.recent.pop_front().expect("non-empty");
+            if !self.waiting_on.contains_key(&old) && !self.recent.contains(&old) {
+                self.slots.remove(&old);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes changed chunk `index` whole, its entries that a candidate head
+    /// chunk holds (same key, same entry hash) referenced, the rest new.
+    fn complete(&mut self, index: u64, w: Waiting, version: u64) {
+        let Waiting { mut chunk, progress, candidates, .. } = w;
+        let slots: Vec<&Arc<[Slot]>> = candidates.iter().filter_map(|p| self.slots.get(p)).collect();
+        let stored = |key: &[u8], hash: &Hash| {
+            slots.iter().find_map(|s| {
+                let at = s.binary_search_by(|slot| slot.key.as_slice().cmp(key)).ok()?;
+                (s[at].entry.hash == *hash).then_some(s[at].entry.birth)
+            })
+        };
+        let hash = chunk.hash();
+        let mut puts = Vec::with_capacity(chunk.len() + 1);
+        let slots = chunk.slots_reusing(version, stored, |v, entry| {
+            puts.push((Table::Entries, entry, crate::record::encode_entry(v)));
+        });
+        let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
+        puts.push((Table::Chunks, Ref { birth: version, hash }, record.encode()));
+        self.ready.push(ChunkWrite { index, puts, progress });
+    }
+
+    /// A chunk written at once (one the head holds: its progress record only).
+    pub(crate) fn ready(&mut self, write: ChunkWrite) {
+        self.ready.push(write);
+    }
+
+    /// Changed chunks written since the last call.
+    pub(crate) fn take_ready(&mut self) -> Vec<ChunkWrite> {
+        std::mem::take(&mut self.ready)
+    }
+
+    /// Records to read for the stale marks, once every chunk is in and
+    /// written: the next head chunks the new version does not share (and
+    /// their bases), and the new chunk records over their keys. Marks what
+    /// it can first. Empty when all is marked.
+    pub(crate) fn stale_needed(&mut self, new: &BTreeMap<u64, ChunkFacts>, version: u64) -> Vec<(Table, Ref)> {
+        self.mark_ready();
+        if self.to_mark.is_none() {
+            self.shared_records = self.shared.iter().map(|&p| self.order[p]).collect();
+            self.to_mark = Some((0..self.order.len()).rev().filter(|p| !self.shared.contains(p)).collect());
+            let written = |f: &ChunkFacts| self.held(&f.hash).is_none().then_some(Ref { birth: version, hash: f.hash });
+            self.new_chunks = new.values().map(|f| (f.first_key.clone(), written(f))).collect();
+        }
+        if self.marking.is_empty() {
+            let to_mark = self.to_mark.as_mut().expect("set above");
+            for _ in 0..STALE_BATCH {
+                let Some(p) = to_mark.pop() else { break };
+                self.marking.insert(p, Replaced { slots: None, base: None });
+            }
+        }
+        let mut out: Vec<Ref> = self.marking.keys().map(|&p| self.order[p]).collect();
+        out.extend(self.stale_deltas.bases().copied());
+        for &p in self.marking.keys() {
+            let upper = self.firsts.get(p + 1).and_then(|f| f.as_deref());
+            let lower = self.firsts[p].as_deref();
+            // New chunks over [lower, upper): from the one holding `lower` to the last starting below `upper`.
+            let firsts = |pred: &dyn Fn(&[u8]) -> bool| self.new_chunks.partition_point(|(k, _)| pred(k));
+            let start = lower.map_or(0, |l| firsts(&|k| k <= l).saturating_sub(1));
+            let end = upper.map_or(self.new_chunks.len(), |u| firsts(&|k| k < u));
+            out.extend(self.new_chunks[start..end.max(start)].iter().filter_map(|(_, r)| *r));
+        }
+        let mut out: Vec<(Table, Ref)> = out
+            .into_iter()
+            .filter(|r| !self.new_slots.contains_key(r) && self.stale_asked.insert(*r))
+            .map(|r| (Table::Chunks, r))
+            .collect();
+        in_key_order(&mut out);
+        out
+    }
+
+    /// Hands over a record [`Head::stale_needed`] named (`None`: the store
+    /// lacks it, `STORE_CORRUPT`).
+    pub(crate) fn stale_supply(&mut self, r: &Ref, bytes: Option<&[u8]>, version: u64) -> Result<(), StoreError> {
+        self.stale_asked.remove(r);
+        let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, self.capacity)?;
+        if r.birth == version {
+            let ChunkRecord::Full { slots, groups } = record else { return Err(StoreError::Corrupt) };
+            verify_slots(&slots, &groups, &r.hash)?;
+            self.new_slots.insert(*r, slots.into_iter().map(|s| s.entry).collect());
+            return Ok(());
+        }
+        let position = self.marking.iter().find(|(&p, _)| self.order[p] == *r).map(|(&p, _)| p);
+        match record {
+            ChunkRecord::Delta(delta) if position.is_some() => self.stale_deltas.add(*r, delta),
+            ChunkRecord::Delta(_) => return Err(StoreError::Corrupt),
+            ChunkRecord::Full { slots, groups } => {
+                for (at, delta) in self.stale_deltas.take(r) {
+                    let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity)?;
+                    verify_slots(&applied, &applied_groups, &at.hash)?;
+                    let p = self.marking.iter().find(|(&p, _)| self.order[p] == at).map(|(&p, _)| p);
+                    if let Some(m) = p.and_then(|p| self.marking.get_mut(&p)) {
+                        *m = Replaced { slots: Some(applied), base: Some(*r) };
+                    }
+                }
+                if let Some(p) = position {
+                    verify_slots(&slots, &groups, &r.hash)?;
+                    self.marking.insert(p, Replaced { slots: Some(slots), base: None });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks each head chunk being read whose slots are in: it, its base,
+    /// and its entries that no new chunk over its keys references.
+    fn mark_ready(&mut self) {
+        let done: Vec<usize> = self.marking.iter().filter(|(_, m)| m.slots.is_some()).map(|(&p, _)| p).collect();
+        if done.len() < self.marking.len() {
+            return; // the batch's new chunk records were all asked with it: wait for the whole batch
+        }
+        let used: HashSet<Ref> = self.new_slots.values().flatten().copied().collect();
+        for p in done {
+            let Replaced { slots, base } = self.marking.remove(&p).expect("marking");
+            self.stale.push((Table::Chunks, self.order[p]));
+            self.stale.extend(base.filter(|b| !self.shared_records.contains(b)).map(|b| (Table::Chunks, b)));
+            let dropped = slots.expect("read").into_iter().map(|s| s.entry).filter(|e| !used.contains(e));
+            self.stale.extend(dropped.map(|e| (Table::Entries, e)));
+        }
+        self.new_slots.clear();
+    }
+
+    /// Stale marks made so far.
+    pub(crate) fn take_stale(&mut self) -> Vec<(Table, Ref)> {
+        std::mem::take(&mut self.stale)
+    }
+
+    /// Whether every head chunk the new version does not share is marked.
+    pub(crate) fn stale_done(&self) -> bool {
+        self.to_mark.as_ref().is_some_and(Vec::is_empty) && self.marking.is_empty() && self.stale_deltas.is_empty()
+    }
+
+    /// The head's inner node records (all stale: the new version writes its own).
+    pub(crate) fn nodes(&self) -> &[Ref] {
+        &self.nodes
+    }
+}
