@@ -84,7 +84,6 @@ pub(crate) struct Head {
     stale_deltas: WaitingDeltas,
     new_slots: HashMap<Ref, Vec<Ref>>,
     stale: Vec<(Table, Ref)>,
-    failed: Option<StoreError>,
 }
 
 impl Head {
@@ -167,15 +166,12 @@ impl Head {
 
     /// Head chunk records to read now for the changed chunks waiting (and
     /// the bases of those that are deltas).
-    pub(crate) fn needed(&mut self) -> Result<Vec<(Table, Ref)>, StoreError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
+    pub(crate) fn needed(&mut self) -> Vec<(Table, Ref)> {
         let wanted = self.loading.keys().chain(self.deltas.bases()).copied().collect::<Vec<_>>();
         let mut out: Vec<(Table, Ref)> =
             wanted.into_iter().filter(|r| self.asked.insert(*r)).map(|r| (Table::Chunks, r)).collect();
         in_key_order(&mut out);
-        Ok(out)
+        out
     }
 
     /// Hands over a head chunk record [`Head::needed`] named (`None`: the

@@ -176,9 +176,9 @@ impl StoreSync {
     }
 
     /// As a head's next version: the head chunk records to read now, for
-    /// the changed chunks waiting for them (`STORE_CORRUPT` once one did not check).
-    pub fn needed(&mut self) -> Result<Vec<(Table, Ref)>, StoreError> {
-        self.head.as_mut().map_or(Ok(Vec::new()), Head::needed)
+    /// the changed chunks waiting for them.
+    pub fn needed(&mut self) -> Vec<(Table, Ref)> {
+        self.head.as_mut().map(Head::needed).unwrap_or_default()
     }
 
     /// Hands over a record [`StoreSync::needed`] named (`None`: the store

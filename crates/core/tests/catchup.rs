@@ -728,7 +728,7 @@ fn write_ready(
             store.write(&WriteSet { version: v + 1, puts: w.puts, ..WriteSet::default() });
             progress.insert(w.index, w.progress);
         }
-        let needed = sync.needed().unwrap();
+        let needed = sync.needed();
         if needed.is_empty() {
             assert_eq!(sync.waiting_bytes(), 0);
             return;
@@ -831,7 +831,7 @@ fn a_sync_as_the_next_version_finishes_only_once_the_stale_reads_are_done() {
     for i in 0..target.chunk_count() {
         corrupt.add(verify_chunk(&root, i, &target.head().export_chunk_bytes(i).unwrap()).unwrap()).unwrap();
     }
-    let (_, r) = corrupt.needed().unwrap()[0];
+    let (_, r) = corrupt.needed()[0];
     let mut bad = store.get(Table::Chunks, &r).unwrap().to_vec();
     *bad.last_mut().unwrap() ^= 1;
     assert_eq!(corrupt.supply(&r, Some(&bad)), Err(StoreError::Corrupt));

@@ -246,10 +246,10 @@ impl StoreSync {
 
     /// As a head's next version: the head chunk records to read now, as
     /// `[table, key]`, for the chunks waiting for them; `supply` each, then
-    /// `takeReady()`. Throws StoreError `STORE_CORRUPT` once one did not check.
+    /// `takeReady()`.
     #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
-    pub fn needed(&mut self) -> Result<JsValue, JsValue> {
-        self.0.needed().map(|n| table_key_list(&n)).map_err(throw)
+    pub fn needed(&mut self) -> JsValue {
+        table_key_list(&self.0.needed())
     }
 
     /// Hands over a record `needed` named (`undefined`: the store lacks it).
