@@ -58,10 +58,9 @@ pub(crate) struct Head {
     by_hash: HashMap<Hash, usize>,
     /// Its inner node records: the new version writes its own.
     nodes: Vec<Ref>,
-    /// Positions of the chunks the new version shares, and (in the stale
-    /// phase) their records: never marked stale, not even as a base.
+    /// Positions of the chunks the new version shares: never marked stale,
+    /// not even as a base.
     shared: HashSet<usize>,
-    shared_records: HashSet<Ref>,
     /// Head chunks' slots (deltas applied), by position, for matching; the
     /// recently used, and the records asked for.
     slots: HashMap<usize, Arc<[Slot]>>,
@@ -125,6 +124,11 @@ impl Head {
         if let Some(&p) = self.by_hash.get(hash) {
             self.shared.insert(p);
         }
+    }
+
+    /// Whether `record` is a head chunk record the new version shares.
+    fn is_shared(&self, record: &Ref) -> bool {
+        self.by_hash.get(&record.hash).is_some_and(|&p| self.order[p] == *record && self.shared.contains(&p))
     }
 
     /// The head chunks whose keys may fall in `[first, last]`, in key order.
@@ -256,7 +260,6 @@ impl Head {
     pub(crate) fn stale_needed(&mut self, new: &BTreeMap<u64, ChunkFacts>, version: u64) -> Vec<(Table, Ref)> {
         self.mark_ready();
         if self.to_mark.is_none() {
-            self.shared_records = self.shared.iter().map(|&p| self.order[p]).collect();
             self.to_mark = Some((0..self.order.len()).rev().filter(|p| !self.shared.contains(p)).collect());
             let written = |f: &ChunkFacts| self.held(&f.hash).is_none().then_some(Ref { birth: version, hash: f.hash });
             self.new_chunks = new.values().map(|f| (f.first_key.clone(), written(f))).collect();
@@ -332,7 +335,7 @@ impl Head {
         for p in done {
             let Replaced { slots, base } = self.marking.remove(&p).expect("marking");
             self.stale.push((Table::Chunks, self.order[p]));
-            self.stale.extend(base.filter(|b| !self.shared_records.contains(b)).map(|b| (Table::Chunks, b)));
+            self.stale.extend(base.filter(|b| !self.is_shared(b)).map(|b| (Table::Chunks, b)));
             let dropped = slots.expect("read").into_iter().map(|s| s.entry).filter(|e| !used.contains(e));
             self.stale.extend(dropped.map(|e| (Table::Entries, e)));
         }
