@@ -228,10 +228,17 @@ struct OldSlots {
 /// A full chunk record of the head, as read. Applying a delta to these
 /// same bytes gives the chunk, which a reader checks against its hash.
 #[derive(Debug, Clone)]
-struct Base {
-    record: Ref,
-    slots: Arc<[Slot]>,
-    groups: Arc<[Hash]>,
+pub(crate) struct Base {
+    pub(crate) record: Ref,
+    pub(crate) slots: Arc<[Slot]>,
+    pub(crate) groups: Arc<[Hash]>,
+}
+
+impl Base {
+    /// As [`chunk_record`] takes a base.
+    pub(crate) fn parts(&self) -> (&Ref, &[Slot], &[Hash]) {
+        (&self.record, &self.slots, &self.groups)
+    }
 }
 
 /// A head chunk a changed chunk took entries from, offered as the base to
@@ -826,7 +833,7 @@ impl CatchUp {
         let first_key = slots[0].key.as_slice().into();
         let holds = |key: &[u8]| slots.binary_search_by(|s| s.key.as_slice().cmp(key)).is_ok();
         let base = offers.iter().filter(|o| holds(&o.first_key)).max_by_key(|o| o.given).map(|o| &o.base);
-        let record = chunk_record(base.map(|b| (&b.record, &b.slots[..], &b.groups[..])), &slots, groups);
+        let record = chunk_record(base.map(Base::parts), &slots, groups);
         if let ChunkRecord::Delta(delta) = &record {
             self.bases.insert(delta.base);
         }

@@ -4,19 +4,22 @@
 //! and what of it becomes stale. A chunk whose hash a head chunk has is
 //! shared; any other chunk references the head's entry record of every
 //! entry that a head chunk around it holds (same key, same entry hash) and
-//! writes only the others. Once every chunk is in, each head chunk the new
-//! version does not share is read again with the new chunks over its keys:
-//! it, its delta's base, and each of its entries no new chunk references
-//! are marked stale. No I/O: the caller reads the records named.
+//! writes only the others, as a delta of the head chunk whose first key it
+//! holds when that is small ("Writing deltas"). Once every chunk is in,
+//! each head chunk the new version does not share is read again with the
+//! new chunks over its keys: it and its delta's base (unless a new delta
+//! names them), and each of its entries no new chunk references, are
+//! marked stale. No I/O: the caller reads the records named.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use crate::catchup::Base;
 use crate::chunk::Chunk;
 use crate::error::StoreError;
 use crate::hash::Hash;
 use crate::node::Node;
-use crate::record::{in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::record::{chunk_record, in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
 use crate::sync_store::{ChunkFacts, ChunkWrite};
 use crate::tree::Tree;
 
@@ -37,6 +40,14 @@ struct Waiting {
     candidates: Vec<usize>,
     missing: usize,
     bytes: usize,
+}
+
+/// A head chunk read to take entries from: its slots (a delta applied), and
+/// the full chunk record it is or is a delta of, to write a changed chunk against.
+#[derive(Debug)]
+struct HeadChunk {
+    slots: Arc<[Slot]>,
+    base: Base,
 }
 
 /// A head chunk read for its stale marks: its slots, once a delta has its base.
@@ -61,9 +72,12 @@ pub(crate) struct Head {
     /// Positions of the chunks the new version shares: never marked stale,
     /// not even as a base.
     shared: HashSet<usize>,
+    /// Head full chunk records that changed chunks are written as deltas
+    /// of: never marked stale.
+    bases: HashSet<Ref>,
     /// Head chunks' slots (deltas applied), by position, for matching; the
     /// recently used, and the records asked for.
-    slots: HashMap<usize, Arc<[Slot]>>,
+    slots: HashMap<usize, HeadChunk>,
     recent: VecDeque<usize>,
     loading: HashMap<Ref, usize>,
     asked: HashSet<Ref>,
@@ -81,6 +95,8 @@ pub(crate) struct Head {
     marking: BTreeMap<usize, Replaced>,
     stale_asked: HashSet<Ref>,
     stale_deltas: WaitingDeltas,
+    /// New chunk records that are deltas, waiting for their (head) bases.
+    new_deltas: WaitingDeltas,
     new_slots: HashMap<Ref, Vec<Ref>>,
     stale: Vec<(Table, Ref)>,
 }
@@ -124,6 +140,11 @@ impl Head {
         if let Some(&p) = self.by_hash.get(hash) {
             self.shared.insert(p);
         }
+    }
+
+    /// A changed chunk an earlier run wrote is a delta of `base`, a head record.
+    pub(crate) fn based_on(&mut self, base: Ref) {
+        self.bases.insert(base);
     }
 
     /// Whether `record` is a head chunk record the new version shares.
@@ -171,7 +192,9 @@ impl Head {
     /// Head chunk records to read now for the changed chunks waiting (and
     /// the bases of those that are deltas).
     pub(crate) fn needed(&mut self) -> Vec<(Table, Ref)> {
-        let wanted = self.loading.keys().chain(self.deltas.bases()).copied().collect::<Vec<_>>();
+        // A delta read already waits for its base: it is not asked again.
+        let loading = self.loading.keys().filter(|r| self.deltas.base_of(r).is_none());
+        let wanted = loading.chain(self.deltas.bases()).copied().collect::<Vec<_>>();
         let mut out: Vec<(Table, Ref)> =
             wanted.into_iter().filter(|r| self.asked.insert(*r)).map(|r| (Table::Chunks, r)).collect();
         in_key_order(&mut out);
@@ -187,22 +210,30 @@ impl Head {
             ChunkRecord::Delta(delta) if self.loading.contains_key(r) => self.deltas.add(*r, delta),
             ChunkRecord::Delta(_) => return Err(StoreError::Corrupt), // a base is a full chunk
             ChunkRecord::Full { slots, groups } => {
+                let base = Base { record: *r, slots: slots.into(), groups: groups.into() };
                 for (at, delta) in self.deltas.take(r) {
-                    let (slots, groups) = delta.apply(&slots, &groups, self.capacity)?;
-                    self.loaded(&at, slots, &groups, version)?;
+                    let (slots, groups) = delta.apply(&base.slots, &base.groups, self.capacity)?;
+                    self.loaded(&at, slots.into(), &groups, base.clone(), version)?;
                 }
                 if self.loading.contains_key(r) {
-                    self.loaded(r, slots, &groups, version)?;
+                    self.loaded(r, base.slots.clone(), &base.groups.clone(), base, version)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn loaded(&mut self, r: &Ref, slots: Vec<Slot>, groups: &[Hash], version: u64) -> Result<(), StoreError> {
+    fn loaded(
+        &mut self,
+        r: &Ref,
+        slots: Arc<[Slot]>,
+        groups: &[Hash],
+        base: Base,
+        version: u64,
+    ) -> Result<(), StoreError> {
         let Some(p) = self.loading.remove(r) else { return Ok(()) };
         verify_slots(&slots, groups, &r.hash)?;
-        self.slots.insert(p, slots.into());
+        self.slots.insert(p, HeadChunk { slots, base });
         for index in self.waiting_on.remove(&p).unwrap_or_default() {
             let w = self.waiting.get_mut(&index).expect("waiting");
             w.missing -= 1;
@@ -222,15 +253,20 @@ impl Head {
         Ok(())
     }
 
-    /// Writes changed chunk `index` whole, its entries that a candidate head
-    /// chunk holds (same key, same entry hash) referenced, the rest new.
+    /// Writes changed chunk `index`: its entries that a candidate head chunk
+    /// holds (same key, same entry hash) referenced, the rest new; as a
+    /// delta of the candidate whose first key it holds (of several, the one
+    /// it takes most entries from) when that is small, else whole. So a
+    /// head record is the base of one chunk of the new version at most, as
+    /// a commit's rule ("Writing deltas") wants.
     fn complete(&mut self, index: u64, w: Waiting, version: u64) {
         let Waiting { mut chunk, progress, candidates, .. } = w;
-        let slots: Vec<&Arc<[Slot]>> = candidates.iter().filter_map(|p| self.slots.get(p)).collect();
+        let held: Vec<&HeadChunk> = candidates.iter().filter_map(|p| self.slots.get(p)).collect();
+        let find = |slots: &[Slot], key: &[u8]| slots.binary_search_by(|slot| slot.key.as_slice().cmp(key)).ok();
         let stored = |key: &[u8], hash: &Hash| {
-            slots.iter().find_map(|s| {
-                let at = s.binary_search_by(|slot| slot.key.as_slice().cmp(key)).ok()?;
-                (s[at].entry.hash == *hash).then_some(s[at].entry.birth)
+            held.iter().find_map(|h| {
+                let at = find(&h.slots, key)?;
+                (h.slots[at].entry.hash == *hash).then_some(h.slots[at].entry.birth)
             })
         };
         let hash = chunk.hash();
@@ -238,7 +274,15 @@ impl Head {
         let slots = chunk.slots_reusing(version, stored, |v, entry| {
             puts.push((Table::Entries, entry, crate::record::encode_entry(v)));
         });
-        let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
+        let given = |h: &HeadChunk| {
+            slots.iter().filter(|s| find(&h.slots, &s.key).is_some_and(|at| h.slots[at].entry == s.entry)).count()
+        };
+        let base =
+            held.iter().filter(|h| find(&slots, &h.slots[0].key).is_some()).max_by_key(|h| given(h)).map(|h| &h.base);
+        let record = chunk_record(base.map(Base::parts), &slots, chunk.group_roots());
+        if let ChunkRecord::Delta(delta) = &record {
+            self.bases.insert(delta.base);
+        }
         puts.push((Table::Chunks, Ref { birth: version, hash }, record.encode()));
         self.ready.push(ChunkWrite { index, puts, progress });
     }
@@ -272,7 +316,7 @@ impl Head {
             }
         }
         let mut out: Vec<Ref> = self.marking.keys().map(|&p| self.order[p]).collect();
-        out.extend(self.stale_deltas.bases().copied());
+        out.extend(self.stale_deltas.bases().chain(self.new_deltas.bases()).copied());
         for &p in self.marking.keys() {
             let upper = self.firsts.get(p + 1).and_then(|f| f.as_deref());
             let lower = self.firsts[p].as_deref();
@@ -282,9 +326,11 @@ impl Head {
             let end = upper.map_or(self.new_chunks.len(), |u| firsts(&|k| k < u));
             out.extend(self.new_chunks[start..end.max(start)].iter().filter_map(|(_, r)| *r));
         }
+        // Records read already (deltas waiting for their bases among them) are not asked again.
+        let waiting = |r: &Ref| self.stale_deltas.base_of(r).or(self.new_deltas.base_of(r)).is_some();
         let mut out: Vec<(Table, Ref)> = out
             .into_iter()
-            .filter(|r| !self.new_slots.contains_key(r) && self.stale_asked.insert(*r))
+            .filter(|r| !self.new_slots.contains_key(r) && !waiting(r) && self.stale_asked.insert(*r))
             .map(|r| (Table::Chunks, r))
             .collect();
         in_key_order(&mut out);
@@ -296,17 +342,24 @@ impl Head {
     pub(crate) fn stale_supply(&mut self, r: &Ref, bytes: Option<&[u8]>, version: u64) -> Result<(), StoreError> {
         self.stale_asked.remove(r);
         let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, self.capacity)?;
-        if r.birth == version {
-            let ChunkRecord::Full { slots, groups } = record else { return Err(StoreError::Corrupt) };
-            verify_slots(&slots, &groups, &r.hash)?;
-            self.new_slots.insert(*r, slots.into_iter().map(|s| s.entry).collect());
-            return Ok(());
-        }
-        let position = self.marking.iter().find(|(&p, _)| self.order[p] == *r).map(|(&p, _)| p);
+        let new = r.birth == version;
+        let position = self.marking.iter().find(|(&p, _)| !new && self.order[p] == *r).map(|(&p, _)| p);
         match record {
+            // A new chunk's delta names a head record.
+            ChunkRecord::Delta(delta) if new && delta.base.birth < version => self.new_deltas.add(*r, delta),
             ChunkRecord::Delta(delta) if position.is_some() => self.stale_deltas.add(*r, delta),
             ChunkRecord::Delta(_) => return Err(StoreError::Corrupt),
             ChunkRecord::Full { slots, groups } => {
+                for (at, delta) in self.new_deltas.take(r) {
+                    let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity)?;
+                    verify_slots(&applied, &applied_groups, &at.hash)?;
+                    self.new_slots.insert(at, applied.into_iter().map(|s| s.entry).collect());
+                }
+                if new {
+                    verify_slots(&slots, &groups, &r.hash)?;
+                    self.new_slots.insert(*r, slots.into_iter().map(|s| s.entry).collect());
+                    return Ok(());
+                }
                 for (at, delta) in self.stale_deltas.take(r) {
                     let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity)?;
                     verify_slots(&applied, &applied_groups, &at.hash)?;
@@ -324,18 +377,20 @@ impl Head {
         Ok(())
     }
 
-    /// Marks each head chunk being read whose slots are in: it, its base,
-    /// and its entries that no new chunk over its keys references.
+    /// Marks each head chunk being read whose slots are in: it and its base
+    /// (unless a new chunk's delta names them), and its entries that no new
+    /// chunk over its keys references.
     fn mark_ready(&mut self) {
         let done: Vec<usize> = self.marking.iter().filter(|(_, m)| m.slots.is_some()).map(|(&p, _)| p).collect();
-        if done.len() < self.marking.len() {
+        if done.len() < self.marking.len() || !self.new_deltas.is_empty() {
             return; // the batch's new chunk records were all asked with it: wait for the whole batch
         }
         let used: HashSet<Ref> = self.new_slots.values().flatten().copied().collect();
         for p in done {
             let Replaced { slots, base } = self.marking.remove(&p).expect("marking");
-            self.stale.push((Table::Chunks, self.order[p]));
-            self.stale.extend(base.filter(|b| !self.is_shared(b)).map(|b| (Table::Chunks, b)));
+            let unused = |r: &Ref| !self.bases.contains(r);
+            self.stale.extend(Some(self.order[p]).filter(unused).map(|r| (Table::Chunks, r)));
+            self.stale.extend(base.filter(|b| !self.is_shared(b) && unused(b)).map(|b| (Table::Chunks, b)));
             let dropped = slots.expect("read").into_iter().map(|s| s.entry).filter(|e| !used.contains(e));
             self.stale.extend(dropped.map(|e| (Table::Entries, e)));
         }
@@ -349,7 +404,10 @@ impl Head {
 
     /// Whether every head chunk the new version does not share is marked.
     pub(crate) fn stale_done(&self) -> bool {
-        self.to_mark.as_ref().is_some_and(Vec::is_empty) && self.marking.is_empty() && self.stale_deltas.is_empty()
+        self.to_mark.as_ref().is_some_and(Vec::is_empty)
+            && self.marking.is_empty()
+            && self.stale_deltas.is_empty()
+            && self.new_deltas.is_empty()
     }
 
     /// The head's inner node records (all stale: the new version writes its own).

@@ -212,12 +212,23 @@ impl StoreSync {
     /// progress record and fetches the chunk again. Entry records are
     /// checked when they are read, as in every stored version.
     /// A chunk the head holds is taken back from its progress record alone
-    /// (`chunk_record` is `None`): the head's record was checked when it was written.
-    pub fn restore(&mut self, index: u64, progress: &[u8], chunk_record: Option<&[u8]>) -> Result<(), StoreError> {
+    /// (`chunk_record` is `None`): the head's record was checked when it was
+    /// written. A chunk written as a delta needs its base's record
+    /// (`base_record`, read as [`StoreSync::restore_base`] names it).
+    pub fn restore(
+        &mut self,
+        index: u64,
+        progress: &[u8],
+        chunk_record: Option<&[u8]>,
+        base_record: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
         let p = decode_progress(progress)?;
-        let (first_key, shared) = match self.held(&p.hash) {
-            Some((_, first_key)) => (first_key.into(), true),
-            None => (self.check_restored(&p, chunk_record)?, false),
+        let (first_key, shared, base) = match self.held(&p.hash) {
+            Some((_, first_key)) => (first_key.into(), true, None),
+            None => {
+                let (first_key, base) = self.check_restored(&p, chunk_record, base_record)?;
+                (first_key, false, base)
+            }
         };
         if self.head_capacity().is_some_and(|c| c != p.capacity) {
             return Err(StoreError::Corrupt);
@@ -235,25 +246,50 @@ impl StoreSync {
         if shared {
             self.head.as_mut().expect("held").share(&p.hash);
         }
+        if let (Some(head), Some(base)) = (self.head.as_mut(), base) {
+            head.based_on(base);
+        }
         Ok(())
+    }
+
+    /// The base that a chunk record an earlier run wrote as a head's next
+    /// version names (it is a delta of a head record), to read with it for
+    /// [`StoreSync::restore`]; `None` for any other record.
+    pub fn restore_base(&self, chunk_record: &[u8]) -> Option<Ref> {
+        match ChunkRecord::decode(chunk_record, self.head_capacity()?) {
+            Ok(ChunkRecord::Delta(delta)) if delta.base.birth < self.version => Some(delta.base),
+            _ => None,
+        }
     }
 
     /// The first key of a chunk an earlier run wrote, once its record is a
     /// full chunk of the progress record's size, born at this version, that
     /// verifies against its hash (as a head's next version, its entries
-    /// may be the head's, born before).
-    fn check_restored(&self, p: &Progress, chunk_record: Option<&[u8]>) -> Result<Box<[u8]>, StoreError> {
-        let Some(ChunkRecord::Full { slots, groups }) =
-            chunk_record.map(|b| ChunkRecord::decode(b, p.capacity)).transpose()?
-        else {
-            return Err(StoreError::Corrupt);
+    /// may be the head's, born before, and the record may be a delta of a
+    /// head record, also returned).
+    fn check_restored(
+        &self,
+        p: &Progress,
+        chunk_record: Option<&[u8]>,
+        base_record: Option<&[u8]>,
+    ) -> Result<(Box<[u8]>, Option<Ref>), StoreError> {
+        let decode = |b: Option<&[u8]>| b.map(|b| ChunkRecord::decode(b, p.capacity)).transpose();
+        let (slots, groups, base) = match (decode(chunk_record)?, decode(base_record)?) {
+            (Some(ChunkRecord::Full { slots, groups }), None) => (slots, groups, None),
+            (Some(ChunkRecord::Delta(delta)), Some(ChunkRecord::Full { slots, groups }))
+                if self.head.is_some() && delta.base.birth < self.version =>
+            {
+                let (slots, groups) = delta.apply(&slots, &groups, p.capacity)?;
+                (slots, groups, Some(delta.base))
+            }
+            _ => return Err(StoreError::Corrupt),
         };
         let born = |b: u64| b == self.version || (self.head.is_some() && b < self.version);
         if slots.len() != p.entries || slots.iter().any(|s| !born(s.entry.birth)) {
             return Err(StoreError::Corrupt);
         }
         verify_slots(&slots, &groups, &p.hash)?;
-        Ok(slots[0].key.as_slice().into())
+        Ok((slots[0].key.as_slice().into(), base))
     }
 
     /// As a head's next version, once every chunk is in and written: the

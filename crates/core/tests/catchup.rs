@@ -709,7 +709,8 @@ fn next_sync(
     let mut sync = StoreSync::next(head, root, first_key).unwrap();
     for (&i, p) in progress {
         let record = sync.chunk_ref(p).unwrap().and_then(|r| store.get(Table::Chunks, &r));
-        sync.restore(i, p, record).unwrap();
+        let base = record.and_then(|r| sync.restore_base(r)).and_then(|b| store.get(Table::Chunks, &b));
+        sync.restore(i, p, record, base).unwrap();
     }
     sync
 }
@@ -742,6 +743,7 @@ fn write_ready(
 #[test]
 fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
     let mut rng = SplitMix64::new(44);
+    let mut deltas = 0;
     for round in 0..120u64 {
         let Round { capacity, mut store, v, head, target, .. } = model_round(&mut rng, round, 2);
         let root = target.head().root();
@@ -808,8 +810,31 @@ fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
             written <= lacked || first_key.is_none(),
             "round {round} C {capacity}: {written} entries written, {lacked} new"
         );
+        // Changed chunks that are deltas name head records, each named once, each small.
+        let mut bases = std::collections::HashSet::new();
+        let born: Vec<(Vec<u8>, Vec<u8>)> = store
+            .table(Table::Chunks)
+            .iter()
+            .filter(|(k, _)| k[..8] == be(v + 1))
+            .map(|(k, b)| (k.clone(), b.clone()))
+            .collect();
+        for (k, bytes) in &born {
+            if let Ok(ChunkRecord::Delta(delta)) = ChunkRecord::decode(bytes, capacity) {
+                assert!(delta.base.birth <= v && bases.insert(delta.base), "round {round}: {k:?}");
+                let Ok(ChunkRecord::Full { slots, groups }) =
+                    ChunkRecord::decode(store.get(Table::Chunks, &delta.base).unwrap(), capacity)
+                else {
+                    panic!("round {round}: a delta's base is a full chunk")
+                };
+                let (slots, groups) = delta.apply(&slots, &groups, capacity).unwrap();
+                let whole = ChunkRecord::Full { slots, groups }.encode().len();
+                assert!(4 * bytes.len() <= whole, "round {round}: a delta of {} bytes for {whole}", bytes.len());
+                deltas += 1;
+            }
+        }
         commit_and_check(&mut store, &ws, v, capacity, &target, round);
     }
+    assert!(deltas >= 20, "changed chunks written as deltas: {deltas}");
 }
 
 #[test]

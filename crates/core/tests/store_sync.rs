@@ -79,7 +79,7 @@ fn resume(store: &Store, root: [u8; 32], version: u64) -> (StoreSync, Vec<u64>) 
     let mut refused = Vec::new();
     for (&i, p) in &store.progress {
         let record = sync.chunk_ref(p).ok().flatten().and_then(|r| store.get(Table::Chunks, &r));
-        if let Err(e) = sync.restore(i, p, record) {
+        if let Err(e) = sync.restore(i, p, record, None) {
             assert_eq!(e, StoreError::Corrupt);
             refused.push(i);
         }
@@ -158,14 +158,14 @@ fn a_stored_chunk_that_does_not_check_out_is_refused() {
         p[at] ^= 0x01;
         let mut s = StoreSync::new(root, 1);
         let record = s.chunk_ref(&p).ok().flatten().and_then(|r| store.get(Table::Chunks, &r));
-        assert_eq!(s.restore(victim, &p, record), Err(StoreError::Corrupt), "progress byte {at}");
+        assert_eq!(s.restore(victim, &p, record, None), Err(StoreError::Corrupt), "progress byte {at}");
     }
     // A flipped chunk record is refused unless the flip is in a slot's key, which
     // routes searches and is checked against the entry record when that is read.
     for at in 0..record.len() {
         let mut r = record.clone();
         r[at] ^= 0x01;
-        let got = StoreSync::new(root, 1).restore(victim, &progress, Some(&r));
+        let got = StoreSync::new(root, 1).restore(victim, &progress, Some(&r), None);
         if got.is_ok() {
             let ChunkRecord::Full { slots: flipped, .. } = ChunkRecord::decode(&r, 4).unwrap() else { unreachable!() };
             assert!(flipped.iter().zip(&slots).all(|(a, b)| a.entry == b.entry), "chunk byte {at}");
@@ -173,10 +173,10 @@ fn a_stored_chunk_that_does_not_check_out_is_refused() {
     }
     // A missing record, another chunk's index, another root, another version.
     let mut s = StoreSync::new(root, 1);
-    assert_eq!(s.restore(victim, &progress, None), Err(StoreError::Corrupt));
-    assert_eq!(s.restore(victim + 1, &progress, Some(&record)), Err(StoreError::Corrupt));
-    assert_eq!(StoreSync::new([9; 32], 1).restore(victim, &progress, Some(&record)), Err(StoreError::Corrupt));
-    assert_eq!(StoreSync::new(root, 2).restore(victim, &progress, Some(&record)), Err(StoreError::Corrupt));
+    assert_eq!(s.restore(victim, &progress, None, None), Err(StoreError::Corrupt));
+    assert_eq!(s.restore(victim + 1, &progress, Some(&record), None), Err(StoreError::Corrupt));
+    assert_eq!(StoreSync::new([9; 32], 1).restore(victim, &progress, Some(&record), None), Err(StoreError::Corrupt));
+    assert_eq!(StoreSync::new(root, 2).restore(victim, &progress, Some(&record), None), Err(StoreError::Corrupt));
 
     // Refused chunks are fetched again, and the sync still finishes as the source.
     store.records.remove(&(Table::Chunks as u8, chunk_ref.key()));

@@ -281,14 +281,31 @@ impl StoreSync {
         Ok(self.0.chunk_ref(&progress).map_err(throw)?.map(|r| r.key().to_vec()))
     }
 
+    /// The `chunks` key of the base that a chunk record an earlier run
+    /// wrote names (as a head's next version, a delta of a head record),
+    /// to read and pass to `restore`; `undefined` for any other record.
+    #[wasm_bindgen(js_name = restoreBase)]
+    pub fn restore_base(&self, chunk_record: &Bytes) -> Result<Option<Vec<u8>>, JsValue> {
+        let record = bytes(chunk_record, "chunkRecord")?;
+        Ok(self.0.restore_base(&record).map(|r| r.key().to_vec()))
+    }
+
     /// Takes back chunk `index` stored by an earlier run, from its progress
-    /// record and its chunk record (`undefined`: missing), both checked
-    /// against the root as its envelope was. Throws StoreError
-    /// `STORE_CORRUPT` if they do not check out: fetch the chunk again.
-    pub fn restore(&mut self, index: &Number, progress: &Bytes, chunk_record: Option<Bytes>) -> Result<(), JsValue> {
+    /// record, its chunk record (`undefined`: missing) and, for a delta, its
+    /// base's record (`restoreBase`), checked against the root as its
+    /// envelope was. Throws StoreError `STORE_CORRUPT` if they do not check
+    /// out: fetch the chunk again.
+    pub fn restore(
+        &mut self,
+        index: &Number,
+        progress: &Bytes,
+        chunk_record: Option<Bytes>,
+        base_record: Option<Bytes>,
+    ) -> Result<(), JsValue> {
         let (index, progress) = (uint(index, "index")?, bytes(progress, "progress")?);
         let record = opt_bytes(chunk_record.as_deref(), "chunkRecord")?;
-        self.0.restore(index, &progress, record.as_deref()).map_err(throw)
+        let base = opt_bytes(base_record.as_deref(), "baseRecord")?;
+        self.0.restore(index, &progress, record.as_deref(), base.as_deref()).map_err(throw)
     }
 
     /// Head chunk records to read now (a sync as the next version, once

@@ -66,6 +66,13 @@ export interface SinkHost {
 }
 
 /** The `ChunkSink` (`@bpavl/light-client/sync`) of a store. */
+/** The chunk records of `keys` in one read, in their order (`undefined` for no key, or a record the store lacks). */
+async function readChunks(backend: StorageBackend, keys: readonly (Uint8Array | undefined)[]): Promise<(Uint8Array | undefined)[]> {
+  const values = await backend.getMany('chunks', keys.filter((k) => k !== undefined));
+  let at = 0;
+  return keys.map((k) => (k === undefined ? undefined : values[at++]));
+}
+
 export class StoreSink {
   readonly restored: number[];
   /** Record bytes written so far (progress records included). */
@@ -129,13 +136,14 @@ export class StoreSink {
             return undefined;
           }
         });
-        const records = await backend.getMany('chunks', keys.filter((k) => k !== undefined));
-        let at = 0;
+        const records = await readChunks(backend, keys);
+        // As a head's next version, a chunk written as a delta is read with its base, a head record.
+        const bases = await readChunks(backend, records.map((r) => (r === undefined || head === undefined ? undefined : sync.restoreBase(r))));
         for (const [i, [index, progress]] of batch.entries()) {
           // No key: a chunk the head holds (shared), or a progress record that does not decode.
-          const record = keys[i] === undefined ? undefined : records[at++];
+          const [record, base] = [records[i], bases[i]];
           try {
-            sync.restore(index, progress, record);
+            sync.restore(index, progress, record, base);
             restored.push(index);
             if (keys[i] !== undefined) changed++;
           } catch {
