@@ -144,9 +144,14 @@ impl<'a> Reader<'a> {
 
 /// Checks a key given to a verifier or to the tree, in the spec's order.
 pub fn check_key(key: &[u8]) -> Result<(), ProofError> {
-    if key.is_empty() {
+    check_key_len(key.len())
+}
+
+/// [`check_key`] by the key's length alone, for callers that need not copy the key to check it.
+pub fn check_key_len(len: usize) -> Result<(), ProofError> {
+    if len == 0 {
         Err(ProofError::KeyEmpty)
-    } else if key.len() > MAX_KEY_LEN {
+    } else if len > MAX_KEY_LEN {
         Err(ProofError::KeyTooLong)
     } else {
         Ok(())

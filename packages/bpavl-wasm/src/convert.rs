@@ -102,13 +102,18 @@ pub(crate) fn throw_saying<E: Coded>(e: &E, message: &str) -> JsValue {
 
 /// A copy of the bytes of Uint8Array `v`.
 pub(crate) fn bytes(v: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
+    let mut out = vec![0; bytes_len(v, what)?];
+    copy_bytes(v, &mut out);
+    Ok(out)
+}
+
+/// The length of a `Uint8Array` argument, without copying it (a TypeError for anything else).
+pub(crate) fn bytes_len(v: &JsValue, what: &str) -> Result<usize, JsValue> {
     let len = bytes_length(v);
     if len < 0.0 {
         return Err(type_error(&format!("{what} must be a Uint8Array")));
     }
-    let mut out = vec![0; len as usize];
-    copy_bytes(v, &mut out);
-    Ok(out)
+    Ok(len as usize)
 }
 
 /// The keys, values and proofs of `{ key, value, proof }[]` laid end to end,

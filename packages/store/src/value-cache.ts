@@ -17,20 +17,53 @@ import { compareBytes } from '../../storage/src/checks.ts';
 
 /**
  * Bytes counted for an answer besides its key and value: V8's map entry,
- * key string, typed array and buffer headers (measured with `heapUsed` and
- * `arrayBuffers` on Node 24: about 290 bytes for a 32-byte key).
+ * the answer object, its two views and their buffer. `heapUsed` plus
+ * `arrayBuffers` after a full collection grow by 157 bytes an answer
+ * beyond its key and value (Node 24, 100,000 answers of 32-byte keys and
+ * 512-byte values); the margin is for the allocator's own headers, which
+ * neither shows.
  */
 const ANSWER_BYTES = 320;
 
 /** The default budget of the value cache. */
 export const DEFAULT_VALUE_CACHE_BYTES = 16 << 20;
 
-/** A key as a map key: one char a byte, so distinct keys never collide. */
+/** A key as a set member: one char a byte, so distinct keys never collide. */
 export function cacheKey(key: Uint8Array): string {
   return String.fromCharCode.apply(null, key as unknown as number[]);
 }
 
-const answerBytes = (id: string, value: Uint8Array | null): number => id.length + (value?.length ?? 0) + ANSWER_BYTES;
+/** The key a {@link cacheKey} was made from. */
+const keyOf = (id: string): Uint8Array => Uint8Array.from(id, (c) => c.charCodeAt(0));
+
+/**
+ * Answers whose keys share a hash that a chain holds at most: a read then
+ * compares at most this many keys, however the keys were chosen (a remote
+ * client picks the keys `bpavl serve --db` proves, and their answers are
+ * kept). An answer that would make a chain longer is not kept.
+ */
+export const MAX_CHAIN = 4;
+
+/** Drawn once per process, so that which keys share a hash cannot be known ahead. */
+const SEED = crypto.getRandomValues(new Uint32Array(1))[0]!;
+
+/**
+ * FNV-1a of `key` from a random start, cut to 30 bits so that V8 keeps it
+ * a small integer: a map by number costs a warm get about 0.2 µs less than
+ * one by a string of the key, made for each lookup (measured). Distinct
+ * keys may share a hash: they share a chain.
+ */
+function hashKey(key: Uint8Array): number {
+  let h = 0x811c9dc5 ^ SEED;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key[i]!, 0x01000193);
+  return h & 0x3fffffff;
+}
+
+function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 const equal = (a: Uint8Array, b: Uint8Array): boolean => compareBytes(a, b) === 0;
 
@@ -59,26 +92,38 @@ function copyOut(value: Uint8Array): Uint8Array {
   return copy;
 }
 
-/** An answer: the value, or `null` for a key the version lacks; `used` if read since the sweep passed it. */
+/**
+ * An answer: its key, the value (`null` for a key the version lacks), both
+ * views on one buffer; `used` if read since the sweep passed it; the next
+ * answer whose key has the same hash.
+ */
 interface Answer {
+  readonly key: Uint8Array;
   readonly value: Uint8Array | null;
   used: boolean;
+  next: Answer | undefined;
 }
+
+const answerBytes = (a: Answer): number => a.key.length + (a.value?.length ?? 0) + ANSWER_BYTES;
 
 export class ValueCache {
   readonly budget: number;
+  readonly #hash: (key: Uint8Array) => number;
   /** The root of the version whose answers these are; `undefined` holds nothing. */
   #root: Uint8Array | undefined;
   /** A caller's array last found equal to `#root` (callers never change a root's bytes); cleared when the root changes. */
   #rootSeen: Uint8Array | undefined;
-  /** By `cacheKey`, in the order the sweep meets them. */
-  readonly #answers = new Map<string, Answer>();
+  /** Chains of answers by `hashKey`, in the order the sweep meets them. */
+  readonly #answers = new Map<number, Answer>();
+  #count = 0;
   #bytes = 0;
   hits = 0;
   misses = 0;
 
-  constructor(budget: number) {
+  /** `hash` is for tests, which make keys collide. */
+  constructor(budget: number, hash: (key: Uint8Array) => number = hashKey) {
     this.budget = budget;
+    this.#hash = hash;
   }
 
   /** Bytes of answers held now, never above the budget. */
@@ -88,7 +133,7 @@ export class ValueCache {
 
   /** Answers held now. */
   get count(): number {
-    return this.#answers.size;
+    return this.#count;
   }
 
   /**
@@ -96,8 +141,8 @@ export class ValueCache {
    * `null` for an absent key, `undefined` when not cached.
    */
   get(root: Uint8Array, key: Uint8Array): Uint8Array | null | undefined {
-    const id = this.#isRoot(root) ? cacheKey(key) : undefined;
-    const answer = id === undefined ? undefined : this.#answers.get(id);
+    let answer = this.#isRoot(root) ? this.#answers.get(this.#hash(key)) : undefined;
+    while (answer !== undefined && !sameKey(answer.key, key)) answer = answer.next;
     if (answer === undefined) {
       this.misses++;
       return undefined;
@@ -117,24 +162,44 @@ export class ValueCache {
       if (headRoot === undefined || !equal(root, headRoot)) return;
       this.#rebind(root);
     }
-    const id = cacheKey(key);
-    this.#remove(id);
-    const bytes = answerBytes(id, value);
+    this.#remove(key);
+    const h = this.#hash(key);
+    const chain = this.#answers.get(h);
+    let length = 0;
+    for (let a = chain; a !== undefined; a = a.next) length++;
+    if (length >= MAX_CHAIN) return;
+    const both = new Uint8Array(key.length + (value?.length ?? 0));
+    both.set(key);
+    if (value !== null) both.set(value, key.length);
+    const answer: Answer = { key: both.subarray(0, key.length), value: value === null ? null : both.subarray(key.length), used: false, next: chain };
+    const bytes = answerBytes(answer);
     if (bytes > this.budget) return;
-    this.#answers.set(id, { value: value === null ? null : value.slice(), used: false });
+    // Set again, so that the chain goes to the back of the sweep's order.
+    this.#answers.delete(h);
+    this.#answers.set(h, answer);
+    this.#count++;
     this.#bytes += bytes;
     this.#sweep();
   }
 
-  /** Evicts down to the budget: an answer read since the last pass goes to the back once, unflagged. */
+  /** Evicts down to the budget: a chain read since the last pass goes to the back once, unflagged. */
   #sweep(): void {
     while (this.#bytes > this.budget) {
-      const [oldest, answer] = this.#answers.entries().next().value!;
-      this.#answers.delete(oldest);
-      if (answer.used) {
-        answer.used = false;
-        this.#answers.set(oldest, answer);
-      } else this.#bytes -= answerBytes(oldest, answer.value);
+      const [h, chain] = this.#answers.entries().next().value!;
+      this.#answers.delete(h);
+      let used = false;
+      for (let a: Answer | undefined = chain; a !== undefined; a = a.next) {
+        used ||= a.used;
+        a.used = false;
+      }
+      if (used) {
+        this.#answers.set(h, chain);
+        continue;
+      }
+      for (let a: Answer | undefined = chain; a !== undefined; a = a.next) {
+        this.#count--;
+        this.#bytes -= answerBytes(a);
+      }
     }
   }
 
@@ -148,7 +213,7 @@ export class ValueCache {
       this.#rebind(to);
       return;
     }
-    for (const id of written) this.#remove(id);
+    for (const id of written) this.#remove(keyOf(id));
     this.#root = to.slice();
     this.#rootSeen = undefined;
   }
@@ -163,15 +228,21 @@ export class ValueCache {
 
   #rebind(root: Uint8Array): void {
     this.#answers.clear();
+    this.#count = 0;
     this.#bytes = 0;
     this.#root = root.slice();
     this.#rootSeen = undefined;
   }
 
-  #remove(id: string): void {
-    const answer = this.#answers.get(id);
+  #remove(key: Uint8Array): void {
+    const h = this.#hash(key);
+    let [before, answer]: [Answer | undefined, Answer | undefined] = [undefined, this.#answers.get(h)];
+    while (answer !== undefined && !sameKey(answer.key, key)) [before, answer] = [answer, answer.next];
     if (answer === undefined) return;
-    this.#answers.delete(id);
-    this.#bytes -= answerBytes(id, answer.value);
+    if (before !== undefined) before.next = answer.next;
+    else if (answer.next !== undefined) this.#answers.set(h, answer.next);
+    else this.#answers.delete(h);
+    this.#count--;
+    this.#bytes -= answerBytes(answer);
   }
 }
