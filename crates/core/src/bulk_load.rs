@@ -166,7 +166,7 @@ fn balanced(chunks: &[ChunkFacts], version: u64, out: &mut WriteSet) -> Sub {
     let mid = chunks.len().div_ceil(2);
     let left = balanced(&chunks[..mid], version, out);
     let right = balanced(&chunks[mid..], version, out);
-    inner_node(&chunks[mid].first_key, left, right, version, out)
+    inner_node(&chunks[mid].first_key, left, right, version, out, |_, _| None)
 }
 
 #[cfg(test)]

@@ -67,8 +67,10 @@ pub(crate) struct Head {
     firsts: Vec<Option<Box<[u8]>>>,
     /// Positions in `order` by chunk hash.
     by_hash: HashMap<Hash, usize>,
-    /// Its inner node records: the new version writes its own.
-    nodes: Vec<Ref>,
+    /// Its inner node records by hash, with their children's records: the
+    /// new version shares those it has with the same children, and marks
+    /// the others stale.
+    nodes: HashMap<Hash, (Ref, [Ref; 2])>,
     /// Positions of the chunks the new version shares: never marked stale,
     /// not even as a base.
     shared: HashSet<usize>,
@@ -107,16 +109,13 @@ impl Head {
         let mut out = Head { capacity: head.capacity(), ..Head::default() };
         let mut todo: Vec<(&Node, Option<&[u8]>)> = head.top().map(|t| (t, first_key)).into_iter().collect();
         while let Some((node, lower)) = todo.pop() {
-            let record = match node {
-                Node::Leaf(c) => c.stored.as_ref().filter(|_| c.persisted)?.record,
-                Node::Stub(s) => s.record,
-                Node::Inner(n) => {
-                    out.nodes.push(n.stored.filter(|_| n.persisted)?);
-                    // Left first: chunks come in key order.
-                    todo.extend([(&n.right, Some(n.key.as_bytes())), (&n.left, lower)]);
-                    continue;
-                }
-            };
+            let record = stored(node)?;
+            if let Node::Inner(n) = node {
+                out.nodes.insert(record.hash, (record, [stored(&n.left)?, stored(&n.right)?]));
+                // Left first: chunks come in key order.
+                todo.extend([(&n.right, Some(n.key.as_bytes())), (&n.left, lower)]);
+                continue;
+            }
             out.by_hash.insert(record.hash, out.order.len());
             out.order.push(record);
             out.firsts.push(lower.map(Into::into));
@@ -410,8 +409,25 @@ impl Head {
             && self.new_deltas.is_empty()
     }
 
-    /// The head's inner node records (all stale: the new version writes its own).
-    pub(crate) fn nodes(&self) -> &[Ref] {
-        &self.nodes
+    /// The head's inner node records.
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &Ref> {
+        self.nodes.values().map(|(r, _)| r)
+    }
+
+    /// The head's inner node record with hash `hash`, if its children are
+    /// the records `children` (a child the new version writes again, as
+    /// the head's first chunk may be, makes the node its own).
+    pub(crate) fn node(&self, hash: &Hash, children: [&Ref; 2]) -> Option<Ref> {
+        let (record, [left, right]) = self.nodes.get(hash)?;
+        (children == [left, right]).then_some(*record)
+    }
+}
+
+/// The record a node of a loaded tree was stored as; `None` if it never was.
+fn stored(node: &Node) -> Option<Ref> {
+    match node {
+        Node::Leaf(c) => Some(c.stored.as_ref().filter(|_| c.persisted)?.record),
+        Node::Stub(s) => Some(s.record),
+        Node::Inner(n) => n.stored.filter(|_| n.persisted),
     }
 }

@@ -8,7 +8,7 @@
 //! A sync may also write the next version of a store that holds one
 //! (`sync_next.rs`). No I/O: callers move the bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::codec::{put_varint, Reader};
 use crate::envelope::VerifiedChunk;
@@ -329,8 +329,8 @@ impl StoreSync {
     /// As the next version of a head: every head chunk record the new
     /// version does not use must have been read first
     /// ([`StoreSync::stale_needed`] is empty), else `REBUILD_INCOMPLETE`;
-    /// the write set's stale marks are then the head's inner nodes and the
-    /// marks not taken yet.
+    /// the write set's stale marks are then the head's inner nodes that the
+    /// new version does not share (same hash) and the marks not taken yet.
     pub fn finish(&mut self) -> Result<WriteSet, RebuildError> {
         let layout = match self.layout {
             Some(l) if self.is_complete() => l,
@@ -344,6 +344,13 @@ impl StoreSync {
             Some((r, _)) => Sub::at(f, r),
             None => Sub::chunk(f, self.version),
         };
+        // Head nodes the new version shares: not written, not marked stale.
+        let mut shared = HashSet::new();
+        let mut held = |hash: &Hash, children: [&Ref; 2]| {
+            let at = self.head.as_ref()?.node(hash, children)?;
+            shared.insert(at);
+            Some(at)
+        };
         let mut facts = self.chunks.values();
         let mut current = chunk(facts.next().expect("complete"));
         // Inner nodes waiting for their right subtree: (declared height, key copy, left).
@@ -351,20 +358,20 @@ impl StoreSync {
         for f in facts {
             while stack.last().is_some_and(|t| t.0 < f.key_height) {
                 let (height, key, left) = stack.pop().expect("non-empty");
-                current = close(height, key, left, current, self.version, &mut out)?;
+                current = close(height, key, left, current, self.version, &mut out, &mut held)?;
             }
             let left = std::mem::replace(&mut current, chunk(f));
             stack.push((f.key_height, &f.first_key, left));
         }
         while let Some((height, key, left)) = stack.pop() {
-            current = close(height, key, left, current, self.version, &mut out)?;
+            current = close(height, key, left, current, self.version, &mut out, &mut held)?;
         }
         let root = finish_version(layout.capacity, current, &mut out);
         if root != self.root {
             return Err(RebuildError::RootMismatch);
         }
         if let Some(head) = self.head.as_mut() {
-            out.stale.extend(head.nodes().iter().map(|r| (Table::Nodes, *r)));
+            out.stale.extend(head.nodes().filter(|r| !shared.contains(*r)).map(|r| (Table::Nodes, *r)));
             out.stale.append(&mut head.take_stale());
         }
         Ok(out)
@@ -393,6 +400,8 @@ impl Sub {
 
 /// The inner node over `left` and `right`, whose key-height its chunks
 /// declared: written as a node record once its height checks out, AVL-balanced.
+/// As a head's next version, a node whose hash and children a head node
+/// has is that node (`held`), not written again.
 fn close(
     declared: u8,
     key: &[u8],
@@ -400,18 +409,31 @@ fn close(
     right: Sub,
     version: u64,
     out: &mut WriteSet,
+    held: &mut impl FnMut(&Hash, [&Ref; 2]) -> Option<Ref>,
 ) -> Result<Sub, RebuildError> {
     if 1 + left.height.max(right.height) != declared || left.height.abs_diff(right.height) > 1 {
         return Err(RebuildError::RootMismatch);
     }
-    Ok(inner_node(key, left, right, version, out))
+    Ok(inner_node(key, left, right, version, out, held))
 }
 
-/// The inner node over `left` and `right` (key copy `key`), written to `out` as a node record.
-pub(crate) fn inner_node(key: &[u8], left: Sub, right: Sub, version: u64, out: &mut WriteSet) -> Sub {
+/// The inner node over `left` and `right` (key copy `key`): the record
+/// `held` names for its hash and its children's records (a head's node,
+/// which the new version shares), or else written to `out` as a node record.
+pub(crate) fn inner_node(
+    key: &[u8],
+    left: Sub,
+    right: Sub,
+    version: u64,
+    out: &mut WriteSet,
+    held: impl FnOnce(&Hash, [&Ref; 2]) -> Option<Ref>,
+) -> Sub {
     let height = 1 + left.height.max(right.height);
     let (chunks, entries) = (left.chunks + right.chunks, left.entries + right.entries);
     let hash = inner_hash(height, chunks, entries, &left.child.record().hash, &right.child.record().hash);
+    if let Some(at) = held(&hash, [left.child.record(), right.child.record()]) {
+        return Sub { child: Child::Node(at), height, chunks, entries };
+    }
     let record = NodeRecord {
         height,
         chunk_count: chunks,

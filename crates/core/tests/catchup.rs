@@ -803,6 +803,15 @@ fn a_sync_as_the_next_version_writes_only_chunks_the_head_lacks_and_resumes() {
         } else {
             assert!(written == lacked || written == lacked + 1, "round {round}");
         }
+        // Inner nodes: exactly those the head lacked (the others are the head's, referenced), and, when the
+        // head's first chunk is written again, its ancestors too (at most one a level).
+        let written = ws.puts.iter().filter(|(t, ..)| *t == Table::Nodes).count();
+        let lacked = new_sets[1].difference(&old_sets[1]).count();
+        if first_key.is_some() {
+            assert_eq!(written, lacked, "round {round}: nodes");
+        } else {
+            assert!(written >= lacked && written <= lacked + 48, "round {round}: nodes");
+        }
         let (written, lacked) =
             (hashes_of(&store, Table::Entries, v + 1), new_sets[2].difference(&old_sets[2]).count());
         assert!(written >= lacked, "round {round}");
