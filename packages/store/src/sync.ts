@@ -65,7 +65,6 @@ export interface SinkHost {
   abandon(): Promise<void>;
 }
 
-/** The `ChunkSink` (`@bpavl/light-client/sync`) of a store. */
 /** The chunk records of `keys` in one read, in their order (`undefined` for no key, or a record the store lacks). */
 async function readChunks(backend: StorageBackend, keys: readonly (Uint8Array | undefined)[]): Promise<(Uint8Array | undefined)[]> {
   const values = await backend.getMany('chunks', keys.filter((k) => k !== undefined));
@@ -73,6 +72,7 @@ async function readChunks(backend: StorageBackend, keys: readonly (Uint8Array | 
   return keys.map((k) => (k === undefined ? undefined : values[at++]));
 }
 
+/** The `ChunkSink` (`@bpavl/light-client/sync`) of a store. */
 export class StoreSink {
   readonly restored: number[];
   /** Record bytes written so far (progress records included). */

@@ -13,8 +13,6 @@
  * @module
  */
 
-import { compareBytes } from '../../storage/src/checks.ts';
-
 /**
  * Bytes counted for an answer besides its key and value: V8's map entry,
  * the answer object, its two views and their buffer. `heapUsed` plus
@@ -59,13 +57,11 @@ function hashKey(key: Uint8Array): number {
   return h & 0x3fffffff;
 }
 
-function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+function equal(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
-
-const equal = (a: Uint8Array, b: Uint8Array): boolean => compareBytes(a, b) === 0;
 
 /**
  * Copies of cached values are cut from shared 8 KiB buffers, as Node's
@@ -142,7 +138,7 @@ export class ValueCache {
    */
   get(root: Uint8Array, key: Uint8Array): Uint8Array | null | undefined {
     let answer = this.#isRoot(root) ? this.#answers.get(this.#hash(key)) : undefined;
-    while (answer !== undefined && !sameKey(answer.key, key)) answer = answer.next;
+    while (answer !== undefined && !equal(answer.key, key)) answer = answer.next;
     if (answer === undefined) {
       this.misses++;
       return undefined;
@@ -237,7 +233,7 @@ export class ValueCache {
   #remove(key: Uint8Array): void {
     const h = this.#hash(key);
     let [before, answer]: [Answer | undefined, Answer | undefined] = [undefined, this.#answers.get(h)];
-    while (answer !== undefined && !sameKey(answer.key, key)) [before, answer] = [answer, answer.next];
+    while (answer !== undefined && !equal(answer.key, key)) [before, answer] = [answer, answer.next];
     if (answer === undefined) return;
     if (before !== undefined) before.next = answer.next;
     else if (answer.next !== undefined) this.#answers.set(h, answer.next);
