@@ -118,6 +118,7 @@ describe('argument errors', () => {
     ['key as a string', () => tree.insert('k' as any, utf8('v'))],
     ['value as an array', () => tree.insert(utf8('k'), [1, 2] as any)],
     ['missing key', () => (tree.get as any)()],
+    ['key to check as a string', () => checkKey('k' as any)],
     ['proof as an ArrayBuffer', () => verifyExistence(root, utf8('k03'), utf8('v3'), proof.buffer as any)],
     ['root as a string', () => verifyExistence('00'.repeat(32) as any, utf8('k03'), utf8('v3'), proof)],
     ['end as a string', () => verifyRange(root, utf8('a'), 'z' as any, 10, proof)],
