@@ -464,6 +464,13 @@ impl ChunkRecord {
     }
 }
 
+/// The base that chunk delta `bytes` names, read from its first bytes alone
+/// (`None` for any other record), so that a reader knows what to read with
+/// it before decoding it.
+pub fn delta_base(bytes: &[u8]) -> Option<Ref> {
+    Ref::read(&mut Reader::new(bytes, FORMAT_CHUNK_DELTA).ok()?).ok()
+}
+
 /// A full chunk record as read for the cache of reads: its keys in one
 /// buffer, not a vector each (176 allocations and as many frees a chunk at
 /// the standard workload).

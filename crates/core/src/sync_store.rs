@@ -17,7 +17,7 @@ use crate::hash::{inner_hash, root_hash, Hash};
 use crate::limits::MAX_HEIGHT;
 use crate::path::ChunkPath;
 use crate::persist::WriteSet;
-use crate::record::{verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::record::{delta_base, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
 use crate::sync_next::Head;
 use crate::tree::Tree;
 
@@ -46,7 +46,8 @@ struct Layout {
 pub struct ChunkWrite {
     /// The chunk's index in the tree (its progress record's key).
     pub index: u64,
-    /// Its entry records and its (whole) chunk record, born at the sync's
+    /// Its entry records and its chunk record (whole; as a head's next
+    /// version, possibly a delta of a head record), born at the sync's
     /// version; none for a chunk a head holds.
     pub puts: Vec<(Table, Ref, Vec<u8>)>,
     /// Its progress record.
@@ -256,10 +257,8 @@ impl StoreSync {
     /// version names (it is a delta of a head record), to read with it for
     /// [`StoreSync::restore`]; `None` for any other record.
     pub fn restore_base(&self, chunk_record: &[u8]) -> Option<Ref> {
-        match ChunkRecord::decode(chunk_record, self.head_capacity()?) {
-            Ok(ChunkRecord::Delta(delta)) if delta.base.birth < self.version => Some(delta.base),
-            _ => None,
-        }
+        self.head.as_ref()?;
+        delta_base(chunk_record).filter(|base| base.birth < self.version)
     }
 
     /// The first key of a chunk an earlier run wrote, once its record is a
