@@ -5,7 +5,8 @@
 //! caller fetches them and hands them to [`Tree::supply_record`], which
 //! checks each against its ref and loads it; before the commit,
 //! [`Tree::unconfirmed`] names the entry records that confirm the slot keys
-//! the writes relied on; after it, [`Tree::evict`] turns loaded chunks
+//! the writes relied on (or [`Tree::confirm_read`] confirms one from a
+//! value the caller read); after it, [`Tree::evict`] turns loaded chunks
 //! back into stubs down to a budget.
 //!
 //! A loaded chunk holds keys, entry hashes and records, not values: a
@@ -16,7 +17,7 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::{preorder_above_groups, Hash};
+use crate::hash::{entry_hash, preorder_above_groups, Hash};
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
@@ -257,12 +258,31 @@ impl Tree {
         }
     }
 
+    /// Confirms the slot key of `key` without its entry record, from
+    /// `value`: what a checked read found for `key` at the committed
+    /// version. The slot's entry hash must be `entry_hash(key, value)`,
+    /// which only the slot's own entry gives. Call it once
+    /// [`Tree::needed_for`] names no records, before the write; a value that
+    /// does not match changes nothing, and the record stays in
+    /// [`Tree::unconfirmed`].
+    pub fn confirm_read(&mut self, key: &[u8], value: &[u8]) {
+        let hash = entry_hash(key, value);
+        if let Some(r) = self.trust_if(key, |r| r.hash == hash) {
+            self.paging.unconfirmed.remove(&r);
+        }
+    }
+
     /// Marks the slot of `key` trusted if it still names entry record `r`,
-    /// whose key was just read. The chunk was not changed (nor copied from
-    /// the committed snapshot) for nothing: a write relied on the slot.
+    /// whose key was just read.
     fn trust(&mut self, key: &[u8], r: &Ref) {
-        let Some(top) = self.top_mut() else { return };
-        let mut node = top;
+        self.trust_if(key, |s| s == r);
+    }
+
+    /// Marks the slot of `key` trusted if its entry record passes `ok`, and
+    /// returns that record. The chunk was not changed (nor copied from the
+    /// committed snapshot) for nothing: a write relies on the slot.
+    fn trust_if(&mut self, key: &[u8], ok: impl Fn(&Ref) -> bool) -> Option<Ref> {
+        let mut node = self.top_mut()?;
         loop {
             match node {
                 Node::Inner(_) => {
@@ -270,12 +290,12 @@ impl Tree {
                     node = if n.key.is_above(key, prefix(key)) { &mut n.left } else { &mut n.right };
                 }
                 Node::Leaf(c) => {
-                    if let Some(i) = c.search(key).ok().filter(|&i| c.stored_entry(i) == Some(*r)) {
-                        Arc::make_mut(c).trust(i);
-                    }
-                    return;
+                    let i = c.search(key).ok()?;
+                    let r = c.stored_entry(i).filter(|r| ok(r))?;
+                    Arc::make_mut(c).trust(i);
+                    return Some(r);
                 }
-                Node::Stub(_) => return,
+                Node::Stub(_) => return None,
             }
         }
     }

@@ -67,6 +67,16 @@ fn confirm(tree: &mut Tree, store: &Store) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Confirms the slot of every other key from the value the model holds
+/// (`Tree::confirm_read`, as a read before the write), the others by their
+/// entry records (`confirm`). The model's value may be one the batch wrote,
+/// which confirms nothing: that slot is the batch's own.
+fn confirm_some(tree: &mut Tree, model: &Model, k: u16) {
+    if let Some(value) = model.get(&key(k)).filter(|_| k % 2 == 0) {
+        tree.confirm_read(&key(k), value);
+    }
+}
+
 /// Loads the chunks a write of `key` needs into a paged head (a loaded head needs none).
 fn load_for(tree: &mut Tree, store: &Store, key: &[u8], removing: bool) {
     for _ in 0..16 {
@@ -147,11 +157,13 @@ fn run_as(capacity: usize, ops: &[Op], paged: Option<usize>, spilling: bool) {
         match *op {
             Op::Insert(k, s) => {
                 load_for(&mut tree, &store, &key(k), false);
+                confirm_some(&mut tree, &model, k);
                 tree.insert(&key(k), &value(k, s)).unwrap();
                 model.insert(key(k), value(k, s));
             }
             Op::Remove(k) => {
                 load_for(&mut tree, &store, &key(k), true);
+                confirm_some(&mut tree, &model, k);
                 assert_eq!(tree.remove(&key(k)), model.remove(&key(k)).is_some());
             }
             _ => {}
@@ -427,6 +439,10 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
                     }
                     unreachable!("a write needs a few rounds")
                 })();
+                if let Some(value) = model.get(k).filter(|_| at % 2 == 0) {
+                    // A value read before the write confirms only the slot whose entry it is.
+                    head.confirm_read(k, value);
+                }
                 let mut expected = model.clone();
                 let outcome = outcome.and_then(|()| {
                     let (answer, right) = match removing {
@@ -460,6 +476,79 @@ fn a_flipped_record_never_makes_a_paged_write_wrong() {
     }
     // Most flips are caught on the way in; a flip in a slot the write does not touch is carried, and caught on reading.
     assert!(refused > written, "{refused} refused, {written} written");
+}
+
+/// A value read before a write confirms its key's slot in place of the
+/// entry record, and only the value that slot's entry hash names does.
+#[test]
+fn a_read_value_confirms_its_slot_without_the_entry_record() {
+    let capacity = 8;
+    let (mut store, mut tree, mut model) = (Store::default(), Tree::new(capacity).unwrap(), Model::new());
+    for k in 0..64u16 {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+        model.insert(key(k), value(k, 1));
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    let mut head = store.load_as(commit.version, capacity, true).unwrap();
+    for k in [3u16, 20, 41] {
+        load_for(&mut head, &store, &key(k), false);
+        assert_eq!(head.unconfirmed().len(), 1);
+        // Another key's value, or another value, confirms nothing.
+        head.confirm_read(&key(k), &value(k + 1, 1));
+        head.confirm_read(&key(k), &value(k, 2));
+        assert_eq!(head.unconfirmed().len(), 1);
+        head.confirm_read(&key(k), &model[&key(k)]);
+        assert!(head.unconfirmed().is_empty());
+        head.insert(&key(k), &value(k, 3)).unwrap();
+        model.insert(key(k), value(k, 3));
+        // A removal relies on the slot it removes, confirmed the same way.
+        let gone = k + 1;
+        load_for(&mut head, &store, &key(gone), true);
+        assert!(!head.unconfirmed().is_empty());
+        head.confirm_read(&key(gone), &model[&key(gone)]);
+        assert!(head.unconfirmed().is_empty());
+        assert!(head.remove(&key(gone)));
+        model.remove(&key(gone));
+    }
+    let (next, writes) = head.commit_to_store();
+    store.write(&writes);
+    assert_eq!(entries(&store.load(next.version, capacity).unwrap()), model);
+}
+
+/// A store that forges a slot key of a chunk record (no hash covers it)
+/// sends a write of the forged key to that slot, whose entry is another
+/// key's. A value read for it cannot confirm the slot (only the slot's own
+/// entry hashes to its entry hash), so the write is refused at the commit.
+#[test]
+fn a_read_value_does_not_confirm_a_forged_slot_key() {
+    let capacity = 8;
+    let (mut store, mut tree) = (Store::default(), Tree::new(capacity).unwrap());
+    for k in 0..16u16 {
+        tree.insert(&key(k), &value(k, 1)).unwrap();
+    }
+    let (commit, writes) = tree.commit_to_store();
+    store.write(&writes);
+    let mut bad = store.clone();
+    let (record_key, bytes) =
+        bad.records[&(Table::Chunks as u8)].iter().next().map(|(k, v)| (k.clone(), v.clone())).unwrap();
+    let Ok(ChunkRecord::Full { mut slots, groups }) = ChunkRecord::decode(&bytes, capacity) else {
+        panic!("full chunks")
+    };
+    // Between its neighbours, so that the record still decodes.
+    let real = slots[1].key.to_vec();
+    let forged = [real.as_slice(), b"~"].concat();
+    slots[1].key = forged.as_slice().into();
+    bad.table(Table::Chunks).insert(record_key, ChunkRecord::Full { slots, groups }.encode());
+    let mut head = bad.load_as(commit.version, capacity, true).unwrap();
+    load_for(&mut head, &bad, &forged, false);
+    // The slot's own value, under the forged key.
+    let (_, own) =
+        entries(&store.load(commit.version, capacity).unwrap()).into_iter().find(|(k, _)| *k == real).unwrap();
+    head.confirm_read(&forged, &own);
+    assert_eq!(head.unconfirmed().len(), 1);
+    head.insert(&forged, b"new").unwrap();
+    assert_eq!(confirm(&mut head, &bad), Err(StoreError::Corrupt));
 }
 
 /// A paged head checks a loaded chunk's groups as its writes use them: an

@@ -814,25 +814,28 @@ impl StoredHead {
 
     /// Inserts or replaces `key` → `value` and returns true if the key was
     /// new; or, changing nothing, returns the chunk records to fetch first
-    /// as `[table, key]`: `supply` each, then call again. Throws TreeError
-    /// `KEY_EMPTY`, `KEY_TOO_LONG`, `VALUE_TOO_LONG` or `TREE_FULL`, or
-    /// StoreError `STORE_CORRUPT` when loaded keys contradict each other,
-    /// and leaves the head unchanged.
+    /// as `[table, key]`: `supply` each, then call again. `read`: the value
+    /// a checked read found for `key` at the committed version, if the
+    /// caller holds it; it confirms the key's slot in place of its entry
+    /// record (`Tree::confirm_read`; a value that does not match is
+    /// ignored). Throws TreeError `KEY_EMPTY`, `KEY_TOO_LONG`,
+    /// `VALUE_TOO_LONG` or `TREE_FULL`, or StoreError `STORE_CORRUPT` when
+    /// loaded keys contradict each other, and leaves the head unchanged.
     #[wasm_bindgen(unchecked_return_type = "boolean | [table: RecordTable, key: Uint8Array][]")]
-    pub fn insert(&mut self, key: &Bytes, value: &Bytes) -> Result<JsValue, JsValue> {
+    pub fn insert(&mut self, key: &Bytes, value: &Bytes, read: Option<Bytes>) -> Result<JsValue, JsValue> {
         let (key, value) = (bytes(key, "key")?, bytes(value, "value")?);
-        if let Some(needed) = self.needed(&key, false)? {
+        if let Some(needed) = self.needed(&key, false, read)? {
             return Ok(needed);
         }
         self.0.insert(&key, &value).map(JsValue::from).map_err(throw)
     }
 
     /// Removes `key` and returns whether it was present; or, changing
-    /// nothing, the records to fetch first (as `insert`).
+    /// nothing, the records to fetch first (as `insert`, and `read` too).
     #[wasm_bindgen(unchecked_return_type = "boolean | [table: RecordTable, key: Uint8Array][]")]
-    pub fn remove(&mut self, key: &Bytes) -> Result<JsValue, JsValue> {
+    pub fn remove(&mut self, key: &Bytes, read: Option<Bytes>) -> Result<JsValue, JsValue> {
         let key = bytes(key, "key")?;
-        if let Some(needed) = self.needed(&key, true)? {
+        if let Some(needed) = self.needed(&key, true, read)? {
             return Ok(needed);
         }
         Ok(self.0.remove(&key).into())
@@ -847,10 +850,17 @@ impl StoredHead {
         Ok(table_key_list(&self.0.needed_for_all(keys.iter().map(Vec::as_slice))))
     }
 
-    /// The records a write of `key` needs first, if any.
-    fn needed(&mut self, key: &[u8], removing: bool) -> Result<Option<JsValue>, JsValue> {
+    /// The records a write of `key` needs first, if any; once none, the
+    /// key's slot confirmed by `read` if it matches.
+    fn needed(&mut self, key: &[u8], removing: bool, read: Option<Bytes>) -> Result<Option<JsValue>, JsValue> {
         let wanted = self.0.needed_for(key, removing).map_err(throw)?;
-        Ok((!wanted.is_empty()).then(|| table_key_list(&wanted)))
+        if !wanted.is_empty() {
+            return Ok(Some(table_key_list(&wanted)));
+        }
+        if let Some(read) = read {
+            self.0.confirm_read(key, &bytes(&read, "read")?);
+        }
+        Ok(None)
     }
 
     /// The entry records to fetch and `supply` before `commitToStore`, as

@@ -671,7 +671,7 @@ export class State {
           this.#wrote(key);
           // The tree refuses a bad key in a put (and a missing value); a delete of one would answer "absent".
           if (deletes) checkKey(key);
-          await this.#apply(head, (h) => (deletes ? h.remove(key) : h.insert(key, value!)));
+          await this.#apply(head, (h) => (deletes ? h.remove(key, this.#headRead(key)) : h.insert(key, value!, this.#headRead(key))));
         }
         at = loaded;
         await this.#bound(head);
@@ -884,6 +884,17 @@ export class State {
     return key instanceof Uint8Array ? this.#values.get(record.root, key) : undefined;
   }
 
+  /**
+   * The value a checked read left in the value cache for `key` at the
+   * committed head, if any: a write of `key` hands it to the head, where it
+   * confirms the key's slot in place of its entry record. Not a read of the
+   * cache: it counts no hit.
+   */
+  #headRead(key: Uint8Array): Uint8Array | undefined {
+    const root = this.#versions.get(this.#head)?.root;
+    return root !== undefined && key instanceof Uint8Array ? this.#values.peek(root, key) : undefined;
+  }
+
   /** Keeps a checked answer read from the version of `record`, if that is the head's. */
   #remember(record: VersionRecord, key: Uint8Array, value: Uint8Array | null): void {
     this.#values.set(record.root, this.#versions.get(this.#head)?.root, key, value);
@@ -1035,13 +1046,13 @@ export class State {
 
   /** Sets `key` → `value` in the pending batch (TreeError `KEY_TOO_LONG`, … leave it unchanged). */
   async put(key: Uint8Array, value: Uint8Array): Promise<void> {
-    await this.#write(key, (head) => head.insert(key, value));
+    await this.#write(key, (head) => head.insert(key, value, this.#headRead(key)));
   }
 
   /** Deletes `key` in the pending batch; resolves to whether it was present (TreeError `KEY_EMPTY`, `KEY_TOO_LONG` leave it unchanged). */
   async delete(key: Uint8Array): Promise<boolean> {
     checkKey(key);
-    return this.#write(key, (head) => head.remove(key));
+    return this.#write(key, (head) => head.remove(key, this.#headRead(key)));
   }
 
   /**

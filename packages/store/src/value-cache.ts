@@ -137,8 +137,7 @@ export class ValueCache {
    * `null` for an absent key, `undefined` when not cached.
    */
   get(root: Uint8Array, key: Uint8Array): Uint8Array | null | undefined {
-    let answer = this.#isRoot(root) ? this.#answers.get(this.#hash(key)) : undefined;
-    while (answer !== undefined && !equal(answer.key, key)) answer = answer.next;
+    const answer = this.#find(root, key);
     if (answer === undefined) {
       this.misses++;
       return undefined;
@@ -146,6 +145,21 @@ export class ValueCache {
     answer.used = true;
     this.hits++;
     return answer.value === null ? null : copyOut(answer.value);
+  }
+
+  /**
+   * `key`'s value in the version whose root is `root`, if cached and
+   * present, as `get` finds it but neither counted as a read nor kept from
+   * eviction, and not copied: the caller must not change it.
+   */
+  peek(root: Uint8Array, key: Uint8Array): Uint8Array | undefined {
+    return this.#find(root, key)?.value ?? undefined;
+  }
+
+  #find(root: Uint8Array, key: Uint8Array): Answer | undefined {
+    let answer = this.#isRoot(root) ? this.#answers.get(this.#hash(key)) : undefined;
+    while (answer !== undefined && !equal(answer.key, key)) answer = answer.next;
+    return answer;
   }
 
   /**

@@ -553,6 +553,41 @@ describe('the paged head', () => {
     await single.state.close();
   }, 30_000);
 
+  it('a write of a key read before confirms its slot from the value read, not from its entry record', async () => {
+    /** The writes below and their commit on a reopened state; the entry records they read, by key. */
+    const run = async (valueCacheBytes: number): Promise<string[]> => {
+      const place = inMemory();
+      const setup = await place.open({ capacity: 16 });
+      await setup.putMany(Array.from({ length: 400 }, (_, k) => [key(k), value(k, 1)] as const));
+      await setup.commit();
+      await setup.close();
+      const backend = memoryBackend(place.database);
+      const state = await openState({ backend, cacheBytes: 0, valueCacheBytes });
+      expect(await state.get(key(10))).toEqual(value(10, 1));
+      expect(await state.getMany([key(200)])).toEqual([value(200, 1)]);
+      expect(await state.has(key(300))).toBe(true);
+      const read: string[] = [];
+      const getMany = backend.getMany.bind(backend);
+      backend.getMany = async (table, keys) => {
+        if (table === 'entries') read.push(...keys.map(hex));
+        return getMany(table, keys);
+      };
+      await state.put(key(10), value(10, 2));
+      await state.putMany([[key(200), value(200, 2)]]);
+      expect(await state.delete(key(300))).toBe(true);
+      // Not read before: its entry record confirms its slot.
+      await state.put(key(100), value(100, 2));
+      await state.commit();
+      backend.getMany = getMany;
+      expect(await state.getMany([key(10), key(200), key(300), key(100)])).toEqual([value(10, 2), value(200, 2), undefined, value(100, 2)]);
+      await state.close();
+      return read;
+    };
+    expect(await run(1 << 20)).toHaveLength(1);
+    // Nothing read is kept: every slot is confirmed by its entry record.
+    expect(await run(0)).toHaveLength(4);
+  });
+
   it('applies writes called at once in the order they were called', async () => {
     // The same writes and commits, called at once and one after another.
     const run = async (state: State, atOnce: boolean): Promise<void> => {

@@ -11,6 +11,17 @@ describe('ValueCache', () => {
   const [a, b] = [k(1), k(2)];
   const [va, vb] = [new Uint8Array([1, 2, 3]), new Uint8Array([4, 5])];
 
+  it('peeks at a present value without counting a read: absent keys, other roots and misses give undefined', () => {
+    const cache = new ValueCache(1 << 20, oneHash);
+    cache.set(root, root, a, va);
+    cache.set(root, root, b, null);
+    expect(cache.peek(root, a)).toEqual(va);
+    expect(cache.peek(root, b)).toBeUndefined();
+    expect(cache.peek(next, a)).toBeUndefined();
+    expect(cache.peek(root, k(3))).toBeUndefined();
+    expect([cache.hits, cache.misses]).toEqual([0, 0]);
+  });
+
   it('keeps keys that share a hash apart: each answers its own value, and each goes alone', () => {
     const cache = new ValueCache(1 << 20, oneHash);
     cache.set(root, root, a, va);
