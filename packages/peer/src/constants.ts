@@ -20,9 +20,10 @@ export const DEFAULT_MAX_CONNECTIONS = 256;
 export const DEFAULT_MEMORY_BUDGET_BYTES = 256 * 1024 * 1024;
 
 /**
- * A connection whose handshake is not complete after this long is closed: the
- * WebSocket upgrade request (Node's `headersTimeout`), and for libp2p also
- * noise, yamux and protocol negotiation (libp2p's `inboundUpgradeTimeout`).
+ * A socket whose WebSocket upgrade is not done this long after it connected
+ * is closed (one deadline, `transports/handshake.ts`); on libp2p, noise, yamux
+ * and protocol negotiation then get as long again (libp2p's
+ * `inboundUpgradeTimeout`).
  */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
 

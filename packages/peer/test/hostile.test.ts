@@ -248,33 +248,30 @@ describe('memory budget', () => {
   }, 60_000);
 });
 
-describe('handshake deadline', () => {
-  it('a socket that never finishes its WebSocket upgrade is closed after HANDSHAKE_TIMEOUT_MS; an open WebSocket is not', async () => {
-    const p = await startPeer(new StaticTreeSource([snap]), { libp2pPort: null });
-    const open = await wsClient(p.wsUrl!);
-    const raw = createConnection(Number(new URL(p.wsUrl!).port), '127.0.0.1');
-    raw.on('error', () => {});
-    raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // the headers never end
-    const t0 = performance.now();
-    const closedAfter = await new Promise<number>((resolve) => {
-      const t = setTimeout(() => resolve(Infinity), HANDSHAKE_TIMEOUT_MS + 5000);
-      raw.on('close', () => {
-        clearTimeout(t);
-        resolve(performance.now() - t0);
-      });
-    });
+describe('idle connections', () => {
+  it('a WebSocket ping is something received: a client that pings stays, one that stops is closed', async () => {
+    const idleTimeoutMs = 600;
+    const p = await startPeer(new StaticTreeSource([snap]), { libp2pPort: null, idleTimeoutMs });
+    const [pinging, quiet] = await Promise.all([wsClient(p.wsUrl!), wsClient(p.wsUrl!)]);
     try {
-      expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
-      expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
-      expect(open.closed).toBe(false);
-      expect((await open.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+      for (let i = 0; i < 8; i++) {
+        pinging.ws.ping();
+        await sleep(idleTimeoutMs / 3);
+      }
+      // 1.6 s: three idle timeouts.
+      expect(quiet.closed).toBe(true);
+      expect(pinging.closed).toBe(false);
+      expect((await pinging.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+      expect(await pinging.waitClosed(idleTimeoutMs + 2000)).toBe(true);
     } finally {
-      open.close();
-      raw.destroy();
+      pinging.close();
+      quiet.close();
       await p.close();
     }
-  }, 30_000);
+  }, 20_000);
+});
 
+describe('handshake deadline', () => {
   /** Milliseconds until `socket` closes (Infinity after HANDSHAKE_TIMEOUT_MS + 5 s). */
   const closedWithin = (socket: { on(event: 'close', f: () => void): unknown }, t0: number) =>
     new Promise<number>((resolve) => {
@@ -285,7 +282,45 @@ describe('handshake deadline', () => {
       });
     });
 
-  it('libp2p: a socket that sends nothing, one whose WebSocket upgrade never ends, and a WebSocket that never starts noise are closed after HANDSHAKE_TIMEOUT_MS; a libp2p client is served', async () => {
+  /** A socket to `port` that sends an upgrade request a byte every 500 ms, never its end: the deadline is not an inactivity timer. */
+  const trickling = (port: number) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.on('error', () => {});
+    const request = 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Slow: ' + 'x'.repeat(64);
+    let at = 0;
+    const timer = setInterval(() => {
+      if (at < request.length && !socket.destroyed) socket.write(request[at++]!);
+    }, 500);
+    socket.on('close', () => clearInterval(timer));
+    return socket;
+  };
+
+  it('a socket that never finishes its WebSocket upgrade, or trickles it, is closed after HANDSHAKE_TIMEOUT_MS; an open WebSocket is not', async () => {
+    const p = await startPeer(new StaticTreeSource([snap]), { libp2pPort: null });
+    const open = await wsClient(p.wsUrl!);
+    const port = Number(new URL(p.wsUrl!).port);
+    const raw = createConnection(port, '127.0.0.1');
+    raw.on('error', () => {});
+    raw.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // the headers never end
+    const slow = trickling(port);
+    const t0 = performance.now();
+    const closed = await Promise.all([closedWithin(raw, t0), closedWithin(slow, t0)]);
+    try {
+      for (const closedAfter of closed) {
+        expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
+        expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
+      }
+      expect(open.closed).toBe(false);
+      expect((await open.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+    } finally {
+      open.close();
+      raw.destroy();
+      slow.destroy();
+      await p.close();
+    }
+  }, 30_000);
+
+  it('libp2p: a socket that sends nothing, one whose WebSocket upgrade never ends or trickles, and a WebSocket that never starts noise are closed after HANDSHAKE_TIMEOUT_MS; a libp2p client is served', async () => {
     const p = await startPeer(new StaticTreeSource([snap]), { wsPort: null });
     const addr = p.libp2pAddrs[0]!;
     const port = Number(/\/tcp\/(\d+)\//.exec(addr)![1]);
@@ -296,10 +331,11 @@ describe('handshake deadline', () => {
     quiet.on('error', () => {});
     const silent = new WebSocket(`ws://127.0.0.1:${port}`); // upgraded, then never a noise message
     silent.on('error', () => {});
+    const slow = trickling(port);
     const t0 = performance.now();
-    const [rawClosed, mute, silentClosed] = await Promise.all([closedWithin(raw, t0), closedWithin(quiet, t0), closedWithin(silent, t0)]);
+    const closed = await Promise.all([closedWithin(raw, t0), closedWithin(quiet, t0), closedWithin(silent, t0), closedWithin(slow, t0)]);
     try {
-      for (const closedAfter of [rawClosed, mute, silentClosed]) {
+      for (const closedAfter of closed) {
         expect(closedAfter).toBeGreaterThanOrEqual(HANDSHAKE_TIMEOUT_MS - 100);
         expect(closedAfter).toBeLessThan(HANDSHAKE_TIMEOUT_MS + 5000);
       }
@@ -309,6 +345,7 @@ describe('handshake deadline', () => {
     } finally {
       raw.destroy();
       quiet.destroy();
+      slow.destroy();
       silent.terminate();
       await p.close();
     }

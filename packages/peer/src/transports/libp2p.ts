@@ -23,6 +23,7 @@ import type { Server as NetServer } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ByteConnection, ConnectionEvents } from '../connection.ts';
 import { HANDSHAKE_TIMEOUT_MS, MAX_STREAMS_PER_LIBP2P_CONNECTION } from '../constants.ts';
+import { handshakeDeadline } from './handshake.ts';
 import type { SyncServer } from '../server.ts';
 
 class ProtocolFault extends Error {
@@ -113,15 +114,8 @@ function guardWebSocketHandshakes(node: Libp2p): void {
   for (const listener of transportManager.getListeners() as WebSocketListenerInternals[]) {
     const { server, http } = listener;
     if (server === undefined || http === undefined) throw new Error('@libp2p/websockets changed: its listener has no server or http field');
-    const upgraded = new WeakSet<Duplex>();
+    const upgraded = handshakeDeadline(server);
     http.on('upgrade', (_req, socket: Duplex) => upgraded.add(socket));
-    server.on('connection', (socket) => {
-      const deadline = setTimeout(() => {
-        if (!upgraded.has(socket)) socket.destroy();
-      }, HANDSHAKE_TIMEOUT_MS);
-      deadline.unref();
-      socket.once('close', () => clearTimeout(deadline));
-    });
   }
 }
 

@@ -10,8 +10,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ByteConnection, ConnectionEvents } from '../connection.ts';
-import { HANDSHAKE_TIMEOUT_MS, MAX_WS_MESSAGE_BYTES } from '../constants.ts';
+import { MAX_WS_MESSAGE_BYTES } from '../constants.ts';
 import type { SyncServer } from '../server.ts';
+import { handshakeDeadline } from './handshake.ts';
+
+/** What a ping carries for the protocol. */
+const NOTHING = new Uint8Array(0);
 
 /** How long a closing socket may take for the close handshake before it is destroyed. */
 const CLOSE_GRACE_MS = 2000;
@@ -45,6 +49,8 @@ export function wsConnection(ws: WebSocket, label = 'ws'): ByteConnection {
         if (Array.isArray(data)) for (const d of data) e.bytes(d);
         else e.bytes(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
       });
+      // A ping is something received: it keeps the connection from idling out (spec/wire.md, "Server limits").
+      ws.on('ping', () => e.bytes(NOTHING));
       ws.on('close', onClosed);
       ws.on('error', () => ws.terminate());
       if (ws.readyState !== WebSocket.OPEN) queueMicrotask(onClosed);
@@ -98,7 +104,7 @@ export async function listenWs(server: SyncServer, opts: { host: string; port: n
   // half-open handshakes cannot hold sockets (spec/wire.md, "Server limits");
   // the deadline is lifted once the WebSocket is open.
   const http = createServer((_req, res) => res.writeHead(426).end());
-  http.on('connection', (socket) => socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy()));
+  const upgraded = handshakeDeadline(http);
   const wss = new WebSocketServer({
     server: http,
     maxPayload: MAX_WS_MESSAGE_BYTES,
@@ -115,7 +121,7 @@ export async function listenWs(server: SyncServer, opts: { host: string; port: n
   wss.on('error', () => {});
   let n = 0;
   wss.on('connection', (ws, req) => {
-    req.socket.setTimeout(0);
+    upgraded.add(req.socket);
     n++;
     ws.binaryType = 'nodebuffer';
     if (!server.hasRoom) {
