@@ -1,7 +1,8 @@
 // PeerPool alone (no network): the choice by latency and load, back-off
-// after timeouts and BUSY, drops after repeated failures, bans, and lazy
-// shared connections.
-import { describe, expect, it } from 'vitest';
+// after timeouts and BUSY, drops after repeated failures or at the stall
+// deadline, bans, the report of each peer given up, and lazy shared
+// connections.
+import { describe, expect, it, vi } from 'vitest';
 import { PeerPool } from '../src/client/pool.js';
 import type { PeerConnection } from '../src/transport/types.js';
 
@@ -75,5 +76,42 @@ describe('PeerPool', () => {
     await Promise.resolve(); // the close runs once the connection's promise settles
     expect(c3.isClosed).toBe(true);
     await expect(pool.connection(a!)).rejects.toMatchObject({ name: 'TransportError', code: 'CONNECTION_CLOSED' });
+  });
+
+  it('with a stall deadline, drops a peer with no valid answer for that long while it only answered BUSY or failed, and reports why', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const pool = new PeerPool(['busy', 'failing', 'fine', 'idle', 'liar', 'refusing'], { connect: fakeConnect([]), stallMs: 1000 });
+      const [busy, failing, fine, idle, liar, refusing] = pool.peers;
+      await pool.connection(busy!);
+      await pool.connection(fine!);
+      vi.advanceTimersByTime(400);
+      pool.onBusy(busy!);
+      pool.onFailure(failing!); // never connected
+      pool.onBusy(fine!);
+      pool.ban(liar!, 'ENTRY_MISMATCH', 'sent a wrong entry');
+      pool.onRefused(refusing!, 'UNKNOWN_ROOT');
+      vi.advanceTimersByTime(500);
+      pool.onSuccess(fine!, 5); // a valid answer starts its clock again
+      vi.advanceTimersByTime(100); // 1000 ms since the pool opened
+      expect(pool.usable()).toEqual([fine, idle, refusing]);
+      vi.advanceTimersByTime(2000);
+      // An idle peer is not stalled; its first BUSY after a long wait starts a new deadline.
+      pool.onBusy(idle!);
+      vi.advanceTimersByTime(999);
+      expect(idle!.status).not.toBe('failed');
+      vi.advanceTimersByTime(1);
+      expect(pool.usable()).toEqual([fine, refusing]);
+      expect(pool.reports()).toEqual([
+        { peer: 'busy', outcome: 'busy', reason: 'no valid answer in 1000 ms', code: 'BUSY' },
+        { peer: 'failing', outcome: 'unreachable', reason: 'no valid answer in 1000 ms', code: 'CONNECT_FAILED' },
+        { peer: 'idle', outcome: 'unreachable', reason: 'no valid answer in 1000 ms', code: 'CONNECT_FAILED' },
+        { peer: 'liar', outcome: 'banned', reason: 'sent a wrong entry', code: 'ENTRY_MISMATCH' },
+        { peer: 'refusing', outcome: 'refused', reason: 'answered UNKNOWN_ROOT', code: 'UNKNOWN_ROOT' },
+      ]);
+      pool.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

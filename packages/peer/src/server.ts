@@ -532,15 +532,17 @@ class Session {
     if (this.#closed || this.#muted) return;
     this.#idle?.refresh();
     this.lastActive = performance.now();
-    let bodies: Uint8Array[];
-    try {
-      bodies = this.#decoder.push(data);
-    } catch (e) {
-      if (e instanceof WireError) return this.#fault(e.code);
-      throw e;
-    }
-    for (const body of bodies) {
-      this.#onRequest(body);
+    const bodies = this.#decoder.frames(data);
+    for (;;) {
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = bodies.next();
+      } catch (e) {
+        if (e instanceof WireError) return this.#fault(e.code);
+        throw e;
+      }
+      if (next.done) break;
+      this.#onRequest(next.value);
       if (this.#closed) return;
     }
     this.#checkBackpressure();

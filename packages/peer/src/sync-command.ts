@@ -147,7 +147,12 @@ export function peerFlags(peers: string[] | undefined): string[] {
  * `bpavl sync --db DIR` on a store that holds a state: catches it up to the
  * root and says how much it fetched (`catchUp`, docs/catchup.md).
  */
-async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[]; timeout: number; json: boolean; db?: string | undefined }, signal: AbortSignal, tty: boolean): Promise<number> {
+async function runCatchUp(
+  state: State,
+  opts: { root: Uint8Array; peers: string[]; timeout: number; connectTimeout: number; stallTimeout: number; json: boolean; db?: string | undefined },
+  signal: AbortSignal,
+  tty: boolean,
+): Promise<number> {
   const from = state.head()!;
   /** On a TTY, the fallback's progress (a whole-chunk sync is long): chunks in, of the tree's. */
   let bar: cliProgress.SingleBar | undefined;
@@ -172,7 +177,16 @@ async function runCatchUp(state: State, opts: { root: Uint8Array; peers: string[
   };
   let r: CatchUpResult;
   try {
-    r = await catchUp({ store: state, root: opts.root, peers: opts.peers, signal, requestTimeoutMs: opts.timeout, onEvent });
+    r = await catchUp({
+      store: state,
+      root: opts.root,
+      peers: opts.peers,
+      signal,
+      requestTimeoutMs: opts.timeout,
+      connectTimeoutMs: opts.connectTimeout,
+      stallTimeoutMs: opts.stallTimeout,
+      onEvent,
+    });
   } finally {
     bar?.stop();
   }

@@ -7,7 +7,8 @@
 // same command then resumes it: every changed chunk is either taken back
 // from what the killed runs stored or fetched, never both. With only peers
 // that predate the catch-up requests, every chunk is fetched whole (the
-// same guarantees, per chunk).
+// same guarantees, per chunk). With no honest peer left it fails and
+// reports each peer given up.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ServerHook } from '../src/hook.ts';
 import { type RunningPeer, startPeer } from '../src/peer.ts';
 import { CachedTree, StaticTreeSource } from '../src/source.ts';
+import { Kind, Status } from '@bpavl/light-client/wire';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { instants } from '../../storage/test/processes.ts';
 import { PROGRESS_START, versionKey } from '../../store/src/records.ts';
@@ -191,4 +193,35 @@ it('with only peers that predate catch-up, bpavl sync --db fetches every chunk w
   expect(said.stderr).toContain('no peer serves the catch-up requests');
   expect(said.stdout).toMatch(/caught up from version 2: [\d.]+ MB fetched \(every chunk whole\), [\d,]+ of [\d,]+ chunks changed/);
   await expectHolds(path, v3, 3);
+});
+
+it('a catch-up with no honest peer left exits 1 and reports each peer given up, with its outcome and code', { timeout: 60_000 }, async () => {
+  const path = join(dir, 'no-honest');
+  const base = version(5_000, 0, 100);
+  const next = version(5_000, 1, 100);
+  const sync = (url: string[], json: boolean) =>
+    spawnCli(['sync', '--root', hex(next.head().root), ...url.flatMap((u) => ['--peer', u]), '--db', path, '--stall-timeout', '1500', ...(json ? ['--json'] : [])], 'ignore', 30_000).done;
+  expect((await spawnCli(['sync', '--root', hex(base.head().root), '--peer', await serve(base), '--db', path, '--json'], 'ignore', 30_000).done).code).toBe(0);
+  const hooked = async (hook: ServerHook) => {
+    const peer = await startPeer(new StaticTreeSource([new CachedTree(next.head())]), { libp2pPort: null, hook });
+    peers.push(peer);
+    return peer.wsUrl!;
+  };
+  // One says the top is no inner node (its CHUNK 0 shows more chunks); one answers BUSY to everything.
+  const liar = await hooked({ reply: (req) => (req.request?.kind === Kind.Nodes ? { kind: 'answer', status: Status.OutOfRange } : undefined) });
+  const busy = await hooked({ reply: () => ({ kind: 'answer', status: Status.Busy }) });
+  const { code, stdout } = await sync([liar, busy], true);
+  expect(code).toBe(1);
+  expect(JSON.parse(stdout)).toMatchObject({
+    error: 'NO_HONEST_PEERS',
+    peers: [
+      { peer: liar, outcome: 'banned', code: 'OUT_OF_RANGE' },
+      { peer: busy, outcome: 'busy', code: 'BUSY' },
+    ],
+  });
+  const words = await sync([liar, busy], false);
+  expect(words.code).toBe(1);
+  expect(words.stderr).toContain(`banned ${liar}:`);
+  expect(words.stderr).toContain(`busy ${busy}:`);
+  await expectHolds(path, base, 1);
 });

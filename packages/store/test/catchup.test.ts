@@ -4,17 +4,18 @@
 // state, fetching a small part of what a full sync would; every liar is
 // banned at its first bad answer and the result is still exact; a peer
 // that predates catch-up is skipped, not banned, and with only such peers
-// every chunk is fetched whole and only the changed ones are stored.
+// every chunk is fetched whole and only the changed ones are stored. A
+// catch-up that has no peer left fails, with a report per peer.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init, Tree } from '@bpavl/wasm';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { catchUp, type CatchUpEvent, syncState } from '../../light-client/src/sync/index.js';
+import { catchUp, type CatchUpEvent, SyncError, syncState } from '../../light-client/src/sync/index.js';
 import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
-import type { ServerHook } from '../../peer/src/hook.ts';
+import type { Reply, ServerHook } from '../../peer/src/hook.ts';
 import { startPeer as startHonestPeer } from '../../peer/src/peer.ts';
-import { Kind, Status } from '../../light-client/src/wire/index.js';
+import { Kind, type Request, Status } from '../../light-client/src/wire/index.js';
 import { withoutCatchUp } from '../../peer/test/support.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
@@ -386,4 +387,51 @@ it('a store with no version, or a root of another capacity, is refused with its 
   await after.put(enc('x'), enc('y'));
   await after.close();
   await expectHolds(stored, chain(500, 8, 0).base);
+});
+
+it('a catch-up with no peer left fails with NO_HONEST_PEERS and a report per peer, at the stall deadline at the latest', { timeout: 30_000 }, async () => {
+  const { base, next } = chain(3000, 16, 30);
+  const path = await storeOf(base);
+  const answer = (status: Status): Reply => ({ kind: 'answer', status });
+  const hooked = async (reply: (kind: number, request: Request) => Reply | undefined) => {
+    const hook: ServerHook = { reply: (req) => (req.request === undefined ? undefined : reply(req.kind, req.request)) };
+    const peer = await startHonestPeer(new StaticTreeSource([new CachedTree(next.head())]), { libp2pPort: null, hook });
+    peers.push(peer);
+    return peer.wsUrl!;
+  };
+  const isTop = (r: Request) => r.kind === Kind.Nodes && r.path.length === 1 && r.path[0] === 0;
+  // Says the top is no inner node (a one-chunk tree), which its own CHUNK 0 shows false.
+  const outOfRange = await hooked((_, r) => (isTop(r) ? answer(Status.OutOfRange) : undefined));
+  const busy = await hooked(() => answer(Status.Busy));
+  const busyEntries = await hooked((kind) => (kind === Kind.Entries || kind === Kind.MultiEntries ? answer(Status.Busy) : undefined));
+  const silent = await hooked(() => ({ kind: 'drop' }));
+  const failure = async (urls: string[], at = path) => {
+    const state = await openState({ path: at });
+    try {
+      await catchUp({ store: state, root: next.head().root, peers: urls, requestTimeoutMs: 300, stallTimeoutMs: 1_500 });
+    } catch (e) {
+      return e as SyncError;
+    } finally {
+      await state.close();
+    }
+    throw new Error('the catch-up did not fail');
+  };
+  // Its only peer banned, the walk has pieces left and nobody to ask: it fails at once (it used to spin).
+  expect(await failure([outOfRange])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: outOfRange, outcome: 'banned', code: 'OUT_OF_RANGE' }] });
+  expect(await failure([busy])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: busy, outcome: 'busy', code: 'BUSY' }] });
+  // Valid nodes and leaves, then BUSY for the entries: given up the stall deadline after its last valid answer.
+  expect(await failure([busyEntries])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: busyEntries, outcome: 'busy', code: 'BUSY' }] });
+  expect(await failure([silent])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: silent, outcome: 'unresponsive', code: 'TIMEOUT' }] });
+  // On a store that has not verified the top yet (the runs above kept what they verified): the first peer is asked it.
+  const all = await failure([outOfRange, busy, silent], await storeOf(base));
+  expect(all.peers.map((p) => [p.peer, p.outcome])).toEqual([
+    [outOfRange, 'banned'],
+    [busy, 'busy'],
+    [silent, 'unresponsive'],
+  ]);
+  expect(all.banned.map((b) => b.peer)).toEqual([outOfRange]);
+  // Nothing was committed: the store is still at its first version, and takes the catch-up from an honest peer.
+  const honest = await serve(next);
+  expect(await run(path, next, [honest.wsUrl!])).toMatchObject({ fromVersion: 1, version: 2, banned: [] });
+  await expectHolds(path, next);
 });

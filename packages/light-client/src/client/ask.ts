@@ -132,12 +132,14 @@ export function ask<T>(
         if (res.status === Status.UnknownRoot) {
           if (await lists(peer, req.root)) throw new Lie('UNKNOWN_ROOT', 'denied a root it lists');
           denied.add(peer);
+          pool.onRefused(peer, 'UNKNOWN_ROOT');
           ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
           return FAILED;
         }
         if (res.status === Status.BadRequest && opts.onRefused !== undefined) {
           opts.onRefused(peer);
           denied.add(peer);
+          pool.onRefused(peer, 'BAD_REQUEST');
           ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BAD_REQUEST' });
           return FAILED;
         }

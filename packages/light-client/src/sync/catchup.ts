@@ -21,8 +21,8 @@ import type { Connect, RequestBody } from '../transport/types.js';
 import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
 import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { multiParts } from '../wire/messages.js';
-import { syncState } from './engine.js';
-import { type BannedPeer, type ChunkSink, SyncError } from './types.js';
+import { DEFAULT_STALL_TIMEOUT_MS, syncState } from './engine.js';
+import { type BannedPeer, type ChunkSink, type PeerReport, SyncError } from './types.js';
 
 /** A piece a catch-up asks a peer for: `path` is an encoded tree path (`spec/wire.md`, "Catch-up"). */
 export type CatchUpPiece =
@@ -97,8 +97,12 @@ export interface CatchUpOptions {
   connect?: Connect;
   /** Per-attempt deadline in ms (default 10,000). */
   requestTimeoutMs?: number;
+  /** Deadline of one connection attempt, handshakes included (default 5,000 ms). */
+  connectTimeoutMs?: number;
   /** The longest one piece may take over every peer before the catch-up fails with `NO_HONEST_PEERS` (default 60,000 ms). */
   pieceDeadlineMs?: number;
+  /** A peer with no valid answer for this long while it only answered `BUSY` or failed is given up (default 20,000 ms; `spec/wire.md`, "Giving up"). */
+  stallTimeoutMs?: number;
   /** Requests in flight per usable peer (default 8; 1 … 64, what a peer serves). */
   inflightPerPeer?: number;
   /** Chunks whose leaves (entries) one request asks for, at most (default 32; 1 … 256; 1 asks `LEAVES` and `ENTRIES`). Durations must be above 0 and at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` before anything starts. */
@@ -218,6 +222,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   peersArg(opts.peers, opts.connect);
   optMsArg(opts.requestTimeoutMs, 'requestTimeoutMs');
   optMsArg(opts.pieceDeadlineMs, 'pieceDeadlineMs');
+  optMsArg(opts.stallTimeoutMs, 'stallTimeoutMs');
+  optMsArg(opts.connectTimeoutMs, 'connectTimeoutMs');
   optCountArg(opts.inflightPerPeer, 'inflightPerPeer', 1, MAX_IN_FLIGHT_PER_CONNECTION);
   optCountArg(opts.chunksPerRequest, 'chunksPerRequest', 1, MAX_MULTI_CHUNKS);
   if (opts.peers.length === 0) throw new SyncError('NO_PEERS', 'a catch-up needs at least one peer');
@@ -225,7 +231,7 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   const pending = await opts.store.pendingSync();
   if (pending !== undefined && equalBytes(pending.root, opts.root)) {
     // A fallback that was stopped: resumed as it was (a whole-chunk sync), whatever the peers serve now.
-    return wholeChunks(opts, t0, { peers: opts.peers, bytes: 0, requests: 0, banned: [] }, true);
+    return wholeChunks(opts, t0, { peers: opts.peers, bytes: 0, requests: 0, banned: [], reports: [] }, true);
   }
   const walked = await walk(opts, t0);
   return 'result' in walked ? walked.result : wholeChunks(opts, t0, walked, false);
@@ -238,6 +244,8 @@ interface WalkLeftover {
   bytes: number;
   requests: number;
   banned: BannedPeer[];
+  /** The peers the walk gave up on. */
+  reports: PeerReport[];
 }
 
 /**
@@ -251,6 +259,8 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
   emit({ type: 'whole-chunks', resumed });
   let sink: NextVersionSink | undefined;
   const r = await syncState({
+    ...(opts.stallTimeoutMs !== undefined && { stallTimeoutMs: opts.stallTimeoutMs }),
+    ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
     root: opts.root,
     peers: before.peers,
     store: { syncSink: async (root) => (sink = await opts.store.syncSink(root, { asNextVersion: true })) },
@@ -264,6 +274,10 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
         emit({ type: 'progress', bytes: before.bytes + e.bytes, changedChunks: sink?.changedChunks ?? 0, inflight: 0, wholeChunks });
       }
     },
+  }).catch((e: unknown) => {
+    // The report names the peers the walk gave up on too.
+    if (e instanceof SyncError && e.code === 'NO_HONEST_PEERS') throw new SyncError(e.code, e.message, [...before.banned, ...e.banned], [...before.reports, ...e.peers]);
+    throw e;
   });
   return {
     root: opts.root.slice(),
@@ -288,6 +302,8 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
   const banned: BannedPeer[] = [];
   const pool = new PeerPool(opts.peers, {
     connect: opts.connect ?? connectAuto,
+    stallMs: opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS,
+    ...(opts.connectTimeoutMs !== undefined && { connectTimeoutMs: opts.connectTimeoutMs }),
     onBan: (peer, code, reason) => {
       banned.push({ peer: peer.address, reason, code });
       emit({ type: 'banned', peer: peer.address, code, reason });
@@ -301,12 +317,7 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
     deadlineMs: opts.pieceDeadlineMs ?? 60_000,
     hedgeAfterMs: 2_000,
     emit,
-    noHonestPeers: (why) =>
-      new SyncError(
-        'NO_HONEST_PEERS',
-        `no honest peer serves the catch-up: ${why}`,
-        [...banned],
-      ),
+    noHonestPeers: (why) => new SyncError('NO_HONEST_PEERS', `no honest peer serves the catch-up: ${why}`, [...banned], pool.reports()),
     skip: old,
   };
   const tags = new Map(pool.peers.map((p, i) => [p, i] as const));
@@ -448,7 +459,10 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
       }
       if (running.size === 0) {
         await session.settle();
-        if (!session.isFetched && session.pieces(1).length === 0) throw new SyncError('NO_HONEST_PEERS', 'the catch-up has nothing left to ask but is not complete');
+        if (session.isFetched) continue;
+        if (session.pieces(1).length === 0) throw ctx.noHonestPeers('it has nothing left to ask but is not complete');
+        // Pieces are left and nobody to ask them (the last peer was banned or dropped, or predates the walk).
+        if (!pool.usable().some((p) => !old.has(p))) throw ctx.noHonestPeers('every peer is banned, dropped or predates the catch-up');
         continue;
       }
       await Promise.race(heldSince === undefined ? running : [...running, new Promise((r) => setTimeout(r, GATHER_MS))]);
@@ -480,7 +494,7 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
     // No peer left that serves NODES, only peers that predate them: they still serve whole chunks.
     const usable = pool.usable();
     const noWalk = e instanceof SyncError && e.code === 'NO_HONEST_PEERS' && usable.length > 0 && usable.every((p) => old.has(p));
-    if (noWalk && !opts.signal?.aborted) return { peers: usable.map((p) => p.address), bytes, requests, banned };
+    if (noWalk && !opts.signal?.aborted) return { peers: usable.map((p) => p.address), bytes, requests, banned, reports: pool.reports().filter((r) => r.outcome !== 'refused') };
     throw e;
   } finally {
     pool.close();

@@ -114,7 +114,7 @@ export class FramedConnection implements PeerConnection {
   receive(bytes: Uint8Array): void {
     if (this.closedWith) return;
     try {
-      for (const body of this.decoder.push(bytes)) {
+      for (const body of this.decoder.frames(bytes)) {
         const res = decodeResponse(body);
         const p = this.pending.get(res.id);
         if (!p) {

@@ -3,12 +3,15 @@
  * Every binary message carries whole frames (`spec/wire.md`, "Framing");
  * a text message is a protocol fault.
  *
+ * A message longer than one maximal response is a fault, and the frames of
+ * a message are read one at a time, so the first bad one ends it.
  * Limitation: the `WebSocket` API offers no cap on one message's size, so a
- * hostile peer can make the runtime buffer one oversized message before the
- * frame limit rejects it. The libp2p transport streams and has no such gap.
+ * hostile peer can make the runtime buffer one oversized message before it
+ * is rejected. The libp2p transport streams and has no such gap.
  * @module
  */
 
+import { MAX_RESPONSE_MESSAGE_BYTES } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import { FramedConnection } from './framed.js';
 import { type ConnectOptions, DEFAULT_CONNECT_TIMEOUT_MS, type PeerConnection, TransportError } from './types.js';
@@ -57,8 +60,11 @@ export function connectWebSocket(url: string, signal?: AbortSignal, opts: Connec
       resolve(conn);
     };
     ws.onmessage = (ev: MessageEvent) => {
-      if (typeof ev.data === 'string') conn.fail(new WireError('MESSAGE_MALFORMED', 'text message'));
-      else conn.receive(new Uint8Array(ev.data as ArrayBuffer));
+      if (typeof ev.data === 'string') return conn.fail(new WireError('MESSAGE_MALFORMED', 'text message'));
+      const data = ev.data as ArrayBuffer;
+      // A peer sends one response per message: anything longer is a fault before a byte of it is decoded.
+      if (data.byteLength > MAX_RESPONSE_MESSAGE_BYTES) return conn.fail(new WireError('MESSAGE_MALFORMED', `message of ${data.byteLength} bytes`));
+      conn.receive(new Uint8Array(data));
     };
     ws.onclose = () => {
       clearTimeout(deadline);

@@ -19,6 +19,9 @@ export const MAX_REQUEST_BYTES = 4096;
 /** "length prefix ≤ 4 bytes (enough for both limits), minimal". */
 export const MAX_PREFIX_BYTES = 4;
 
+/** "a peer one response per message": the largest WebSocket message a client takes, one maximal frame. */
+export const MAX_RESPONSE_MESSAGE_BYTES = MAX_RESPONSE_BYTES + MAX_PREFIX_BYTES;
+
 /** "A peer serves at most 64 requests in flight per connection and answers the excess with `BUSY`." */
 export const MAX_IN_FLIGHT_PER_CONNECTION = 64;
 

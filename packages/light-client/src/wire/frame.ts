@@ -68,12 +68,21 @@ export class FrameDecoder {
    * breaks the rules, before the body arrives.
    */
   push(bytes: Uint8Array): Uint8Array[] {
-    const bodies: Uint8Array[] = [];
+    return [...this.frames(bytes)];
+  }
+
+  /**
+   * {@link push}, one body at a time: a receiver that stops at its first
+   * bad frame never reads the rest of the bytes (a message of a million
+   * tiny frames then costs one). Iterate each result to its end before the
+   * next call; a decoder left mid-iteration (at a fault) is not to be used again.
+   */
+  *frames(bytes: Uint8Array): Generator<Uint8Array, void, undefined> {
     if (this.need > 0 && this.pendingBytes + bytes.length < this.need) {
       // Still inside a known-length body: keep the piece, copy once at the end.
       this.pending.push(bytes);
       this.pendingBytes += bytes.length;
-      return bodies;
+      return;
     }
     let data = bytes;
     if (this.pendingBytes > 0) {
@@ -92,14 +101,14 @@ export class FrameDecoder {
         this.need = prefixLen + len;
         break; // body incomplete
       }
-      bodies.push(data.subarray(pos + prefixLen, end));
+      const body = data.subarray(pos + prefixLen, end);
       pos = end;
+      yield body;
     }
     if (pos < data.length) {
       this.pending = [data.subarray(pos)];
       this.pendingBytes = data.length - pos;
     }
-    return bodies;
   }
 
   /** `[length, prefix bytes]`, or `undefined` if the prefix is incomplete. */
