@@ -27,27 +27,6 @@ fn first_revealed(node: &mut MultiNode) -> Option<&mut MultiNode> {
     }
 }
 
-/// The lowest open node (both children decoded) on the leftmost open path.
-fn lowest_open(node: &mut MultiNode) -> &mut MultiNode {
-    let descend = match node {
-        MultiNode::Open { left, right, .. } => {
-            if matches!(**left, MultiNode::Open { .. }) {
-                Some(true)
-            } else if matches!(**right, MultiNode::Open { .. }) {
-                Some(false)
-            } else {
-                None
-            }
-        }
-        _ => panic!("an open node"),
-    };
-    match (descend, node) {
-        (Some(true), MultiNode::Open { left, .. }) => lowest_open(left),
-        (Some(false), MultiNode::Open { right, .. }) => lowest_open(right),
-        (_, node) => node,
-    }
-}
-
 fn top(p: &mut Multiproof) -> &mut MultiNode {
     p.top.as_mut().expect("non-empty")
 }
@@ -243,10 +222,12 @@ pub fn multiproof(t: &Trees) -> VectorFile {
         &root,
         &keys,
         &edit(&|p| {
-            // The lowest open node has a revealed chunk below it.
-            if let MultiNode::Open { height, .. } = lowest_open(top(p)) {
-                *height = 3
-            }
+            // The top's left child is open, of height 3 (valid under the top's 5); its left subtree
+            // becomes a revealed chunk, which breaks only the chunk's rule: a parent above height 2.
+            let chunk = first_revealed(top(p)).expect("a revealed chunk").clone();
+            let MultiNode::Open { height: 5, left, .. } = top(p) else { panic!("an open top of height 5") };
+            let MultiNode::Open { height: 3, left, .. } = &mut **left else { panic!("an open left child of height 3") };
+            **left = chunk;
         }),
         "HEIGHT_INVALID",
     );
@@ -276,7 +257,18 @@ pub fn multiproof(t: &Trees) -> VectorFile {
             }
         })
     };
-    inv(&mut f, "opaque chunks 0", &root, &keys, &opaque(&|c, _, _| *c = 0), "COUNT_INVALID");
+    // Entries 0 too, so that chunks = 0 is the only rule broken (entries ≤ chunks·C holds).
+    inv(
+        &mut f,
+        "opaque chunks 0 (and entries 0)",
+        &root,
+        &keys,
+        &opaque(&|c, e, _| {
+            *c = 0;
+            *e = 0;
+        }),
+        "COUNT_INVALID",
+    );
     inv(
         &mut f,
         "opaque entries below chunks * ceil(C/2)",
