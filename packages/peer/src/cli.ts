@@ -22,7 +22,7 @@ import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET
 import type { ServerHook } from './hook.ts';
 import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
-import { GET_USAGE, RANGE_USAGE, runGet, runRange } from './query-command.ts';
+import { GET_HELP, RANGE_HELP, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
 import { DB_USAGE, hasDb, runDbCommand, storedVersions } from './db-commands.ts';
@@ -63,7 +63,8 @@ Tree:
   --db DIR             serve every retained version of a state directory instead (opened
                        read-only: other servers and one writer share it; answers are read
                        through the store's chunk cache, every record checked against its hash;
-                       versions committed later are served after a restart)
+                       versions committed later are served after a restart; a version
+                       another process prunes stops being served, answered UNKNOWN_ROOT)
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -394,13 +395,13 @@ const sync: Command = {
 
 const get: Command = {
   summary: 'read values from peers (or a state directory, --db), each proven against a root',
-  usage: `${GET_USAGE}\n\n${DB_USAGE.get}`,
+  usage: GET_HELP,
   run: (argv) => (hasDb(argv) ? runDbCommand('get', argv, (m) => new UsageError(m)) : runGet(argv, (m) => new UsageError(m))),
 };
 
 const range: Command = {
   summary: 'read a key range from peers (or a state directory, --db), proven against a root',
-  usage: `${RANGE_USAGE}\n\n${DB_USAGE.range}`,
+  usage: RANGE_HELP,
   run: (argv) => (hasDb(argv) ? runDbCommand('range', argv, (m) => new UsageError(m)) : runRange(argv, (m) => new UsageError(m))),
 };
 

@@ -197,6 +197,7 @@ export function storedVersions(state: State): StoredTree[] {
     exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, { version }),
     exportLeaves: (path) => state.exportLeaves(path, { version }),
     exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, { version }),
+    isRetained: () => state.isRetained(version),
   }));
 }
 

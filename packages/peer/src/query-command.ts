@@ -7,8 +7,9 @@
  */
 
 import { parseArgs } from 'node:util';
-import { createClient, type Client, type QueryEvent } from '@bpavl/light-client/client';
+import { createClient, type Client, type QueryEvent, QueryError } from '@bpavl/light-client/client';
 import { closeTransports, MAX_TIMER_MS } from '@bpavl/light-client/sync';
+import { DB_USAGE } from './db-commands.ts';
 import { fromHex, toHex } from './source.ts';
 import { peerFlags } from './sync-command.ts';
 
@@ -17,7 +18,8 @@ const COMMON = `  --root HEX           the trusted root (64 hex digits)
   --timeout MS         per-request deadline (default 2000)
   --deadline MS        per-read deadline: then NO_HONEST_PEERS (default 10000)
   --utf8               keys are UTF-8 text (default: hex); values print as hex either way
-  --json               print one JSON line instead of text
+  --json               print one JSON line instead of text; on failure
+                       {error, message, banned: [{peer, code}]}
   --help               this text
 
 Exit status: 0 read, 1 failed (e.g. no honest peer left), 2 usage.`;
@@ -37,6 +39,10 @@ against the root: prints "KEY VALUE" per entry.
 
   --page N             entries per page, 1 … 65536 (default 1000)
 ${COMMON}`;
+
+/** `--help` of each command: the peer form, then the state directory's (`--db`). */
+export const GET_HELP = `${GET_USAGE}\n\n${DB_USAGE.get}`;
+export const RANGE_HELP = `${RANGE_USAGE}\n\n${DB_USAGE.range}`;
 
 interface QueryArgs {
   help: boolean;
@@ -100,6 +106,11 @@ async function withClient(args: QueryArgs, read: (c: Client) => Promise<void>): 
   try {
     await read(client);
     return 0;
+  } catch (e) {
+    // With --json a failed read is one JSON line too, naming the peers banned on the way.
+    if (!args.json || !(e instanceof QueryError)) throw e;
+    process.stdout.write(`${JSON.stringify({ error: e.code, message: e.message, banned: client.banned })}\n`);
+    return 1;
   } finally {
     client.close();
     await closeTransports();
@@ -112,7 +123,7 @@ const jsonEntry = (key: Uint8Array, value: Uint8Array | undefined) => ({ key: to
 /** Runs `bpavl get`; `usageError` wraps argument errors for the CLI. */
 export async function runGet(argv: string[], usageError: (m: string) => Error): Promise<number> {
   const args = usage(() => parse(argv, false), usageError);
-  if (args.help) return printUsage(GET_USAGE);
+  if (args.help) return printUsage(GET_HELP);
   if (args.keys.length === 0) throw usageError('give at least one KEY');
   return withClient(args, async (client) => {
     const values = await client.getMany(args.keys);
@@ -128,7 +139,7 @@ export async function runGet(argv: string[], usageError: (m: string) => Error): 
 /** Runs `bpavl range`; `usageError` wraps argument errors for the CLI. */
 export async function runRange(argv: string[], usageError: (m: string) => Error): Promise<number> {
   const args = usage(() => parse(argv, true), usageError);
-  if (args.help) return printUsage(RANGE_USAGE);
+  if (args.help) return printUsage(RANGE_HELP);
   if (args.keys.length > 2) throw usageError('give at most START and END');
   const [start = new Uint8Array(0), end] = args.keys;
   return withClient(args, async (client) => {

@@ -118,6 +118,12 @@ export interface SyncServerStats {
   internalErrors: number;
 }
 
+/**
+ * A chunk whose envelope does not fit a response (large values: C keys and
+ * values above 8 MiB): it cannot go by `CHUNK` (`spec/wire.md`, "Requests").
+ */
+const TOO_LARGE_CHUNK: Answer = { status: Status.BadRequest };
+
 /** Core errors that mean the request broke a limit: `BAD_REQUEST`. */
 const SIZE_LIMITED_CODES = new Set(['QUERY_INVALID', 'KEY_EMPTY', 'KEY_TOO_LONG', 'VALUE_TOO_LONG']);
 
@@ -335,6 +341,7 @@ export class SyncServer {
         case Kind.Chunk:
           if (req.index >= tree.chunkCount) return { status: Status.OutOfRange };
           payload = tree.exportChunk(req.index);
+          if (payload.length > MAX_RESPONSE_BYTES - 11) return TOO_LARGE_CHUNK;
           break;
         case Kind.Proof:
           payload = encodeProofPayload(proofOf(tree, req.key));
@@ -374,7 +381,8 @@ export class SyncServer {
       switch (req.kind) {
         case Kind.Chunk:
           if (req.index >= tree.chunkCount) return { status: Status.OutOfRange };
-          return { status: Status.Ok, payload: await tree.exportChunk(req.index) };
+          const envelope = await tree.exportChunk(req.index);
+          return envelope.length > MAX_RESPONSE_BYTES - 11 ? TOO_LARGE_CHUNK : { status: Status.Ok, payload: envelope };
         case Kind.Proof: {
           const { value, proof } = await tree.prove(req.key);
           return { status: Status.Ok, payload: encodeProofPayload(answerOf(value, proof)) };
@@ -396,6 +404,12 @@ export class SyncServer {
         }
       }
     } catch (e) {
+      // A version the writer pruned meanwhile: no longer served, and no longer listed (`ROOTS`).
+      if ((e as { code?: unknown } | null)?.code === 'STORE_CORRUPT' && tree.isRetained !== undefined && !(await tree.isRetained().catch(() => true))) {
+        this.source.drop?.(tree);
+        this.log(`version ${tree.version} was pruned by another process: no longer served`);
+        return { status: Status.UnknownRoot };
+      }
       return this.#failed(req, e);
     } finally {
       this.#building--;

@@ -41,6 +41,8 @@ export interface StoredTree {
   exportSubtree?(path: Uint8Array, levels: number, maxBytes: number): Promise<Uint8Array>;
   exportLeaves?(path: Uint8Array): Promise<Uint8Array>;
   exportEntries?(path: Uint8Array, bitmap: Uint8Array, maxBytes: number): Promise<Uint8Array>;
+  /** Whether storage still holds the version (another process may have pruned it). */
+  isRetained?(): Promise<boolean>;
 }
 
 /** A version a peer serves, from memory or from storage. */
@@ -52,6 +54,8 @@ export interface TreeSource {
   trees(): readonly AnyServedTree[];
   /** The tree with this root, or `undefined` (`UNKNOWN_ROOT`). */
   lookup(root: Uint8Array): AnyServedTree | undefined;
+  /** Stops serving `tree` (a stored version pruned by another process). */
+  drop?(tree: AnyServedTree): void;
 }
 
 /** Lower-case hex of `bytes`. */
@@ -128,6 +132,10 @@ export class MovingHead implements TreeSource {
     const dropped = trees.splice(0, Math.max(0, trees.length - Math.max(1, keep)));
     this.#served = new StaticTreeSource(trees);
     return dropped;
+  }
+
+  drop(tree: AnyServedTree): void {
+    this.#served = new StaticTreeSource(this.#served.trees().filter((t) => t !== tree));
   }
 }
 

@@ -65,10 +65,15 @@ describe('bpavl get / range --peer', () => {
     expect(out.pages).toBe(6);
   }, 60_000);
 
-  it('only liars: exit 1 with NO_HONEST_PEERS; bad arguments: exit 2; --help: exit 0', async () => {
+  it('only liars: exit 1 with NO_HONEST_PEERS (with --json, a JSON line naming the liar); bad arguments: exit 2; --help: exit 0', async () => {
     const r = await run(['get', '--root', root, '--peer', liar.wsUrl!, '--deadline', '3000', hex(workloadEntry(SEED, 1)[0])]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('NO_HONEST_PEERS');
+    for (const cmd of ['get', 'range']) {
+      const json = await run([cmd, '--root', root, '--peer', liar.wsUrl!, '--deadline', '3000', '--json', ...(cmd === 'get' ? [hex(workloadEntry(SEED, 1)[0])] : [])]);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout), cmd).toMatchObject({ error: 'NO_HONEST_PEERS', banned: [{ peer: liar.wsUrl, code: 'ROOT_MISMATCH' }] });
+    }
     expect((await run(['get', '--root', 'xyz', '--peer', honest.wsUrl!, '00'])).code).toBe(2);
     expect((await run(['range', '--root', root, '--peer', honest.wsUrl!, '--page', '0'])).code).toBe(2);
     const help = await run(['range', '--help']);

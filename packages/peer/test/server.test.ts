@@ -13,7 +13,7 @@ import {
   Status,
 } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyMultiproof, verifyRange } from '@bpavl/light-client/verify';
-import type { Snapshot } from '@bpavl/wasm';
+import { type Snapshot, Tree } from '@bpavl/wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_HIGH_WATER_BYTES } from '../src/constants.ts';
 import { SyncServer } from '../src/server.ts';
@@ -220,6 +220,22 @@ describe('answers', () => {
     expect(count).toBe(asked.length);
     expect(verifyMultiproof(snap.root, asked, proof).values).toEqual(asked.map((k) => snap.get(k)));
     expect(Buffer.from(r.payload).equals(Buffer.from(snap.proveMulti(asked, MAX_RESPONSE_BYTES - 11)))).toBe(true);
+  });
+
+  it.each([
+    ['in memory', (t: Snapshot): ServedTree | StoredTree => t],
+    ['from storage', stored],
+  ])('a CHUNK whose envelope does not fit the response limit (%s) is BAD_REQUEST, never an oversize frame', async (_how, as) => {
+    const tree = new Tree(256);
+    const value = new Uint8Array(65536).fill(9);
+    for (let i = 0; i < 150; i++) tree.insert(Uint8Array.of(i), value); // one chunk of about 9.8 MB
+    tree.commit();
+    const big = tree.head();
+    expect(big.chunkCount).toBe(1);
+    expect(big.exportChunk(0).length).toBeGreaterThan(MAX_RESPONSE_BYTES);
+    const { c } = serve({}, as(big));
+    expect((await c.request({ kind: Kind.Chunk, root: big.root, index: 0 })).status).toBe(Status.BadRequest);
+    tree.free();
   });
 
   it('MULTIPROOF whose keys are not strictly increasing is BAD_REQUEST', async () => {

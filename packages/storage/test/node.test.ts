@@ -115,6 +115,24 @@ describe('Node backend and files that are not its database', () => {
     expect(await child('open', dir).exited).toEqual(['STORE_CORRUPT']);
   });
 
+  it('a record that another program stored as another SQLite type (TEXT, NULL) is STORE_CORRUPT on every read', async () => {
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    await writer.write({ puts: [['items', Uint8Array.of(1), Uint8Array.of(2)], ['items', Uint8Array.of(3), Uint8Array.of(4)]] });
+    await writer.close();
+    const db = new DatabaseSync(join(dir, DATA_FILE));
+    db.exec(`UPDATE items SET v = 'text' WHERE k = x'01'; UPDATE items SET k = NULL WHERE k = x'03'`);
+    db.close();
+    const reader = await openNodeBackend({ path: dir, tables: TABLES, readOnly: true });
+    expect(await codeOf(() => reader.get('items', Uint8Array.of(1)))).toBe('STORE_CORRUPT');
+    expect(await codeOf(() => reader.getMany('items', [Uint8Array.of(1)]))).toBe('STORE_CORRUPT');
+    expect(await codeOf(async () => {
+      for await (const _ of reader.scan('items')) {
+        // reads every row
+      }
+    })).toBe('STORE_CORRUPT');
+    await reader.close();
+  });
+
   it('compact gives the space of deleted records back to the file system', async () => {
     const writer = await openNodeBackend({ path: dir, tables: TABLES });
     const blob = new Uint8Array(140_000).fill(7);

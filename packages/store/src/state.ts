@@ -766,6 +766,16 @@ export class State {
     return record && info(this.#head, record);
   }
 
+  /**
+   * Whether the database still holds `version`: read from storage, so that
+   * a read-only state learns of a prune by the writer (its own list of
+   * versions is the one it opened with).
+   */
+  async isRetained(version: number): Promise<boolean> {
+    this.#open();
+    return (await this.#backend.get('versions', versionKey(versionArg(version)))) !== undefined;
+  }
+
   /** Every retained version with its root, oldest first. */
   versions(): VersionInfo[] {
     this.#open();

@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init, Tree } from '@bpavl/wasm';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { catchUp, type CatchUpEvent, SyncError, syncState } from '../../light-client/src/sync/index.js';
-import { CachedTree, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
+import { catchUp, type CatchUpEvent, connectWebSocket, SyncError, syncState } from '../../light-client/src/sync/index.js';
+import { CachedTree, MovingHead, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
 import type { Reply, ServerHook } from '../../peer/src/hook.ts';
 import { startPeer as startHonestPeer } from '../../peer/src/peer.ts';
-import { Kind, type Request, Status } from '../../light-client/src/wire/index.js';
+import { decodeRootsPayload, Kind, type Request, Status } from '../../light-client/src/wire/index.js';
 import { withoutCatchUp } from '../../peer/test/support.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
@@ -357,6 +357,29 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   const after = await openState({ path, readOnly: true });
   expect(after.head()).toMatchObject({ version: 2 });
   await after.close();
+});
+
+it('a version the writer prunes while a peer serves it from storage is no longer served: UNKNOWN_ROOT, and gone from ROOTS', async () => {
+  const { base, next } = chain(3000, 16, 40);
+  const served = await storeOf(base);
+  await run(served, next, [(await serve(next)).wsUrl!]);
+  const shared = await openState({ path: served, readOnly: true, cacheBytes: 1 << 16 });
+  try {
+    const peer = await startPeer(new MovingHead(storedVersions(shared)), { libp2pPort: null });
+    peers.push(peer);
+    const conn = await connectWebSocket(peer.wsUrl!);
+    const writer = await openState({ path: served });
+    await writer.prune({ keepLast: 1 });
+    await writer.close();
+    const old = { kind: Kind.Chunk, root: base.head().root, index: 3 } as const;
+    expect((await conn.request(old, { timeoutMs: 5000 })).status).toBe(Status.UnknownRoot);
+    const roots = decodeRootsPayload((await conn.request({ kind: Kind.Roots }, { timeoutMs: 5000 })).payload);
+    expect(roots.map((r) => hex(r.root))).toEqual([hex(next.head().root)]);
+    expect((await conn.request({ ...old, root: next.head().root }, { timeoutMs: 5000 })).status).toBe(Status.Ok);
+    conn.close();
+  } finally {
+    await shared.close();
+  }
 });
 
 it('a tree of one chunk, and the empty tree, are caught up to as well', async () => {
