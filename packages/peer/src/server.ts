@@ -120,7 +120,7 @@ export interface SyncServerStats {
 
 /**
  * A chunk whose envelope does not fit a response (large values: C keys and
- * values above 8 MiB): it cannot go by `CHUNK` (`spec/wire.md`, "Requests").
+ * values above 8 MiB): it cannot go by `CHUNK` (`spec/wire.md`, "Chunks too large for a response").
  */
 const TOO_LARGE_CHUNK: Answer = { status: Status.BadRequest };
 
