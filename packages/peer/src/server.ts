@@ -118,9 +118,12 @@ export interface SyncServerStats {
   internalErrors: number;
 }
 
+/** The most payload bytes a response carries: the limit less the largest header (version, kind, 8-byte id, status). */
+const MAX_PAYLOAD_BYTES = MAX_RESPONSE_BYTES - 11;
+
 /**
  * A chunk whose envelope does not fit a response (large values: C keys and
- * values above 8 MiB): it cannot go by `CHUNK` (`spec/wire.md`, "Chunks too large for a response").
+ * values above 8 MiB) cannot go by `CHUNK` (`spec/wire.md`, "Chunks too large for a response").
  */
 const TOO_LARGE_CHUNK: Answer = { status: Status.BadRequest };
 
@@ -341,17 +344,17 @@ export class SyncServer {
         case Kind.Chunk:
           if (req.index >= tree.chunkCount) return { status: Status.OutOfRange };
           payload = tree.exportChunk(req.index);
-          if (payload.length > MAX_RESPONSE_BYTES - 11) return TOO_LARGE_CHUNK;
+          if (payload.length > MAX_PAYLOAD_BYTES) return TOO_LARGE_CHUNK;
           break;
         case Kind.Proof:
           payload = encodeProofPayload(proofOf(tree, req.key));
           break;
         case Kind.Multiproof:
-          payload = tree.proveMulti(req.keys as Uint8Array[], MAX_RESPONSE_BYTES - 11);
+          payload = tree.proveMulti(req.keys as Uint8Array[], MAX_PAYLOAD_BYTES);
           break;
         case Kind.Range: {
-          // Cut to fit, as an incomplete proof (the header is at most 11 bytes: version, kind, 8-byte id, status).
-          const proof = fittingRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
+          // Cut to fit, as an incomplete proof.
+          const proof = fittingRangeProof(tree, req.start, req.end, req.limit, MAX_PAYLOAD_BYTES);
           if (proof === undefined) return { status: Status.Busy };
           payload = proof;
           break;
@@ -361,8 +364,7 @@ export class SyncServer {
         case Kind.Entries:
         case Kind.MultiLeaves:
         case Kind.MultiEntries: {
-          const max = MAX_RESPONSE_BYTES - 11;
-          const answer = req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? multiAnswer(tree, req, max) : catchUpAnswer(tree, req, max);
+          const answer = req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? multiAnswer(tree, req, MAX_PAYLOAD_BYTES) : catchUpAnswer(tree, req, MAX_PAYLOAD_BYTES);
           if (answer === undefined) return { status: Status.BadRequest };
           payload = answer;
           break;
@@ -379,18 +381,19 @@ export class SyncServer {
     this.#building++;
     try {
       switch (req.kind) {
-        case Kind.Chunk:
+        case Kind.Chunk: {
           if (req.index >= tree.chunkCount) return { status: Status.OutOfRange };
           const envelope = await tree.exportChunk(req.index);
-          return envelope.length > MAX_RESPONSE_BYTES - 11 ? TOO_LARGE_CHUNK : { status: Status.Ok, payload: envelope };
+          return envelope.length > MAX_PAYLOAD_BYTES ? TOO_LARGE_CHUNK : { status: Status.Ok, payload: envelope };
+        }
         case Kind.Proof: {
           const { value, proof } = await tree.prove(req.key);
           return { status: Status.Ok, payload: encodeProofPayload(answerOf(value, proof)) };
         }
         case Kind.Multiproof:
-          return { status: Status.Ok, payload: await storedMultiproofPayload(tree, req.keys, MAX_RESPONSE_BYTES - 11) };
+          return { status: Status.Ok, payload: await storedMultiproofPayload(tree, req.keys, MAX_PAYLOAD_BYTES) };
         case Kind.Range: {
-          const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_RESPONSE_BYTES - 11);
+          const proof = await fittingStoredRangeProof(tree, req.start, req.end, req.limit, MAX_PAYLOAD_BYTES);
           return proof === undefined ? { status: Status.Busy } : { status: Status.Ok, payload: proof };
         }
         case Kind.Nodes:
@@ -398,8 +401,7 @@ export class SyncServer {
         case Kind.Entries:
         case Kind.MultiLeaves:
         case Kind.MultiEntries: {
-          const max = MAX_RESPONSE_BYTES - 11;
-          const answer = await (req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? storedMultiAnswer(tree, req, max) : catchUpAnswer(tree, req, max));
+          const answer = await (req.kind === Kind.MultiLeaves || req.kind === Kind.MultiEntries ? storedMultiAnswer(tree, req, MAX_PAYLOAD_BYTES) : catchUpAnswer(tree, req, MAX_PAYLOAD_BYTES));
           return answer === undefined ? { status: Status.BadRequest } : { status: Status.Ok, payload: answer };
         }
       }

@@ -15,7 +15,7 @@ import { catchUp, type CatchUpEvent, connectWebSocket, SyncError, syncState } fr
 import { CachedTree, MovingHead, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
 import type { Reply, ServerHook } from '../../peer/src/hook.ts';
 import { startPeer as startHonestPeer } from '../../peer/src/peer.ts';
-import { decodeRootsPayload, Kind, type Request, Status } from '../../light-client/src/wire/index.js';
+import { decodeRootsPayload, encodeRootsPayload, Kind, type Request, Status } from '../../light-client/src/wire/index.js';
 import { withoutCatchUp } from '../../peer/test/support.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
@@ -428,6 +428,9 @@ it('a catch-up with no peer left fails with NO_HONEST_PEERS and a report per pee
   const busy = await hooked(() => answer(Status.Busy));
   const busyEntries = await hooked((kind) => (kind === Kind.Entries || kind === Kind.MultiEntries ? answer(Status.Busy) : undefined));
   const silent = await hooked(() => ({ kind: 'drop' }));
+  // Denies the root: while its ROOTS lists it (a lie), and while its ROOTS lists nothing.
+  const denies = await hooked((kind) => (kind === Kind.Roots ? undefined : answer(Status.UnknownRoot)));
+  const lacks = await hooked((kind) => (kind === Kind.Roots ? { kind: 'answer', status: Status.Ok, payload: encodeRootsPayload([]) } : answer(Status.UnknownRoot)));
   const failure = async (urls: string[], at = path) => {
     const state = await openState({ path: at });
     try {
@@ -445,6 +448,8 @@ it('a catch-up with no peer left fails with NO_HONEST_PEERS and a report per pee
   // Valid nodes and leaves, then BUSY for the entries: given up the stall deadline after its last valid answer.
   expect(await failure([busyEntries])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: busyEntries, outcome: 'busy', code: 'BUSY' }] });
   expect(await failure([silent])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: silent, outcome: 'unresponsive', code: 'TIMEOUT' }] });
+  expect(await failure([denies])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: denies, outcome: 'banned', code: 'UNKNOWN_ROOT' }] });
+  expect(await failure([lacks])).toMatchObject({ code: 'NO_HONEST_PEERS', peers: [{ peer: lacks, outcome: 'refused', code: 'UNKNOWN_ROOT' }] });
   // On a store that has not verified the top yet (the runs above kept what they verified): the first peer is asked it.
   const all = await failure([outOfRange, busy, silent], await storeOf(base));
   expect(all.peers.map((p) => [p.peer, p.outcome])).toEqual([
