@@ -69,6 +69,21 @@ describe('WebSocket messages from a peer', () => {
     expect(reason).toMatchObject({ name: 'WireError', code: 'MESSAGE_MALFORMED' });
   });
 
+  it('in Node, the client offers no compression and refuses a message past the cap as it arrives', async () => {
+    let extensions: string | undefined = 'not seen';
+    const huge = new Uint8Array(16 << 20);
+    huge.set(busyTo(0));
+    const url = await server([huge]);
+    wss!.on('headers', (_headers, req) => (extensions = req.headers['sec-websocket-extensions']));
+    const conn = await connectWebSocket(url);
+    expect(extensions).toBeUndefined();
+    let reason: Error | undefined;
+    conn.onClose((e) => (reason = e));
+    await expect(conn.request(chunk0, { timeoutMs: 5000 })).rejects.toMatchObject({ code: 'MESSAGE_MALFORMED' });
+    // Refused by `ws` at its cap (one maximal response), not after the runtime buffered 16 MiB.
+    expect(reason?.message).toContain('WS_ERR_UNSUPPORTED_MESSAGE_LENGTH');
+  });
+
   it('a text message is MESSAGE_MALFORMED', async () => {
     const conn = await connectWebSocket(await server(['\u0004\u0001\u0001\u0000\u0003']));
     await expect(conn.request(chunk0, { timeoutMs: 5000 })).rejects.toMatchObject({ code: 'MESSAGE_MALFORMED' });

@@ -5,6 +5,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { PeerPool } from '../src/client/pool.js';
 import type { PeerConnection } from '../src/transport/types.js';
+import { FramedConnection } from '../src/transport/framed.js';
+import { Kind, Status } from '../src/wire/constants.js';
+import { encodeResponseFrame } from '../src/wire/messages.js';
 
 function fakeConnect(opened: string[]) {
   return async (address: string): Promise<PeerConnection> => {
@@ -27,6 +30,26 @@ function fakeConnect(opened: string[]) {
 }
 
 describe('PeerPool', () => {
+  it('bans a peer whose connection ends on a protocol fault while no request is open; a plain close is no fault', async () => {
+    const bans: string[] = [];
+    const conns = new Map<string, FramedConnection>();
+    const connect = async (address: string): Promise<PeerConnection> => {
+      const conn = new FramedConnection(address, { send: () => {}, close: () => {} });
+      conns.set(address, conn);
+      return conn;
+    };
+    const pool = new PeerPool(['a', 'b'], { connect, onBan: (p, code) => bans.push(`${p.address} ${code}`) });
+    const [a, b] = pool.peers;
+    await pool.connection(a!);
+    await pool.connection(b!);
+    // An answer to request 3, never sent (spec/wire.md, "Duplicates"): no request is open to fail.
+    conns.get('a')!.receive(encodeResponseFrame({ id: 3, kind: Kind.Chunk, status: Status.Busy }));
+    conns.get('b')!.close();
+    expect(bans).toEqual(['a MESSAGE_MALFORMED']);
+    expect([a!.status, b!.status]).toEqual(['banned', 'active']);
+    expect(pool.pick(new Set())).toBe(b);
+  });
+
   it('asks unmeasured peers first, then the fastest, weighted by requests in flight', () => {
     const pool = new PeerPool(['a', 'b', 'c'], { connect: fakeConnect([]) });
     const [a, b, c] = pool.peers;

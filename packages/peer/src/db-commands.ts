@@ -8,7 +8,7 @@
  * @module
  */
 
-import { createReadStream } from 'node:fs';
+import { accessSync, constants, createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyRange } from '@bpavl/wasm';
@@ -67,7 +67,8 @@ ${COMMON}`,
   get: `bpavl get --db DIR [--version V] [--utf8] [--json] KEY [KEY …]
 
 Reads each KEY at the head (or version V), with an existence or absence proof
-verified against that version's root: prints "KEY VALUE" or "KEY (absent)".
+verified against that version's root: prints "KEY VALUE" or "KEY (absent)",
+each in hex (--utf8 is for the keys given).
 
 ${COMMON}`,
   prove: `bpavl prove --db DIR [--version V] [--utf8] [--json] KEY
@@ -104,7 +105,9 @@ ${COMMON}`,
 
 Reads every retained version whole, checking every record against the hash
 its parent names. Exit 0 when all verify; 1 with each damaged version and
-what was found (STORE_CORRUPT) otherwise.
+what was found (STORE_CORRUPT) otherwise. A version that a writer beside
+the check prunes or rolls back meanwhile is gone, not damaged: listed
+apart. --json: {versions, damaged: [{version, code, message}], gone: [version]}.
 
 ${COMMON}`,
 } as const;
@@ -197,7 +200,6 @@ export function storedVersions(state: State): StoredTree[] {
     exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, { version }),
     exportLeaves: (path) => state.exportLeaves(path, { version }),
     exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, { version }),
-    isRetained: () => state.isRetained(version),
   }));
 }
 
@@ -205,6 +207,16 @@ function rootOf(state: State, version: number): Uint8Array {
   const info = state.versions().find((x) => x.version === version);
   if (info === undefined) throw Object.assign(new Error(`version ${version} is not retained`), { code: 'VERSION_UNKNOWN' });
   return info.root;
+}
+
+/** Whether `file` is a file this process can read. */
+function isReadableFile(file: string): boolean {
+  try {
+    accessSync(file, constants.R_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Entries `generate` hands to `putMany` at a time. */
@@ -306,6 +318,8 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
   switch (name) {
     case 'import': {
       if (positionals.length !== 1) throw new UsageError('exactly one FILE');
+      // Before the state is opened: a file that cannot be read is a usage error, not a failed import.
+      if (!isReadableFile(positionals[0]!)) throw new UsageError(`cannot read the file ${positionals[0]}`);
       const batch = int(v, 'batch', 100_000, 1, 10_000_000);
       const batchBytes = batchBound(v);
       return withState(dir, false, async (state) => {
@@ -442,12 +456,14 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       const opened = await openState({ path: dir, readOnly: true }).catch((e: unknown) => e as Error & { code?: string });
       if (!('versions' in opened)) {
         if (opened.code !== 'STORE_CORRUPT') throw opened;
-        out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }] }, `the version records: ${opened.code} ${opened.message}`);
+        out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }], gone: [] }, `the version records: ${opened.code} ${opened.message}`);
         return 1;
       }
       await opened.close();
       return withState(dir, true, async (state) => {
         const damaged: { version: number; code: string; message: string }[] = [];
+        // Versions a writer beside this check pruned or rolled back meanwhile: gone, not damaged.
+        const gone: number[] = [];
         const versions = state.versions();
         for (const { version, chunkCount } of versions) {
           try {
@@ -457,12 +473,15 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
             for (let i = 0; i < chunkCount; i++) await state.exportChunk(i, { version });
           } catch (e) {
             const code = (e as { code?: unknown }).code;
-            damaged.push({ version, code: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e) });
+            if (code === 'VERSION_UNKNOWN') gone.push(version);
+            else damaged.push({ version, code: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e) });
           }
         }
+        const verified = versions.length - gone.length - damaged.length;
+        const goneText = gone.length === 0 ? '' : `; ${gone.length} pruned or rolled back meanwhile by another process (${gone.join(', ')})`;
         out(
-          { versions: versions.length, damaged },
-          damaged.length === 0 ? `${versions.length} versions verified` : damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`).join('\n'),
+          { versions: versions.length - gone.length, damaged, gone },
+          damaged.length === 0 ? `${verified} versions verified${goneText}` : damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`).join('\n'),
         );
         return damaged.length === 0 ? 0 : 1;
       }, { mmapBytes: WHOLE_STATE_MMAP_BYTES });

@@ -17,7 +17,7 @@ const COMMON = `  --root HEX           the trusted root (64 hex digits)
   --peer ADDRESS       a peer (ws://host:port or a libp2p multiaddr); repeat for more
   --timeout MS         per-request deadline (default 2000)
   --deadline MS        per-read deadline: then NO_HONEST_PEERS (default 10000)
-  --utf8               keys are UTF-8 text (default: hex); values print as hex either way
+  --utf8               keys given are UTF-8 text (default: hex); keys and values print as hex either way
   --json               print one JSON line instead of text; on failure
                        {error, message, banned: [{peer, code}]}
   --help               this text

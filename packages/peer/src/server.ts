@@ -406,10 +406,10 @@ export class SyncServer {
         }
       }
     } catch (e) {
-      // A version the writer pruned meanwhile: no longer served, and no longer listed (`ROOTS`).
-      if ((e as { code?: unknown } | null)?.code === 'STORE_CORRUPT' && tree.isRetained !== undefined && !(await tree.isRetained().catch(() => true))) {
+      // A stored version the writer pruned or rolled back meanwhile (the state tells it from damage): no longer served, nor listed (`ROOTS`).
+      if ('stored' in tree && (e as { code?: unknown } | null)?.code === 'VERSION_UNKNOWN') {
         this.source.drop?.(tree);
-        this.log(`version ${tree.version} was pruned by another process: no longer served`);
+        this.log(`version ${tree.version} was pruned or rolled back by another process: no longer served`);
         return { status: Status.UnknownRoot };
       }
       return this.#failed(req, e);

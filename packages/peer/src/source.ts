@@ -41,8 +41,6 @@ export interface StoredTree {
   exportSubtree?(path: Uint8Array, levels: number, maxBytes: number): Promise<Uint8Array>;
   exportLeaves?(path: Uint8Array): Promise<Uint8Array>;
   exportEntries?(path: Uint8Array, bitmap: Uint8Array, maxBytes: number): Promise<Uint8Array>;
-  /** Whether storage still holds the version (another process may have pruned it). */
-  isRetained?(): Promise<boolean>;
 }
 
 /** A version a peer serves, from memory or from storage. */
@@ -54,7 +52,7 @@ export interface TreeSource {
   trees(): readonly AnyServedTree[];
   /** The tree with this root, or `undefined` (`UNKNOWN_ROOT`). */
   lookup(root: Uint8Array): AnyServedTree | undefined;
-  /** Stops serving `tree` (a stored version pruned by another process). */
+  /** Stops serving `tree` (a stored version another process pruned or rolled back). */
   drop?(tree: AnyServedTree): void;
 }
 

@@ -52,7 +52,8 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
   --json               print one JSON line at the end instead of the summary; on failure
                        {error, message, peers: [{peer, outcome, reason, code}]}
 
-Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interrupted.`;
+Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interrupted
+(--json: {error: "ABORTED", message, peers: []}).`;
 
 /** Counters the progress display and the summary read. */
 class Tally {
@@ -331,7 +332,8 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
   } catch (e) {
     bar?.stop();
     if (ctl.signal.aborted) {
-      if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED' })}\n`);
+      // The failure line's shape, with nobody to blame.
+      if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED', message: 'interrupted: the same command resumes', peers: [] })}\n`);
       else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}, and what was verified: the same command resumes\n`);
       else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
       return 130;

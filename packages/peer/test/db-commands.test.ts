@@ -123,7 +123,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     expect(other.out.root).toBe(r.out.root);
     const got = await json(['get', '--db', db, entries[0]![0]!, entries[2999]![0]!]);
     expect(got.out.results.map((x: { value: string }) => x.value)).toEqual([hex('again'), entries[2999]![1]]);
-    expect((await json(['check', '--db', db])).out).toEqual({ versions: 1, damaged: [] });
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 1, damaged: [], gone: [] });
     // A second import goes in as commits on top; no sort files stay behind.
     expect((await json(['import', '--db', db, file])).out).toMatchObject({ bulk: false, version: 2, entryCount: 3000 });
     expect((await readdir(db)).filter((f) => f.startsWith('bpavl-sort-'))).toEqual([]);
@@ -184,7 +184,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     const more = join(dir, 'more.jsonl');
     await writeFile(more, lines({ [hex('zz')]: hex('1') }));
     expect((await json(['import', '--db', db, more])).code).toBe(0);
-    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [] });
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [], gone: [] });
     const sqlite = new DatabaseSync(join(db, 'data.sqlite'));
     const flip = (table: string, key: Uint8Array) => {
       const { v } = sqlite.prepare(`SELECT v FROM ${table} WHERE k = ?`).get(key) as { v: Uint8Array };
@@ -196,7 +196,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     // u64be(2) ‖ table 1 (nodes) ‖ record key, spec/store-format.md).
     const stale = (sqlite.prepare('SELECT k FROM stale').all() as { k: Uint8Array }[]).map((r) => r.k).find((k) => k[8] === 1)!;
     flip('nodes', stale.subarray(9));
-    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [{ version: 1, code: 'STORE_CORRUPT', message: expect.any(String) }] });
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [{ version: 1, code: 'STORE_CORRUPT', message: expect.any(String) }], gone: [] });
     expect((await json(['get', '--db', db, hex('zz')])).out.results).toEqual([{ key: hex('zz'), value: hex('1') }]); // the head still reads
     // A record that both versions use: found in each.
     const row = sqlite.prepare('SELECT k FROM entries LIMIT 1 OFFSET 100').get() as { k: Uint8Array };
@@ -212,7 +212,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     records.close();
     const opened = await json(['check', '--db', db]);
     expect(opened.code).toBe(1);
-    expect(opened.out).toEqual({ versions: null, damaged: [{ version: 'records', code: 'STORE_CORRUPT', message: expect.any(String) }] });
+    expect(opened.out).toEqual({ versions: null, damaged: [{ version: 'records', code: 'STORE_CORRUPT', message: expect.any(String) }], gone: [] });
   });
 
   it('two serve --db processes share one database; a client syncs an old and the new version from them', async () => {
@@ -263,7 +263,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
   });
 
   it('usage errors exit 2', async () => {
-    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')], ['generate', '--db', join(dir, 'x'), '--batch-mib', 'lots']]) {
+    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x'), join(dir, 'no-such-file.jsonl')], ['generate', '--db', join(dir, 'x'), '--batch-mib', 'lots']]) {
       expect((await spawnCli(args, 'ignore', 30_000).done).code).toBe(2);
     }
   });

@@ -148,7 +148,7 @@ it('a chain of peers: B syncs from A into a directory and serves it, C syncs fro
     expect(c.downloaded).toBe(c.chunkCount);
     const check = await spawnCli(['check', '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
     expect(check.code).toBe(0);
-    expect(JSON.parse(check.stdout)).toEqual({ versions: 1, damaged: [] });
+    expect(JSON.parse(check.stdout)).toEqual({ versions: 1, damaged: [], gone: [] });
 
     // C holds A's state: another root is a catch-up (docs/catchup.md), and one of another chunk
     // capacity cannot be caught up to: refused with its code (exit 1), C unchanged and writable;
@@ -158,7 +158,7 @@ it('a chain of peers: B syncs from A into a directory and serves it, C syncs fro
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.stdout)).toMatchObject({ error: 'CAPACITY_MISMATCH' });
     const unchanged = await spawnCli(['check', '--db', join(dir, 'c'), '--json'], 'ignore', 60_000).done;
-    expect(JSON.parse(unchanged.stdout)).toEqual({ versions: 1, damaged: [] });
+    expect(JSON.parse(unchanged.stdout)).toEqual({ versions: 1, damaged: [], gone: [] });
     const state = await openState({ path: join(dir, 'c') });
     expect(await state.pendingSync()).toBeUndefined();
     await state.put(new Uint8Array([1]), new Uint8Array([1])); // no catch-up left pending
@@ -168,4 +168,18 @@ it('a chain of peers: B syncs from A into a directory and serves it, C syncs fro
   } finally {
     for (const child of children) child.kill('SIGTERM');
   }
+});
+
+it('a sync interrupted with SIGINT exits 130, and with --json prints the failure line: ABORTED, no peer to blame', { timeout: 60_000 }, async () => {
+  const { tree, root } = buildTree(2_000, 16);
+  const silent = await startPeer(tree, 'silent');
+  peers.push(silent);
+  const run = spawnCli(['sync', '--root', hex(root), '--peer', silent.url, '--db', join(dir, 'interrupted'), '--json'], 'ignore', 30_000);
+  // Once it asks for chunks (the silent peer counts the requests it never answers), Ctrl-C.
+  for (let i = 0; i < 200 && silent.requests === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  expect(silent.requests).toBeGreaterThan(0);
+  run.child.kill('SIGINT');
+  const { code, stdout } = await run.done;
+  expect(code).toBe(130);
+  expect(JSON.parse(stdout)).toEqual({ error: 'ABORTED', message: expect.any(String), peers: [] });
 });

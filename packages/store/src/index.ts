@@ -51,6 +51,7 @@ export type OpenStateOptions = StateLocation &
  * file that is not a store is `STORE_NOT_A_DATABASE` (`spec/errors.md`).
  */
 export async function openState(options: OpenStateOptions): Promise<State> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('openState takes an options object: { path } or { backend }');
   if ('backend' in options && 'path' in options) throw new TypeError('give path or backend, not both');
   if ('readOnly' in options && options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new TypeError('readOnly must be a boolean');
   for (const name of ['cacheBytes', 'valueCacheBytes', 'batchBytes'] as const) {

@@ -299,9 +299,9 @@ export class State {
     const fresh = encodeStoreRecord(capacity);
     let meta = await backend.get('meta', STORE_KEY);
     if (meta === undefined) {
-      if (backend.readOnly) throw new StoreError('STORE_CORRUPT', 'a read-only open of an empty store');
+      // A store whose writer has not written its first record (or was killed first): a reader finds it empty.
       meta = fresh;
-      await backend.write({ puts: [['meta', STORE_KEY, meta]] });
+      if (!backend.readOnly) await backend.write({ puts: [['meta', STORE_KEY, meta]] });
     }
     const stored = decodeStoreRecord(meta);
     const versions = new Map<number, VersionRecord>();
@@ -767,13 +767,39 @@ export class State {
   }
 
   /**
-   * Whether the database still holds `version`: read from storage, so that
-   * a read-only state learns of a prune by the writer (its own list of
-   * versions is the one it opened with).
+   * Whether the database still holds `version` as this state knows it (the
+   * same root): read from storage, so that a read-only state learns of a
+   * prune or a rollback by the writer (its own list of versions is the one
+   * it opened with). A version this state does not know counts if stored.
    */
   async isRetained(version: number): Promise<boolean> {
     this.#open();
-    return (await this.#backend.get('versions', versionKey(versionArg(version)))) !== undefined;
+    const stored = await this.#backend.get('versions', versionKey(versionArg(version)));
+    const held = this.#versions.get(version);
+    if (stored === undefined || held === undefined) return stored !== undefined;
+    try {
+      return compareBytes(decodeVersionRecord(stored, this.#capacity).root, held.root) === 0;
+    } catch {
+      return true; // damaged, not gone: the read's own error stands
+    }
+  }
+
+  /**
+   * Runs a read of `version`. Its `STORE_CORRUPT` is `VERSION_UNKNOWN` when
+   * another process pruned or rolled back the version meanwhile (it then
+   * leaves this state's list), so that a reader beside a writer never
+   * reports routine upkeep as damage.
+   */
+  async #reading<T>(version: number, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (e) {
+      // Errors come from this package and from the WASM core: told by their code.
+      if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT' || (await this.isRetained(version).catch(() => true))) throw e;
+      this.#forget(version);
+      if (version === this.#head) this.#head = lastKey(this.#versions);
+      throw new StoreError('VERSION_UNKNOWN', `version ${version} was pruned or rolled back by another process`);
+    }
   }
 
   /** Every retained version with its root, oldest first. */
@@ -813,7 +839,8 @@ export class State {
 
   /** Loads the stored `version` whole (`STORE_CORRUPT` on any bad record). */
   async #load(version: number): Promise<Snapshot> {
-    const tree = version === 0 ? new Tree(this.capacity) : await loadTree(this.#backend, version, await this.#versionRecord(version), this.capacity);
+    const load = async () => loadTree(this.#backend, version, await this.#versionRecord(version), this.capacity);
+    const tree = version === 0 ? new Tree(this.capacity) : await this.#reading(version, load);
     const snapshot = tree.head();
     tree.free();
     return snapshot;
@@ -827,7 +854,7 @@ export class State {
    * for it, so that neither ends.
    */
   #ask<A extends object>(version: number, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
-    const asked = this.#asking.then(() => this.#askAlone(version, question, chunks));
+    const asked = this.#asking.then(() => this.#reading(version, () => this.#askAlone(version, question, chunks)));
     this.#asking = asked.catch(() => {});
     return asked;
   }
@@ -883,8 +910,10 @@ export class State {
     const top = record.top!;
     const answer = await this.#ask(version, () => this.#pages.lookup(top[0], top[1], key));
     let value: Uint8Array | null = null;
-    if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
-    else for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
+    await this.#reading(version, async () => {
+      if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
+      else for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
+    });
     this.#remember(record, key, value);
     return value ?? undefined;
   }
@@ -1184,8 +1213,10 @@ export class State {
     this.#head = version;
     this.#dropTree();
     this.#wroteAhead = false;
-    // …then what those versions wrote (a crash here leaves garbage that the next open removes).
+    // …then what those versions wrote (a crash here leaves garbage that the next open removes),
+    // and the file gives the space back, as after a prune.
     await removeUnborn(this.#backend, version);
+    await this.#backend.compact();
   }
 
   async stats(): Promise<StoreStats> {

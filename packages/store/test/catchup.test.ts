@@ -359,26 +359,58 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   await after.close();
 });
 
-it('a version the writer prunes while a peer serves it from storage is no longer served: UNKNOWN_ROOT, and gone from ROOTS', async () => {
+/** Versions 1 (`base`) and 2 (`next`) in a directory, served from storage by a peer over one read-only state, and a connection to it. */
+async function servedFromStorage() {
   const { base, next } = chain(3000, 16, 40);
-  const served = await storeOf(base);
-  await run(served, next, [(await serve(next)).wsUrl!]);
-  const shared = await openState({ path: served, readOnly: true, cacheBytes: 1 << 16 });
+  const path = await storeOf(base);
+  await run(path, next, [(await serve(next)).wsUrl!]);
+  const shared = await openState({ path, readOnly: true, cacheBytes: 1 << 16 });
+  const peer = await startPeer(new MovingHead(storedVersions(shared)), { libp2pPort: null });
+  peers.push(peer);
+  const conn = await connectWebSocket(peer.wsUrl!);
+  const chunk = (root: Uint8Array) => conn.request({ kind: Kind.Chunk, root, index: 3 }, { timeoutMs: 5000 });
+  const listed = async () => decodeRootsPayload((await conn.request({ kind: Kind.Roots }, { timeoutMs: 5000 })).payload).map((r) => hex(r.root));
+  const close = async () => {
+    conn.close();
+    await shared.close();
+  };
+  return { base, next, path, chunk, listed, close };
+}
+
+it('a version the writer prunes while a peer serves it from storage is no longer served: UNKNOWN_ROOT, and gone from ROOTS; a reader says VERSION_UNKNOWN', async () => {
+  const { base, next, path, chunk, listed, close } = await servedFromStorage();
+  const reader = await openState({ path, readOnly: true, cacheBytes: 1 << 16 });
   try {
-    const peer = await startPeer(new MovingHead(storedVersions(shared)), { libp2pPort: null });
-    peers.push(peer);
-    const conn = await connectWebSocket(peer.wsUrl!);
-    const writer = await openState({ path: served });
+    const writer = await openState({ path });
     await writer.prune({ keepLast: 1 });
     await writer.close();
-    const old = { kind: Kind.Chunk, root: base.head().root, index: 3 } as const;
-    expect((await conn.request(old, { timeoutMs: 5000 })).status).toBe(Status.UnknownRoot);
-    const roots = decodeRootsPayload((await conn.request({ kind: Kind.Roots }, { timeoutMs: 5000 })).payload);
-    expect(roots.map((r) => hex(r.root))).toEqual([hex(next.head().root)]);
-    expect((await conn.request({ ...old, root: next.head().root }, { timeoutMs: 5000 })).status).toBe(Status.Ok);
-    conn.close();
+    expect((await chunk(base.head().root)).status).toBe(Status.UnknownRoot);
+    expect(await listed()).toEqual([hex(next.head().root)]);
+    expect((await chunk(next.head().root)).status).toBe(Status.Ok);
+    await expect(reader.exportChunk(3, { version: 1 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+    expect(reader.versions().map((v) => v.version)).toEqual([2]);
   } finally {
-    await shared.close();
+    await reader.close();
+    await close();
+  }
+});
+
+it('a version the writer rolls back and commits again under its number, with another root, is no longer served, and a reader says VERSION_UNKNOWN, never STORE_CORRUPT', async () => {
+  const { base, next, path, chunk, listed, close } = await servedFromStorage();
+  const reader = await openState({ path, readOnly: true, cacheBytes: 1 << 16 });
+  try {
+    const writer = await openState({ path });
+    await writer.rollback(1);
+    await writer.put(enc('another'), enc('version 2'));
+    expect((await writer.commit()).version).toBe(2);
+    await writer.close();
+    expect((await chunk(next.head().root)).status).toBe(Status.UnknownRoot);
+    expect(await listed()).toEqual([hex(base.head().root)]);
+    await expect(reader.get(enc('key-00001919'), { version: 2 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+    expect(reader.versions().map((v) => v.version)).toEqual([1]);
+  } finally {
+    await reader.close();
+    await close();
   }
 });
 

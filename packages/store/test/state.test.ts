@@ -94,6 +94,50 @@ describe('on the Node backend, by path', () => {
     await again.close();
   });
 
+  it('a store a writer was killed making reads as empty, or as not made yet, never as damaged or foreign; the next writer makes it', async () => {
+    const { DatabaseSync } = await import('node:sqlite');
+    // Killed after the tables, before the store record: readers see an empty store.
+    const tables = onDisk();
+    const writer = await tables.open({ capacity: 16 });
+    await writer.close();
+    const db = new DatabaseSync(join(tables.path, 'data.sqlite'));
+    db.exec(`DELETE FROM "meta"`);
+    db.close();
+    const reader = await tables.open({ readOnly: true });
+    expect([reader.versions(), reader.head()]).toEqual([[], undefined]);
+    await reader.close();
+    // Killed before the first table: an empty file, no mark yet.
+    const empty = onDisk();
+    new DatabaseSync(join(empty.path, 'data.sqlite')).close();
+    await expect(empty.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_NOT_A_DATABASE', message: expect.stringContaining('no store was made') });
+    for (const at of [tables, empty]) {
+      const state = await at.open({ capacity: 16 });
+      await state.put(key(1), value(1, 1));
+      expect((await state.commit()).version).toBe(1);
+      await state.close();
+      at.remove();
+    }
+  });
+
+  it('a rollback gives the space of the versions it discards back to the file system, as a prune does', async () => {
+    const at = onDisk();
+    try {
+      const state = await at.open({ capacity: 16 });
+      for (let v = 0; v < 12; v++) {
+        for (let k = 0; k < 1500; k++) await state.put(key(k), value(k, v + 1));
+        await state.commit();
+      }
+      const before = (await state.stats()).bytesOnDisk;
+      await state.rollback(1);
+      const after = (await state.stats()).bytesOnDisk;
+      // One version of twelve is left: its records are about a twelfth of the file.
+      expect(after).toBeLessThan(before / 3);
+      await state.close();
+    } finally {
+      at.remove();
+    }
+  });
+
   it('a capacity outside 2 … 4096 is CAPACITY_INVALID and leaves nothing behind, for a new store and an existing one', async () => {
     const at = place();
     for (const capacity of [1, 4097, 0]) {
@@ -146,6 +190,7 @@ describe('typed errors, the store unchanged', () => {
     expect(state.versions().map((v) => v.version)).toEqual([first.version, first.version + 1]);
     const backend = memoryBackend(new MemoryDatabase());
     await expect(openState({ path: '/nonexistent/bpavl', backend } as unknown as Parameters<typeof openState>[0])).rejects.toThrow(TypeError);
+    for (const none of [undefined, null, 'dir']) await expect(openState(none as unknown as Parameters<typeof openState>[0])).rejects.toThrow(/options object/);
     await expect(openState({ path: '/nonexistent/bpavl', readOnly: 'yes' } as unknown as Parameters<typeof openState>[0])).rejects.toThrow(TypeError);
     await backend.close();
   });

@@ -27,8 +27,8 @@ Test network (packages/testnet):
   --byzantine-seed S   seed of the RNG that picks the lies (default: --seed)
   --slow-ms MS         delay of the "slow" mode (default ${DEFAULT_SLOW_MS})
   --baseline           also serve the workload as the paper's Baseline (an AVL+ tree, one entry per
-                       leaf, chunks without proofs; benchmark-only kinds 5 BASELINE_CHUNK and
-                       6 BASELINE_ROOTS, spec/benchmarks.md). Needs @bpavl/baseline-wasm built; not with --file
+                       leaf, chunks without proofs; benchmark-only kinds 240 BASELINE_CHUNK and
+                       241 BASELINE_ROOTS, spec/benchmarks.md). Needs @bpavl/baseline-wasm built; not with --file
   --baseline-chunk-bytes N  Baseline chunk size (default ${DEFAULT_BASELINE_CHUNK_BYTES})
   --delay-ms D         emulate a link with one-way delay D ms: every response is held back 2·D
                        (the round trip; requests are not delayed). Default 0
@@ -130,7 +130,7 @@ export const testnetServe: ServeExtension = {
         byzantine = new Byzantine({ ...byzSpec, seed: byzSeed ?? workload.seed, slowMs, ...(otherTree ? { otherTree } : {}) });
       }
       const lines: string[] = [];
-      if (baseline) lines.push(`baseline  ${toHex(baseline.root)} (${baseline.chunks.length} chunks, ${baseline.bytes} bytes; benchmark-only kinds 5, 6)`);
+      if (baseline) lines.push(`baseline  ${toHex(baseline.root)} (${baseline.chunks.length} chunks, ${baseline.bytes} bytes; benchmark-only kinds 240, 241)`);
       if (link) lines.push(`link      ${delayMs} ms one way (responses +${2 * delayMs} ms), ${rateMBs === undefined ? 'unlimited' : `${rateMBs} MB/s`} per connection (emulated)`);
       if (byzantine) lines.push(`byzantine ${byzantine.mode}:${byzantine.rate}  (this peer LIES)`);
       const started =

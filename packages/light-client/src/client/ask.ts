@@ -144,9 +144,7 @@ export function ask<T>(
           return FAILED;
         }
         // A well-formed request about a served root earns nothing but OK.
-        if (res.status !== Status.Ok && !opts.accept?.has(res.status)) {
-          throw new Lie(res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST');
-        }
+        if (res.status !== Status.Ok && !opts.accept?.has(res.status)) throw new Lie(statusName(res.status));
         const value = check(res.payload, res.status, peer);
         pool.onSuccess(peer, performance.now() - t0);
         ctx.emit({ type: 'verified', peer: peer.address, kind, count: 1, ms: performance.now() - t0 });
@@ -156,15 +154,22 @@ export function ask<T>(
       }
     };
 
-    /** Whether the peer's `ROOTS` lists `root` (a peer that does not answer lists nothing). */
+    /**
+     * Whether the peer's `ROOTS` lists `root` (a peer that does not answer,
+     * or is `BUSY`, lists nothing). `ROOTS` is answered `OK`: another status,
+     * or a body that does not parse, is a fault (`spec/wire.md`).
+     */
     const lists = async (peer: PoolPeer, root: Uint8Array): Promise<boolean> => {
+      let res: Response;
       try {
         const conn = await connectionOf(ctx, peer);
-        const res = await conn.request({ kind: Kind.Roots }, { timeoutMs: ctx.timeoutMs });
-        return res.status === Status.Ok && decodeRootsPayload(res.payload).some((r) => equalBytes(r.root, root));
+        res = await conn.request({ kind: Kind.Roots }, { timeoutMs: ctx.timeoutMs });
       } catch {
         return false;
       }
+      if (res.status === Status.Busy) return false;
+      if (res.status !== Status.Ok) throw new Lie(statusName(res.status), 'answered ROOTS with an error status');
+      return decodeRootsPayload(res.payload).some((r) => equalBytes(r.root, root));
     };
 
     const failed = (peer: PoolPeer, e: unknown): typeof FAILED => {
@@ -211,6 +216,11 @@ export function ask<T>(
 }
 
 /** The ban code of a lie, or undefined for a failure that is not one. */
+/** The code a peer is banned with for an error status it should not have sent (`BUSY` and `UNKNOWN_ROOT` are handled before). */
+function statusName(status: number): string {
+  return status === Status.OutOfRange ? 'OUT_OF_RANGE' : status === Status.UnknownRoot ? 'UNKNOWN_ROOT' : 'BAD_REQUEST';
+}
+
 function lieCode(e: unknown): string | undefined {
   if (isProofError(e) || e instanceof WireError || e instanceof Lie) return (e as { code: string }).code;
   return undefined;

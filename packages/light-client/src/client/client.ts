@@ -34,7 +34,7 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /** Whole-read deadline in ms, after which a read fails with `NO_HONEST_PEERS` (default 10,000). */
   deadlineMs?: number;
-  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0; each at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` at `createClient`). */
+  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0; each at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` at `createClient`). `getMany`'s multi-key requests are not hedged: a peer's unanswered share goes to another peer at `requestTimeoutMs`. */
   hedgeAfterMs?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;
@@ -102,6 +102,9 @@ export interface Client {
   /** Closes every connection. */
   close(): void;
 }
+
+/** Keys that `getMany` asks one by one at a time, once its lanes ended early. */
+const KEYS_ASKED_ONE_BY_ONE = 16;
 
 /** `getMany` round trips in flight per peer (each one `MULTIPROOF` request, as many keys as fit). */
 const LANE_DEPTH = 4;
@@ -308,14 +311,24 @@ export function createClient(opts: ClientOptions): Client {
     if (peers.length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
     await Promise.all(peers.map(lane));
     if (o?.signal?.aborted) throw o.signal.reason;
-    // What no lane finished (every lane ended early) is asked key by key, with failover.
+    // What no lane finished (every lane ended early) is asked key by key,
+    // with failover: a few keys at a time, so that peers answering BUSY are
+    // not flooded, and none after the first failure.
     const left: number[] = [];
     for (let i = take(); i !== undefined; i = take()) left.push(i);
-    await Promise.all(
-      left.map(async (i) => {
-        values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key: asked[i]! }, 'proof', (p) => checkProof(at, asked[i]!, p), o?.signal)).value;
-      }),
-    );
+    let failure: { error: unknown } | undefined;
+    const oneByOne = async (): Promise<void> => {
+      for (let i = left.pop(); i !== undefined && failure === undefined; i = left.pop()) {
+        const key = asked[i]!;
+        try {
+          values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal)).value;
+        } catch (error) {
+          failure ??= { error };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(KEYS_ASKED_ONE_BY_ONE, left.length) }, oneByOne));
+    if (failure !== undefined) throw failure.error;
     return slot.map((i) => values[i]);
   };
 

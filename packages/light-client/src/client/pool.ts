@@ -9,6 +9,7 @@
 
 import type { PeerReport } from '../sync/types.js';
 import { type Connect, type PeerConnection, TransportError } from '../transport/types.js';
+import { WireError } from '../wire/errors.js';
 
 /** How a peer stands in the pool. */
 export type PoolPeerStatus = 'idle' | 'active' | 'slow' | 'banned' | 'failed';
@@ -182,8 +183,10 @@ export class PeerPool {
         (conn) => {
           peer.connected = true;
           if (this.#closed || peer.status === 'banned') conn.close();
-          conn.onClose(() => {
+          // A protocol fault bans the peer even when no request was open to fail (`spec/wire.md`, "Duplicates").
+          conn.onClose((reason) => {
             if (e.conn === opening) e.conn = undefined;
+            if (reason instanceof WireError) this.ban(peer, reason.code, `broke the wire protocol: ${reason.message}`);
           });
           if (peer.status === 'idle') peer.status = 'active';
         },

@@ -1,13 +1,15 @@
 /**
- * The WebSocket transport: the global `WebSocket` of browsers and Node ≥ 22.
- * Every binary message carries whole frames (`spec/wire.md`, "Framing");
- * a text message is a protocol fault.
+ * The WebSocket transport: in Node the `ws` package, in browsers the global
+ * `WebSocket`. Every binary message carries whole frames (`spec/wire.md`,
+ * "Framing"); a text message is a protocol fault.
  *
  * A message longer than one maximal response is a fault, and the frames of
- * a message are read one at a time, so the first bad one ends it.
- * Limitation: the `WebSocket` API offers no cap on one message's size, so a
- * hostile peer can make the runtime buffer one oversized message before it
- * is rejected. The libp2p transport streams and has no such gap.
+ * a message are read one at a time, so the first bad one ends it. In Node,
+ * `ws` refuses such a message as it arrives, and offers the peer no
+ * compression, so no message inflates past the cap either; the global
+ * `WebSocket` can do neither. Limitation: in a browser a hostile peer can
+ * still make the browser buffer one oversized (or compressed) message
+ * before it is rejected. The libp2p transport streams and has no such gap.
  * @module
  */
 
@@ -27,12 +29,13 @@ import { type ConnectOptions, DEFAULT_CONNECT_TIMEOUT_MS, type PeerConnection, T
  * const res = await conn.request({ kind: Kind.Chunk, root, index: 0 }, { timeoutMs: 5000 });
  * ```
  */
-export function connectWebSocket(url: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<PeerConnection> {
+export async function connectWebSocket(url: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<PeerConnection> {
+  const open = await webSocketOpener();
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     let ws: WebSocket;
     try {
-      ws = new WebSocket(url);
+      ws = open(url);
     } catch {
       return reject(new TransportError('CONNECT_FAILED', `bad WebSocket URL ${url}`));
     }
@@ -41,11 +44,11 @@ export function connectWebSocket(url: string, signal?: AbortSignal, opts: Connec
       send: (bytes) => ws.send(bytes as Uint8Array<ArrayBuffer>),
       close: () => ws.close(),
     });
-    let open = false;
+    let opened = false;
     const onAbort = () => {
       clearTimeout(deadline);
       conn.close();
-      if (!open) reject(signal!.reason);
+      if (!opened) reject(signal!.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
@@ -55,7 +58,7 @@ export function connectWebSocket(url: string, signal?: AbortSignal, opts: Connec
       conn.close();
     }, timeoutMs);
     ws.onopen = () => {
-      open = true;
+      opened = true;
       clearTimeout(deadline);
       resolve(conn);
     };
@@ -66,11 +69,39 @@ export function connectWebSocket(url: string, signal?: AbortSignal, opts: Connec
       if (data.byteLength > MAX_RESPONSE_MESSAGE_BYTES) return conn.fail(new WireError('MESSAGE_MALFORMED', `message of ${data.byteLength} bytes`));
       conn.receive(new Uint8Array(data));
     };
+    // `ws` reports a peer's breach of the WebSocket protocol (a message past the cap, a compressed frame) before it closes.
+    ws.onerror = (ev: Event) => {
+      const code = (ev as { error?: { code?: unknown } }).error?.code;
+      if (typeof code === 'string' && code.startsWith('WS_ERR_')) conn.fail(new WireError('MESSAGE_MALFORMED', `WebSocket protocol fault ${code}`));
+    };
     ws.onclose = () => {
       clearTimeout(deadline);
       signal?.removeEventListener('abort', onAbort);
       conn.fail(new TransportError('CONNECTION_CLOSED', `${url} closed`));
-      if (!open) reject(new TransportError('CONNECT_FAILED', `cannot connect to ${url}`));
+      if (!opened) reject(new TransportError('CONNECT_FAILED', `cannot connect to ${url}`));
     };
   });
+}
+
+/** Opens a WebSocket to a URL. */
+type Opener = (url: string) => WebSocket;
+
+let opener: Promise<Opener> | undefined;
+
+/**
+ * In Node, `ws` with its message cap at one maximal response and no
+ * compression; elsewhere (or if `ws` cannot be loaded) the global class.
+ * The specifier is a variable so that browser bundles leave `ws` out.
+ */
+function webSocketOpener(): Promise<Opener> {
+  const global: Opener = (url) => new WebSocket(url);
+  const node = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+  if (node === undefined) return Promise.resolve(global);
+  const specifier = 'ws';
+  opener ??= import(/* @vite-ignore */ specifier).then(
+    (m: { WebSocket: new (url: string, opts: object) => WebSocket }) => (url: string) =>
+      new m.WebSocket(url, { maxPayload: MAX_RESPONSE_MESSAGE_BYTES, perMessageDeflate: false }),
+    () => global,
+  );
+  return opener;
 }

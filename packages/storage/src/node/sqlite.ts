@@ -106,7 +106,9 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
       const { application_id: id } = db.prepare('PRAGMA application_id').get() as { application_id: number };
       const fresh = id === 0 && (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0;
       if (fresh && made) throw new StorageError('STORE_CORRUPT', `${file} was truncated or replaced by an empty database`);
-      if (id !== APPLICATION_ID && !(fresh && !readOnly)) {
+      // Empty and unmarked: a writer is making the store (or was killed doing so), which a reader cannot read yet.
+      if (fresh && readOnly) throw new StorageError('STORE_NOT_A_DATABASE', `no store was made in ${path} yet`);
+      if (id !== APPLICATION_ID && !fresh) {
         throw new StorageError('STORE_NOT_A_DATABASE', `${file} is a SQLite database of another application`);
       }
       // auto_vacuum takes effect only before the first table: `compact` can then shrink the file.
