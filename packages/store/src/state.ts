@@ -958,7 +958,7 @@ export class State {
     // A cached value is checked by the proof too.
     let value = this.#cached(record!, key);
     if (value === undefined || value === null) {
-      value = await readEntry(this.#backend, answer.found, key);
+      value = await this.#reading(version, () => readEntry(this.#backend, answer.found, key));
       this.#remember(record!, key, value);
     }
     proven(version, () => verifyExistence(record!.root, key, value, answer.proof));

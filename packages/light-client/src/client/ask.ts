@@ -216,8 +216,8 @@ export function ask<T>(
 }
 
 /** The ban code of a lie, or undefined for a failure that is not one. */
-/** The code a peer is banned with for an error status it should not have sent (`BUSY` and `UNKNOWN_ROOT` are handled before). */
-function statusName(status: number): string {
+/** The code a peer is banned with for an error status its request does not allow (`BUSY` is never one). */
+export function statusName(status: number): string {
   return status === Status.OutOfRange ? 'OUT_OF_RANGE' : status === Status.UnknownRoot ? 'UNKNOWN_ROOT' : 'BAD_REQUEST';
 }
 

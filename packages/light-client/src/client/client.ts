@@ -16,7 +16,7 @@ import { tsVerifier, wasmVerifier, type Verifier, type WasmVerifierModule } from
 import { Kind, MAX_MULTIPROOF_REQUEST_KEYS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
 import { decodeMultiproofPayload, decodeProofPayload, type Response } from '../wire/messages.js';
-import { ask, connectionOf, type AskContext, type QueryEvent } from './ask.js';
+import { ask, connectionOf, statusName, type AskContext, type QueryEvent } from './ask.js';
 import { QueryError, type BannedPeer } from './errors.js';
 import { PeerPool, type PoolPeer } from './pool.js';
 
@@ -280,7 +280,7 @@ export function createClient(opts: ClientOptions): Client {
           if (res.status === Status.Busy) trouble ??= 'busy';
           else if (res.status === Status.UnknownRoot) trouble = 'failure'; // `ask` tells a denial from a lie
           else if (res.status === Status.BadRequest && !single) singleProofPeers.add(peer); // a peer from before MULTIPROOF
-          else lie ??= { code: res.status === Status.OutOfRange ? 'OUT_OF_RANGE' : 'BAD_REQUEST', reason: 'status' };
+          else lie ??= { code: statusName(res.status), reason: 'status' };
           retry.push(...group);
           continue;
         }
