@@ -98,3 +98,95 @@ test('two tabs: the second writer is refused, a reader reads beside the writer, 
   expect(await open(a, 'reader', true)).toBe('opened');
   expect([await read(a, 'reader', 1), await read(a, 'reader', 2), await read(a, 'reader', 3)]).toEqual([[1, 1], [2, 2], [3, 3]]);
 });
+
+test('what is not a store of ours: another application’s database, no database at all, a connection that holds on, records of other types', async ({ page }) => {
+  test.setTimeout(120_000);
+  await page.goto(server.url);
+  await expect(page.locator('#status')).toHaveAttribute('data-state', 'done', { timeout: 90_000 });
+  const outcome = await page.evaluate(async () => {
+    const open = window.__openIndexedDbBackend!;
+    const code = async (action: () => Promise<unknown>) => {
+      try {
+        await action();
+        return 'ok';
+      } catch (e) {
+        return (e as { code?: string }).code ?? `${(e as Error).name}: ${(e as Error).message}`;
+      }
+    };
+    const req = <T,>(r: IDBRequest<T>) => new Promise<T>((ok, fail) => ((r.onsuccess = () => ok(r.result)), (r.onerror = () => fail(r.error))));
+    /** A database made by another application: its stores, made at `version`. */
+    const foreign = async (name: string, version: number, stores: Array<[string, IDBObjectStoreParameters?]>) => {
+      const r = indexedDB.open(name, version);
+      r.onupgradeneeded = () => stores.forEach(([s, p]) => r.result.createObjectStore(s, p));
+      (await req(r)).close();
+    };
+    const versionOf = async (name: string) => (await indexedDB.databases()).find((d) => d.name === name)?.version;
+    const out: Record<string, unknown> = {};
+
+    await foreign('other-app', 3, [['users'], ['settings']]);
+    out.otherWriter = await code(() => open({ name: 'other-app', tables: ['nodes', 'meta'] }));
+    out.otherReader = await code(() => open({ name: 'other-app', tables: ['nodes', 'meta'], readOnly: true }));
+    out.otherVersion = await versionOf('other-app');
+    await foreign('other-keypath', 1, [['meta', { keyPath: 'id' }]]);
+    out.keyPathWriter = await code(() => open({ name: 'other-keypath', tables: ['nodes', 'meta'] }));
+    out.keyPathVersion = await versionOf('other-keypath');
+
+    out.neverMadeReader = await code(() => open({ name: 'never-made', tables: ['nodes'], readOnly: true }));
+    out.neverMadeListed = (await indexedDB.databases()).some((d) => d.name === 'never-made');
+
+    // A store made by an earlier version of the backend (no mark) is still ours.
+    await foreign('unmarked', 1, [['nodes'], ['meta']]);
+    const unmarked = await open({ name: 'unmarked', tables: ['nodes', 'meta'] });
+    await unmarked.write({ puts: [['nodes', Uint8Array.of(1), Uint8Array.of(2)]] });
+    out.unmarked = Array.from((await unmarked.get('nodes', Uint8Array.of(1)))!);
+    await unmarked.close();
+
+    // A connection of another kind that ignores `versionchange` blocks a writer's upgrade: refused, not hung.
+    const first = await open({ name: 'held-on', tables: ['nodes'] });
+    await first.close();
+    const holder = await req(indexedDB.open('held-on'));
+    const started = performance.now();
+    out.blockedWriter = await code(() => open({ name: 'held-on', tables: ['nodes', 'meta'] }));
+    out.blockedWithin = performance.now() - started < 15_000;
+    holder.close();
+    out.afterBlocked = await code(async () => (await open({ name: 'held-on', tables: ['nodes', 'meta'] })).close());
+
+    // Records that are not bytes, written around the backend.
+    const store = await open({ name: 'raw-damage', tables: ['nodes'] });
+    await store.write({ puts: [['nodes', Uint8Array.of(1), Uint8Array.of(1)]] });
+    await store.close();
+    const raw = await req(indexedDB.open('raw-damage'));
+    const tx = raw.transaction('nodes', 'readwrite');
+    tx.objectStore('nodes').put('text', Uint8Array.of(2));
+    tx.objectStore('nodes').put(Uint8Array.of(3), 8);
+    await new Promise((ok) => (tx.oncomplete = ok));
+    raw.close();
+    const reader = await open({ name: 'raw-damage', tables: ['nodes'], readOnly: true });
+    out.stringValue = await code(() => reader.get('nodes', Uint8Array.of(2)));
+    out.stringValueMany = await code(() => reader.getMany('nodes', [Uint8Array.of(1), Uint8Array.of(2)]));
+    out.numberKeyScan = await code(async () => {
+      for await (const _ of reader.scan('nodes')) void _;
+    });
+    out.goodValue = Array.from((await reader.get('nodes', Uint8Array.of(1)))!);
+    await reader.close();
+    for (const name of ['other-app', 'other-keypath', 'unmarked', 'held-on', 'raw-damage']) indexedDB.deleteDatabase(name);
+    return out;
+  });
+  expect(outcome).toEqual({
+    otherWriter: 'STORE_NOT_A_DATABASE',
+    otherReader: 'STORE_NOT_A_DATABASE',
+    otherVersion: 3,
+    keyPathWriter: 'STORE_NOT_A_DATABASE',
+    keyPathVersion: 1,
+    neverMadeReader: 'STORE_NOT_A_DATABASE',
+    neverMadeListed: false,
+    unmarked: [2],
+    blockedWriter: 'STORE_LOCKED',
+    blockedWithin: true,
+    afterBlocked: 'ok',
+    stringValue: 'STORE_CORRUPT',
+    stringValueMany: 'STORE_CORRUPT',
+    numberKeyScan: 'STORE_CORRUPT',
+    goodValue: [1],
+  });
+});

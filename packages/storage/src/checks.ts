@@ -4,6 +4,7 @@
  * value throws `RangeError`, before anything is read or written.
  * @module
  */
+import { StorageError } from './errors.ts';
 import type { BackendOptions, ScanRange, WriteBatch } from './port.ts';
 
 /** Longest key, in bytes. The store's longest key (a 1,024-byte tree key with a prefix and a version) fits. */
@@ -42,6 +43,12 @@ export function checkKey(key: unknown): Uint8Array {
 export function checkValue(value: unknown): Uint8Array {
   if (!(value instanceof Uint8Array)) throw new TypeError('a value must be a Uint8Array');
   return value;
+}
+
+/** A stored value as read back: bytes, or nothing; anything else is damage or another program's record (`STORE_CORRUPT`). */
+export function storedBytes(v: unknown): Uint8Array | undefined {
+  if (v === undefined || v instanceof Uint8Array) return v;
+  throw new StorageError('STORE_CORRUPT', `a stored ${v === null ? 'null' : typeof v === 'object' ? (v.constructor?.name ?? 'object') : typeof v} where a record was expected`);
 }
 
 export function checkKeys(keys: unknown): readonly Uint8Array[] {

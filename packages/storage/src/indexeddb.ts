@@ -10,7 +10,7 @@
  * under storage pressure when it grants it.
  * @module
  */
-import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes } from './checks.ts';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, compareBytes, storedBytes } from './checks.ts';
 import { asStorageError, StorageError } from './errors.ts';
 import type { BackendOptions, ScanRange, StorageBackend, WriteBatch } from './port.ts';
 import { pagedScan, type PageQuery } from './scan.ts';
@@ -54,19 +54,95 @@ async function guarded<T>(what: string, body: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Opens `name`, first adding the object stores that a writer needs and that are missing. */
+/**
+ * The object store that marks a database as made by this backend (IndexedDB
+ * has no application id). Not an identifier, so no port table can take its name.
+ */
+const MARK = 'bpavl-storage';
+
+/** How long a writer's upgrade waits for other connections to let go of the old version. */
+const BLOCKED_TIMEOUT_MS = 5000;
+
+/**
+ * Opens the existing database `name`, without creating one: `undefined`
+ * when there is none (an open that would create it is aborted).
+ */
+async function openExisting(name: string): Promise<IDBDatabase | undefined> {
+  const open = indexedDB.open(name);
+  let created = false;
+  open.onupgradeneeded = () => {
+    created = true;
+    open.transaction!.abort();
+  };
+  try {
+    return await request(open);
+  } catch (e) {
+    if (created) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Whether `db` was made by this backend: it has the mark, or, made before
+ * the mark, only object stores the port could have made (port tables,
+ * out-of-line keys). Any other database is another application's.
+ */
+function isOurs(db: IDBDatabase, tables: ReadonlySet<string>): boolean {
+  const names = [...db.objectStoreNames];
+  if (names.includes(MARK)) return true;
+  if (!names.every((n) => tables.has(n))) return false;
+  if (names.length === 0) return true;
+  const tx = db.transaction(names, 'readonly');
+  const plain = names.every((n) => {
+    const store = tx.objectStore(n);
+    return store.keyPath === null && !store.autoIncrement;
+  });
+  tx.abort();
+  return plain;
+}
+
+/**
+ * Opens `name`, first adding the object stores that a writer needs and that
+ * are missing (and the mark). `STORE_NOT_A_DATABASE` for another
+ * application's database, or for a read-only open where none exists;
+ * `STORE_LOCKED` when another connection holds the old version past
+ * {@link BLOCKED_TIMEOUT_MS}.
+ */
 async function openDatabase(name: string, tables: ReadonlySet<string>, readOnly: boolean): Promise<IDBDatabase> {
-  const existing = await request(indexedDB.open(name));
-  const missing = [...tables].filter((t) => !existing.objectStoreNames.contains(t));
+  const existing = readOnly ? await openExisting(name) : await request(indexedDB.open(name));
+  if (existing === undefined) throw new StorageError('STORE_NOT_A_DATABASE', `no store was made in ${name} yet`);
+  if (!isOurs(existing, tables)) {
+    existing.close();
+    throw new StorageError('STORE_NOT_A_DATABASE', `${name} is an IndexedDB database of another application`);
+  }
+  const missing = [...tables, MARK].filter((t) => !existing.objectStoreNames.contains(t));
   if (readOnly || missing.length === 0) return existing;
   existing.close();
   const upgrade = indexedDB.open(name, existing.version + 1);
   upgrade.onupgradeneeded = () => {
     for (const t of missing) upgrade.result.createObjectStore(t);
   };
-  // Another connection must let go of the old version first: it gets `versionchange` and closes (see below).
-  upgrade.onblocked = () => undefined;
-  return request(upgrade);
+  // Another connection must let go of the old version first: ours get `versionchange` and close (see below).
+  return new Promise((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let gaveUp = false;
+    upgrade.onblocked = () => {
+      timer ??= setTimeout(() => {
+        gaveUp = true;
+        reject(new StorageError('STORE_LOCKED', `another connection to ${name} does not let go of it`));
+      }, BLOCKED_TIMEOUT_MS);
+    };
+    upgrade.onsuccess = () => {
+      clearTimeout(timer);
+      // An upgrade that went through after the open gave up: let go of it at once.
+      if (gaveUp) upgrade.result.close();
+      else resolve(upgrade.result);
+    };
+    upgrade.onerror = () => {
+      clearTimeout(timer);
+      reject(upgrade.error);
+    };
+  });
 }
 
 /** Holds the Web Lock `name` until `release`, or resolves `undefined` at once when it is taken. */
@@ -91,8 +167,10 @@ async function takeWriterLock(name: string): Promise<{ release(): void } | undef
  * table that no writer has created yet reads as empty.
  *
  * @throws `TypeError` / `RangeError` for bad options; `StorageError`
- *   `STORE_LOCKED` while another writer has `name` open, `STORE_IO` when
- *   IndexedDB refuses.
+ *   `STORE_LOCKED` while another writer has `name` open (or another
+ *   connection will not let go of it for an upgrade), `STORE_NOT_A_DATABASE`
+ *   for another application's database or a read-only open of a name where
+ *   no store was made, `STORE_IO` when IndexedDB refuses.
  * @example
  * ```ts
  * const backend = await openIndexedDbBackend({ name: 'bpavl-state', tables: ['nodes', 'meta'] });
@@ -142,14 +220,14 @@ class IndexedDbBackend implements StorageBackend {
     checkTable(this.#tables, table);
     checkKey(key);
     const [value] = await this.#read(table, (store) => [store.get(idbKey(key))]);
-    return value as Uint8Array | undefined;
+    return storedBytes(value);
   }
 
   async getMany(table: string, keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
     checkTable(this.#tables, table);
     checkKeys(keys);
     const values = await this.#read(table, (store) => keys.map((k) => store.get(idbKey(k))));
-    return keys.map((_, i) => values[i] as Uint8Array | undefined);
+    return keys.map((_, i) => storedBytes(values[i]));
   }
 
   scan(table: string, range?: ScanRange): AsyncIterable<readonly [Uint8Array, Uint8Array]> {
@@ -253,9 +331,13 @@ class IndexedDbBackend implements StorageBackend {
       : undefined;
     // Keys come back as ArrayBuffers, values as the Uint8Arrays that were put.
     const [keys = [], values = []] = (await this.#read(table, (store) => [store.getAllKeys(range, count), store.getAll(range, count)])) as [
-      ArrayBuffer[]?,
-      Uint8Array[]?,
+      unknown[]?,
+      unknown[]?,
     ];
-    return keys.map((k, i) => [new Uint8Array(k), values[i]] as const);
+    return keys.map((k, i) => {
+      // A binary key reads back as an ArrayBuffer; a string, number or date key is no record of ours.
+      if (!(k instanceof ArrayBuffer)) throw new StorageError('STORE_CORRUPT', `a stored ${typeof k} key where a record key was expected`);
+      return [new Uint8Array(k), storedBytes(values[i] ?? null)!] as const;
+    });
   }
 }

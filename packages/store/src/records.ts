@@ -25,6 +25,7 @@ export function versionKey(version: number): Uint8Array {
 
 /** The version that a key beginning with `u64be(v)` names. */
 export function versionOf(key: Uint8Array): number {
+  if (key.length < 8) throw new StoreError('STORE_CORRUPT', 'a record key is shorter than its birth');
   return Number(new DataView(key.buffer, key.byteOffset, 8).getBigUint64(0));
 }
 

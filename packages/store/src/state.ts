@@ -306,6 +306,7 @@ export class State {
     const stored = decodeStoreRecord(meta);
     const versions = new Map<number, VersionRecord>();
     for await (const [key, record] of backend.scan('versions')) {
+      if (key.length !== 8) throw new StoreError('STORE_CORRUPT', 'a version key is not 8 bytes');
       versions.set(versionOf(key), decodeVersionRecord(record, stored));
     }
     const syncing = await backend.get('meta', SYNC_KEY);

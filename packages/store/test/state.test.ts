@@ -273,6 +273,14 @@ describe('typed errors, the store unchanged', () => {
     });
   }
 
+  it('a version key that is not 8 bytes is STORE_CORRUPT at open', async () => {
+    const { place, state } = await sample();
+    await state.close();
+    place.database.table('versions').setElement(Uint8Array.of(0, 0, 1), Uint8Array.of(0x07));
+    await expect(place.open()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
+    await expect(place.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_CORRUPT' });
+  });
+
   it('an unknown version is VERSION_UNKNOWN', async () => {
     const { state } = await sample();
     await expect(state.get(key(1), { version: 9 })).rejects.toMatchObject({ name: 'StoreError', code: 'VERSION_UNKNOWN' });

@@ -26,3 +26,4 @@ export {
 export type { QueryEvent } from './ask.js';
 export { QueryError, type QueryErrorCode, type BannedPeer } from './errors.js';
 export { PeerPool, type PeerPoolOptions, type PoolPeer, type PoolPeerStatus } from './pool.js';
+export { closeTransports } from '../transport/auto.js';

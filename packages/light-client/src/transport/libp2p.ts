@@ -5,11 +5,8 @@
  * @module
  */
 
-import { noise } from '@chainsafe/libp2p-noise';
-import { yamux } from '@chainsafe/libp2p-yamux';
-import { webSockets } from '@libp2p/websockets';
-import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
-import { createLibp2p, type Libp2p } from 'libp2p';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import type { Libp2p } from 'libp2p';
 import { PROTOCOL_ID } from '../wire/constants.js';
 import { FramedConnection } from './framed.js';
 import { type ConnectOptions, DEFAULT_CONNECT_TIMEOUT_MS, type PeerConnection, TransportError } from './types.js';
@@ -36,24 +33,72 @@ const loopbackFriendlyGater = {
   },
 };
 
-let shared: Promise<Libp2p> | undefined;
+/**
+ * The one dialling node of this process or page, and its users: dials in
+ * progress and streams open on it. It stops when the last one ends, so that
+ * nothing of it keeps a process alive once its clients and syncs are
+ * closed; the next dial starts another.
+ */
+interface SharedNode {
+  readonly node: Promise<Libp2p>;
+  users: number;
+}
 
-/** The one dialling node of this process or page, started on first use. */
-function clientNode(): Promise<Libp2p> {
-  shared ??= createLibp2p({
-    transports: [webSockets()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-    connectionGater: loopbackFriendlyGater,
-  });
+let shared: SharedNode | undefined;
+
+/**
+ * The optional peer dependencies, imported when first used: a bundler then
+ * builds an app that did not install them (Vite stands in an empty module
+ * for a missing optional peer dependency, which a static named import
+ * would fail the build on), and a missing one is a clear error.
+ */
+async function libp2pModules() {
+  try {
+    const [libp2p, websockets, noise, yamux, multiaddr] = await Promise.all([
+      import('libp2p'),
+      import('@libp2p/websockets'),
+      import('@chainsafe/libp2p-noise'),
+      import('@chainsafe/libp2p-yamux'),
+      import('@multiformats/multiaddr'),
+    ]);
+    return { createLibp2p: libp2p.createLibp2p, webSockets: websockets.webSockets, noise: noise.noise, yamux: yamux.yamux, multiaddr: multiaddr.multiaddr };
+  } catch (e) {
+    throw new TransportError('CONNECT_FAILED', `a multiaddr peer needs the optional peer dependencies of @bpavl/light-client (libp2p, @libp2p/websockets, @chainsafe/libp2p-noise, @chainsafe/libp2p-yamux, @multiformats/multiaddr, @libp2p/utils): ${(e as Error).message}`);
+  }
+}
+
+let modules: ReturnType<typeof libp2pModules> | undefined;
+
+/** The shared node, started on first use, with one more user. */
+function useNode(): SharedNode {
+  shared ??= {
+    node: (async () => {
+      const { createLibp2p, webSockets, noise, yamux } = await (modules ??= libp2pModules());
+      return createLibp2p({
+        transports: [webSockets()],
+        connectionEncrypters: [noise()],
+        streamMuxers: [yamux()],
+        connectionGater: loopbackFriendlyGater,
+      });
+    })(),
+    users: 0,
+  };
+  shared.users += 1;
   return shared;
 }
 
-/** Stops the shared dialling node (tests and short-lived CLIs call this). */
+/** One use of `s` ended. */
+function release(s: SharedNode): void {
+  s.users -= 1;
+  if (s.users === 0 && shared === s) void stopLibp2pClient();
+}
+
+/** Stops the shared dialling node now, whoever uses it (tests and short-lived CLIs call this). */
 export async function stopLibp2pClient(): Promise<void> {
-  const node = shared;
+  const s = shared;
   shared = undefined;
-  if (node) await (await node).stop();
+  // A node that failed to start has nothing to stop.
+  if (s) await (await s.node.catch(() => undefined))?.stop();
 }
 
 /**
@@ -66,29 +111,47 @@ export async function stopLibp2pClient(): Promise<void> {
  * ```
  */
 export async function connectLibp2p(address: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<PeerConnection> {
+  // A missing package is not cached as a failure: an app may install it and retry.
+  const { multiaddr } = await (modules ??= libp2pModules()).catch((e: unknown) => {
+    modules = undefined;
+    throw e;
+  });
   let ma: Multiaddr;
   try {
     ma = multiaddr(address);
   } catch {
     throw new TransportError('CONNECT_FAILED', `bad multiaddr ${address}`);
   }
-  const node = await clientNode();
+  const s = useNode();
   let stream;
   // One deadline for the dial, the WebSocket upgrade, noise, yamux and protocol negotiation.
   const deadline = AbortSignal.timeout(opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
   try {
-    stream = await node.dialProtocol(ma, PROTOCOL_ID, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
+    stream = await (await s.node).dialProtocol(ma, PROTOCOL_ID, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline });
   } catch (e) {
+    release(s);
     if (signal?.aborted) throw signal.reason;
     throw new TransportError('CONNECT_FAILED', `cannot open ${PROTOCOL_ID} to ${address}: ${(e as Error).message}`);
   }
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    release(s);
+  };
   const conn = new FramedConnection(address, {
     // Requests are small (≤ 4 KiB) and bounded in number by the window, so
     // the stream's own send buffer is the only queue needed.
     send: (bytes) => void stream.send(bytes),
-    close: () => void stream.close().catch((e: Error) => stream.abort(e)),
+    close: () => {
+      void stream.close().catch((e: Error) => stream.abort(e));
+      end();
+    },
   });
   stream.addEventListener('message', (evt) => conn.receive(evt.data.subarray()));
-  stream.addEventListener('close', () => conn.fail(new TransportError('CONNECTION_CLOSED', `${address} closed`)));
+  stream.addEventListener('close', () => {
+    end();
+    conn.fail(new TransportError('CONNECTION_CLOSED', `${address} closed`));
+  });
   return conn;
 }

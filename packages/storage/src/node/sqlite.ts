@@ -11,7 +11,7 @@
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable } from '../checks.ts';
+import { checkBatch, checkKey, checkKeys, checkOptions, checkRange, checkTable, storedBytes } from '../checks.ts';
 import { asStorageError, StorageError, type StorageErrorCode } from '../errors.ts';
 import type { BackendOptions, CompactOptions, ScanRange, StorageBackend, WriteBatch } from '../port.ts';
 import { pagedScan, type PageQuery } from '../scan.ts';
@@ -77,11 +77,6 @@ function guarded<T>(what: string, body: () => T): T {
   }
 }
 
-/** A stored key or value: a BLOB, never another SQLite type (damage, or another program's row: `STORE_CORRUPT`). */
-function blob(v: unknown): Uint8Array | undefined {
-  if (v === undefined || v instanceof Uint8Array) return v;
-  throw new StorageError('STORE_CORRUPT', `a stored ${v === null ? 'NULL' : typeof v} where a record was expected`);
-}
 
 /** Writes {@link MADE_FILE} durably. */
 function markMade(path: string): void {
@@ -190,7 +185,7 @@ class SqliteBackend implements StorageBackend {
   async get(table: string, key: Uint8Array): Promise<Uint8Array | undefined> {
     const select = this.#select(table);
     checkKey(key);
-    return guarded('get', () => blob((select?.get(key) as { v: unknown } | undefined)?.v));
+    return guarded('get', () => storedBytes((select?.get(key) as { v: unknown } | undefined)?.v));
   }
 
   async getMany(table: string, keys: readonly Uint8Array[]): Promise<Array<Uint8Array | undefined>> {
@@ -202,7 +197,7 @@ class SqliteBackend implements StorageBackend {
       // One read transaction: one snapshot for every key, and no lock taken per key (about 30 % faster).
       db.exec('BEGIN');
       try {
-        return keys.map((k) => blob((select.get(k) as { v: unknown } | undefined)?.v));
+        return keys.map((k) => storedBytes((select.get(k) as { v: unknown } | undefined)?.v));
       } finally {
         db.exec('COMMIT');
       }
@@ -316,6 +311,6 @@ class SqliteBackend implements StorageBackend {
     const select = this.#prepareIfTable(table, sql);
     if (!select) return [];
     const params = [from, end].filter((b): b is Uint8Array => b !== undefined);
-    return guarded('scan', () => (select.all(...params, count) as Array<{ k: unknown; v: unknown }>).map((r) => [blob(r.k)!, blob(r.v)!] as const));
+    return guarded('scan', () => (select.all(...params, count) as Array<{ k: unknown; v: unknown }>).map((r) => [storedBytes(r.k)!, storedBytes(r.v)!] as const));
   }
 }
