@@ -217,11 +217,10 @@ async function child(phase) {
     }
     let shown = 0;
     const onProgress = (k) => {
-      if (k - shown >= 1_000_000) process.stderr.write(`  ${(shown = k) / 1e6}M entry records written\n`);
+      if (k - shown >= 1_000_000) process.stderr.write(`  ${(shown = k) / 1e6}M entries loaded\n`);
     };
-    const sortRecords = (records) => sortEntries(records, { dir });
     const t0 = performance.now();
-    const head = await state.bulkLoad(timed(sortEntries(readEntryFile(input), { dir })), { onProgress, sortRecords });
+    const head = await state.bulkLoad(timed(sortEntries(readEntryFile(input), { dir })), { onProgress });
     out.seconds = seconds(t0);
     out.sort_s = (sortedAt - t0) / 1000;
     rmSync(input);

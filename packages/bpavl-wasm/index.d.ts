@@ -25,6 +25,7 @@ export {
   PagedRange,
   decodeVersionRecord,
   entryValue,
+  heldValue,
   encodeStoreRecord,
   decodeStoreRecord,
   checkKey,

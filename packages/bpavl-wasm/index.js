@@ -29,6 +29,7 @@ export {
   PagedRange,
   decodeVersionRecord,
   entryValue,
+  heldValue,
   encodeStoreRecord,
   decodeStoreRecord,
   checkKey,

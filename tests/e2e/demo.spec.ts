@@ -307,7 +307,7 @@ test('a kept state the store refuses (an older layout) is never read: the page s
   const problems = watch(page);
   await open(page, 'ws');
   expect(await sync(page)).toBe('verified');
-  // The store record as layout 2 wrote it (spec/store-format.md): same capacity, layout byte 2.
+  // The store record as layout 3 wrote it (spec/store-format.md): same capacity, layout byte 3.
   await page.evaluate(async () => {
     const db = await new Promise<IDBDatabase>((resolve, reject) => {
       const req = indexedDB.open('bpavl-demo-state');
@@ -320,8 +320,8 @@ test('a kept state the store refuses (an older layout) is never read: the page s
       req.onsuccess = () => resolve(new Uint8Array(req.result));
       req.onerror = () => reject(req.error);
     });
-    if (record[record.length - 1] !== 3) throw new Error(`the kept store is in layout ${record[record.length - 1]}, not 3`);
-    record[record.length - 1] = 2;
+    if (record[record.length - 1] !== 4) throw new Error(`the kept store is in layout ${record[record.length - 1]}, not 4`);
+    record[record.length - 1] = 3;
     await new Promise<void>((resolve, reject) => {
       const tx = db.transaction('meta', 'readwrite');
       tx.objectStore('meta').put(record, key);

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use bpavl_core::pages::{Lookup, Pages};
+use bpavl_core::pages::{Lookup, Pages, Value};
 use bpavl_core::record::{decode_entry, Child, Ref, Table, VersionRecord};
 use bpavl_core::{Tree, WriteSet};
 use sha2::{Digest, Sha256};
@@ -75,9 +75,11 @@ fn lookup(pages: &mut Pages, records: &Records, top: Child, key: &[u8]) -> Optio
                     pages.supply(t, &r, get(t, &r)).expect("records verify");
                 }
             }
-            Lookup::Found(e) => {
+            Lookup::Found(Value::Record(e)) => {
                 return Some(decode_entry(get(Table::Entries, &e).unwrap(), &e.hash, key).unwrap().to_vec())
             }
+            Lookup::Found(Value::Here(value)) => return Some(value),
+            Lookup::Found(Value::Held(..)) => unreachable!("a tree's commit writes entry records"),
             Lookup::Absent(_) => return None,
         }
     }

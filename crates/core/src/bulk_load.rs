@@ -13,7 +13,7 @@ use crate::error::TreeError;
 use crate::hash::{chunk_hash, empty_root, entry_hashes, group_level, inchunk_levels, Hash};
 use crate::limits::{MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MIN_CAPACITY};
 use crate::persist::WriteSet;
-use crate::record::{encode_entry, ChunkRecord, Ref, Slot, Table, VersionRecord};
+use crate::record::{full_record_puts, Entry, Ref, Slot, Table, VersionRecord};
 use crate::sync_store::{finish_version, inner_node, ChunkFacts, Sub};
 use crate::tree::tree_error;
 
@@ -23,12 +23,12 @@ use crate::tree::tree_error;
 /// use bpavl_core::BulkLoad;
 /// let mut load = BulkLoad::new(4, 1).unwrap();
 /// for i in 0u8..10 { load.push(&[i + 1], &[i]).unwrap(); }
-/// // One full chunk so far: its 4 entry records and its chunk record. The
-/// // 6 entries left become two chunks of 3 at the finish.
-/// assert_eq!(load.take_puts().len(), 4 + 1);
+/// // One full chunk so far: its record and the values record of its one
+/// // group (4 values). The 6 entries left become two chunks of 3 at the finish.
+/// assert_eq!(load.take_puts().len(), 2);
 /// let (_root, finished) = load.finish();
 /// assert_eq!(finished.version, 1);
-/// assert_eq!(finished.puts.len(), 2 * (3 + 1) + 2); // two chunks, two inner nodes
+/// assert_eq!(finished.puts.len(), 2 * 2 + 2); // two chunks with their values, two inner nodes
 /// ```
 #[derive(Debug)]
 pub struct BulkLoad {
@@ -96,7 +96,7 @@ impl BulkLoad {
     }
 
     /// The records of the chunks filled since the last call: each chunk's
-    /// entry records, then its full chunk record, born at the load's version.
+    /// full chunk record, holding its values, born at the load's version.
     pub fn take_puts(&mut self) -> Vec<(Table, Ref, Vec<u8>)> {
         self.puts_bytes = 0;
         std::mem::take(&mut self.puts)
@@ -132,16 +132,10 @@ impl BulkLoad {
         let hashes = entry_hashes(keys.iter().zip(&values).map(|(k, v)| (&k[..], &v[..])));
         let levels = inchunk_levels(&hashes);
         let hash = chunk_hash(m, &levels[levels.len() - 1][0]);
-        let mut slots = Vec::with_capacity(m);
-        for ((key, value), entry_hash) in keys.iter().zip(&values).zip(hashes) {
-            let entry = Ref { birth: self.version, hash: entry_hash };
-            slots.push(Slot::new(key, entry));
-            self.puts_bytes += key.len() + value.len();
-            self.puts.push((Table::Entries, entry, encode_entry(value)));
-        }
-        let record = ChunkRecord::Full { slots, groups: group_level(&levels).to_vec() }.encode();
-        self.puts_bytes += record.len();
-        self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record));
+        let slots: Vec<Slot> = keys.iter().zip(hashes).map(|(key, hash)| Slot::new(key, Entry::Held(hash))).collect();
+        let puts = full_record_puts(Ref { birth: self.version, hash }, &slots, group_level(&levels), |i| &values[i]);
+        self.puts_bytes += puts.iter().map(|(_, _, bytes)| bytes.len()).sum::<usize>();
+        self.puts.extend(puts);
         let first_key = keys.into_iter().next().expect("a chunk holds an entry");
         self.chunks.push(ChunkFacts { hash, entries: m as u64, key_height: 0, first_key });
     }
@@ -178,6 +172,7 @@ mod tests {
     use super::*;
     use crate::hash::{entry_hash, inchunk_tree, inner_hash, root_hash};
     use crate::limits::min_fill;
+    use crate::record::ChunkRecord;
     use crate::Loader;
 
     type Entries = Vec<(Vec<u8>, Vec<u8>)>;

@@ -21,8 +21,8 @@ use crate::hash::{empty_root, entry_hash, Hash, GROUP_LEAVES};
 use crate::node::Node;
 use crate::persist::WriteSet;
 use crate::record::{
-    chunk_record, encode_entry, in_key_order, verify_group, verify_groups, verify_slots, Child, ChunkRecord,
-    NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
+    chunk_record, encode_entry, full_record_puts, in_key_order, verify_group, verify_groups, verify_slots, Child,
+    ChunkRecord, Entry, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
 };
 use crate::subtree::{
     positions_bitmap, verify_entries, verify_leaf_groups, verify_subtree, TreePath, VerifiedSubtree, WireNode,
@@ -42,6 +42,9 @@ const STALE_BATCH: usize = 128;
 
 /// An entry's key and value.
 type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// The whole chunk's entries in order, when a peer gave them all (they fill any slot).
+type Given<'a> = Option<&'a [KeyValue]>;
 
 /// A request to make of a peer (`spec/wire.md`, "Catch-up").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -638,7 +641,7 @@ impl CatchUp {
             })
             .collect();
         self.puts.extend(fetched.drain(..).map(|(r, bytes)| (Table::Entries, r, bytes)));
-        self.complete(c, slots, leaves.groups, offers);
+        self.complete(c, slots, leaves.groups, offers, Some(entries));
     }
 
     /// The first chunk, verified against the root, when a peer says the
@@ -667,7 +670,7 @@ impl CatchUp {
                 self.puts.push((Table::Entries, entry, encode_entry(v)));
                 slots.push(Slot::new(k, entry));
             }
-            self.complete(c, slots, chunk.chunk.group_roots(), Vec::new());
+            self.complete(c, slots, chunk.chunk.group_roots(), Vec::new(), None);
         }
         true
     }
@@ -706,7 +709,7 @@ impl CatchUp {
             let offers = std::mem::take(offers);
             self.want_entries.remove(&c);
             self.puts.extend(fetched.into_iter().map(|(r, bytes)| (Table::Entries, r, bytes)));
-            self.complete(c, slots, groups, offers);
+            self.complete(c, slots, groups, offers, None);
         }
         Ok(())
     }
@@ -733,7 +736,7 @@ impl CatchUp {
         let mut known: HashMap<Hash, (usize, usize)> = HashMap::new();
         for (i, j) in candidates.iter().enumerate() {
             for (p, s) in self.slots[j].slots.iter().enumerate() {
-                known.insert(s.entry.hash, (i, p));
+                known.insert(*s.entry.hash(), (i, p));
             }
         }
         let mut slots: Vec<Option<Slot>> = Vec::with_capacity(leaves.hashes.len());
@@ -760,7 +763,8 @@ impl CatchUp {
         if let Some(entries) = self.given.remove(&c) {
             self.fill(c, slots, &mut Vec::new(), &entries, leaves, offers);
         } else if slots.iter().all(Option::is_some) {
-            self.complete(c, slots.into_iter().map(|s| s.expect("all found")).collect(), leaves.groups, offers);
+            let slots = slots.into_iter().map(|s| s.expect("all found")).collect();
+            self.complete(c, slots, leaves.groups, offers, None);
         } else {
             self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new(), offers };
             self.want_entries.insert(c);
@@ -785,14 +789,16 @@ impl CatchUp {
     /// of `candidates`, which is marked taken. Otherwise (a record that
     /// does not add up) it is fetched again, and rewritten.
     fn take_back(&mut self, c: usize, Restored { slots, base }: Restored, candidates: &[usize]) {
-        let mut at: HashMap<Ref, (usize, usize)> = HashMap::new();
+        let mut at: HashMap<Entry, (usize, usize)> = HashMap::new();
         for &j in candidates {
             for (p, s) in self.slots[&j].slots.iter().enumerate() {
                 at.insert(s.entry, (j, p));
             }
         }
+        let version = self.version;
+        let from_head = |s: &&Slot| s.entry.record().is_none_or(|r| r.birth != version);
         let taken: Option<Vec<(usize, usize)>> =
-            slots.iter().filter(|s| s.entry.birth != self.version).map(|s| at.get(&s.entry).copied()).collect();
+            slots.iter().filter(from_head).map(|s| at.get(&s.entry).copied()).collect();
         let Some(taken) = taken else {
             self.want_leaves.insert(c);
             return;
@@ -824,7 +830,7 @@ impl CatchUp {
     /// mark it stale: by the chunk that holds the first key of the head
     /// chunk that offers it (one chunk at most, whatever the order chunks
     /// complete in, in this run or a resumed one).
-    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, offers: Vec<Offer>) {
+    fn complete(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, offers: Vec<Offer>, given: Given) {
         if slots.windows(2).any(|w| w[0].key >= w[1].key) {
             // Fetched keys hash to the root; only slot keys read from the store can be out of order.
             self.failed = Some(StoreError::Corrupt);
@@ -832,14 +838,50 @@ impl CatchUp {
         let hash = self.chunks[c].hash;
         let first_key = slots[0].key.as_slice().into();
         let holds = |key: &[u8]| slots.binary_search_by(|s| s.key.as_slice().cmp(key)).is_ok();
-        let base = offers.iter().filter(|o| holds(&o.first_key)).max_by_key(|o| o.given).map(|o| &o.base);
-        let record = chunk_record(base.map(Base::parts), &slots, groups);
+        let base = offers.iter().filter(|o| holds(&o.first_key)).max_by_key(|o| o.given).map(|o| o.base.clone());
+        let base = base.as_ref();
+        // A value a head chunk record holds stays there in a delta of that
+        // record that keeps its slot. Any other such value moves: a whole
+        // record holds it (kind 1) when a peer sent the chunk whole; else
+        // it is fetched again (the head's records were read for their
+        // slots, their values not kept), first those that block a delta.
+        let in_base = |s: &Slot| {
+            base.is_some_and(|b| {
+                let at = b.slots.binary_search_by(|o| o.key.as_slice().cmp(&s.key));
+                at.is_ok_and(|p| b.slots[p].entry == s.entry)
+            })
+        };
+        let held = |s: &Slot| matches!(s.entry, Entry::Held(_));
+        let record = chunk_record(base.map(Base::parts), &slots, groups.clone());
+        let stored = Ref { birth: self.version, hash };
+        let puts = match (&record, given) {
+            (ChunkRecord::Full { slots: full, groups }, Some(entries)) => {
+                full_record_puts(stored, full, groups, |i| &entries[i].1)
+            }
+            (ChunkRecord::Full { .. }, None) if slots.iter().any(held) => {
+                let moved: Vec<usize> = (0..slots.len()).filter(|&p| held(&slots[p]) && !in_base(&slots[p])).collect();
+                let again =
+                    if moved.is_empty() { (0..slots.len()).filter(|&p| held(&slots[p])).collect() } else { moved };
+                return self.refetch(c, slots, groups, offers, &again);
+            }
+            _ => vec![(Table::Chunks, stored, record.encode())],
+        };
         if let ChunkRecord::Delta(delta) = &record {
             self.bases.insert(delta.base);
         }
-        self.puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
+        self.puts.extend(puts);
         self.chunks[c].state = ChunkState::Done { first_key };
         self.undone -= 1;
+    }
+
+    /// Chunk `c` needs the entries at positions `again` from peers.
+    fn refetch(&mut self, c: usize, slots: Vec<Slot>, groups: Vec<Hash>, offers: Vec<Offer>, again: &[usize]) {
+        let hashes = slots.iter().map(|s| *s.entry.hash()).collect();
+        let mut slots: Vec<Option<Slot>> = slots.into_iter().map(Some).collect();
+        again.iter().for_each(|&p| slots[p] = None);
+        let leaves = Leaves { hashes, groups };
+        self.chunks[c].state = ChunkState::WantEntries { leaves, slots, fetched: Vec::new(), offers };
+        self.want_entries.insert(c);
     }
 
     /// Records made so far (entries and chunk records, born at this
@@ -995,9 +1037,10 @@ impl CatchUp {
             if (0..group.len()).all(taken) {
                 continue;
             }
-            verify_group(&group.iter().map(|s| s.entry.hash).collect::<Vec<_>>(), &old.groups[g])?;
+            verify_group(&group.iter().map(|s| *s.entry.hash()).collect::<Vec<_>>(), &old.groups[g])?;
+            // A value a chunk record holds goes with that record: only entry records are marked.
             let dropped = group.iter().enumerate().filter(|&(k, _)| !taken(k));
-            self.stale.extend(dropped.map(|(_, s)| (Table::Entries, s.entry)));
+            self.stale.extend(dropped.filter_map(|(_, s)| s.entry.record()).map(|r| (Table::Entries, r)));
         }
         Ok(())
     }

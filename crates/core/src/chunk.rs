@@ -2,15 +2,16 @@
 //! hashes and a cached chunk hash (`spec/hashing.md`, tags 0x00 and 0x02).
 //! Its keys live in one sorted byte buffer (`keys::Keys`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::hash::{
-    chunk_hash, entry_hashes, fill_group, group_count, group_roots, inchunk_tree, left_size, multiproof,
+    chunk_hash, entry_hash, entry_hashes, fill_group, group_count, group_roots, inchunk_tree, left_size, multiproof,
     sparse_multiproof, update_inchunk_leaf, Hash, GROUP_LEAVES,
 };
 use crate::keys::Keys;
-use crate::record::{Ref, Slot, Table};
+use crate::record::{chunk_record, ChunkRecord, Entry, Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
@@ -28,9 +29,12 @@ pub(crate) struct Chunk {
     /// Whether entries were inserted or removed since `tree` was built, so
     /// that its leaves no longer line up with the entries.
     reshaped: bool,
-    /// For a tree kept in a store (`spec/store-format.md`): the version
-    /// whose commit wrote each entry's record, `None` until one does.
-    births: Vec<Option<u64>>,
+    /// For a tree kept in a store (`spec/store-format.md`): where each
+    /// entry's value is stored.
+    places: Vec<Place>,
+    /// The full chunk records that hold the values of `Place::Held` slots:
+    /// the chunk's base, and those of chunks whose entries moved here.
+    holders: Vec<Ref>,
     /// Whether each slot's key is known to be its entry's: written here, or
     /// read with its entry. A paged head loads slot keys from a chunk record,
     /// where no hash covers them, and confirms the ones its writes rely on.
@@ -49,6 +53,31 @@ pub(crate) struct Chunk {
     pub(crate) dropped: Vec<(Table, Ref)>,
     /// In a paged head, when the chunk was loaded or made: the oldest go first.
     pub(crate) loaded_at: u64,
+    /// Whether [`Chunk::values_to_copy`] found nothing to copy since the
+    /// chunk last changed: a batch asks after every piece and before its
+    /// commit, and the answer costs a diff against the base.
+    copy_checked: bool,
+}
+
+/// Where a slot's value is stored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Not yet: the next persist writes its entry record.
+    #[default]
+    New,
+    /// In the entry record born at this version.
+    Record(u64),
+    /// In full chunk record `holders[i]`, under the slot's key.
+    Held(u32),
+}
+
+/// Where an entry's value is stored, its holder named: for an entry that
+/// moves between chunks, or that a head chunk already stores.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum StoredAt {
+    New,
+    Record(u64),
+    Held(Ref),
 }
 
 /// An entry moving between neighbour chunks with its hash and its record.
@@ -56,7 +85,7 @@ pub(crate) struct MovedEntry {
     key: Box<[u8]>,
     value: Option<Box<[u8]>>,
     hash: Option<Hash>,
-    birth: Option<u64>,
+    place: StoredAt,
     trusted: bool,
 }
 
@@ -116,7 +145,7 @@ impl Chunk {
             self.drop_entry(i);
             self.values[i] = Some(value.into());
             self.entry_hashes[i] = None;
-            self.births[i] = None;
+            self.places[i] = Place::New;
             // The key matched the one written: it is this entry's from now on.
             self.trusted[i] = true;
             self.changed();
@@ -127,7 +156,7 @@ impl Chunk {
         self.keys.insert(i, key);
         self.values.insert(i, Some(value.into()));
         self.entry_hashes.insert(i, None);
-        self.births.insert(i, None);
+        self.places.insert(i, Place::New);
         self.trusted.insert(i, true);
         self.reshape();
     }
@@ -135,21 +164,41 @@ impl Chunk {
     /// Takes entry `i` out to move it to a neighbour chunk: its record (if
     /// stored) goes with it, so nothing is written again for it.
     pub fn take_entry(&mut self, i: usize) -> MovedEntry {
-        let birth = self.births.remove(i);
+        let place = match self.places.remove(i) {
+            Place::New => StoredAt::New,
+            Place::Record(birth) => StoredAt::Record(birth),
+            Place::Held(h) => StoredAt::Held(self.holders[h as usize]),
+        };
         let trusted = self.trusted.remove(i);
         let hash = self.entry_hashes.remove(i);
         let (key, value) = self.cut(i);
-        MovedEntry { key, value, hash, birth, trusted }
+        MovedEntry { key, value, hash, place, trusted }
     }
 
     /// Puts a moved entry at position `i`.
     pub fn put_entry(&mut self, i: usize, e: MovedEntry) {
+        let place = self.place_of(e.place);
         self.keys.insert(i, &e.key);
         self.values.insert(i, e.value);
         self.entry_hashes.insert(i, e.hash);
-        self.births.insert(i, e.birth);
+        self.places.insert(i, place);
         self.trusted.insert(i, e.trusted);
         self.reshape();
+    }
+
+    /// `at` as this chunk records it (a holder is added if new).
+    fn place_of(&mut self, at: StoredAt) -> Place {
+        match at {
+            StoredAt::New => Place::New,
+            StoredAt::Record(birth) => Place::Record(birth),
+            StoredAt::Held(holder) => {
+                let i = self.holders.iter().position(|h| *h == holder).unwrap_or_else(|| {
+                    self.holders.push(holder);
+                    self.holders.len() - 1
+                });
+                Place::Held(i as u32)
+            }
+        }
     }
 
     /// Marks the chunk's entries moved: its in-chunk tree no longer lines
@@ -166,6 +215,7 @@ impl Chunk {
     fn changed(&mut self) {
         self.hash = None;
         self.persisted = false;
+        self.copy_checked = false;
     }
 
     /// Whether slot `i`'s key is known to be its entry's.
@@ -180,7 +230,18 @@ impl Chunk {
 
     /// Entry `i`'s record in the store, if it has one.
     pub fn stored_entry(&self, i: usize) -> Option<Ref> {
-        Some(Ref { birth: self.births[i]?, hash: self.entry_hashes[i]? })
+        match self.places[i] {
+            Place::Record(birth) => Some(Ref { birth, hash: self.entry_hashes[i]? }),
+            Place::New | Place::Held(_) => None,
+        }
+    }
+
+    /// The full chunk record that holds entry `i`'s value, if one does.
+    pub fn holder(&self, i: usize) -> Option<Ref> {
+        match self.places[i] {
+            Place::Held(h) => Some(self.holders[h as usize]),
+            Place::New | Place::Record(_) => None,
+        }
     }
 
     /// Notes that entry `i`'s stored record (if any) is no longer used here.
@@ -193,7 +254,7 @@ impl Chunk {
     /// Removes entry `i`; its record is no longer used.
     pub fn remove_at(&mut self, i: usize) {
         self.drop_entry(i);
-        self.births.remove(i);
+        self.places.remove(i);
         self.trusted.remove(i);
         self.entry_hashes.remove(i);
         self.cut(i);
@@ -214,7 +275,8 @@ impl Chunk {
             keys,
             values: self.values.split_off(at),
             entry_hashes: self.entry_hashes.split_off(at),
-            births: self.births.split_off(at),
+            places: self.places.split_off(at),
+            holders: self.holders.clone(),
             trusted: self.trusted.split_off(at),
             ..Chunk::default()
         }
@@ -228,7 +290,12 @@ impl Chunk {
         self.keys.append(&other.keys);
         self.values.extend(other.values);
         self.entry_hashes.extend(other.entry_hashes);
-        self.births.extend(other.births);
+        let offset = self.holders.len() as u32;
+        self.holders.extend(other.holders);
+        self.places.extend(other.places.into_iter().map(|p| match p {
+            Place::Held(h) => Place::Held(h + offset),
+            p => p,
+        }));
         self.trusted.extend(other.trusted);
         self.reshape();
     }
@@ -253,6 +320,7 @@ impl Chunk {
     /// no record born at `version` serves as another's base.
     pub(crate) fn discard_unborn(&mut self, version: u64, out: &mut Vec<(Table, Ref)>) {
         crate::persist::take_born(&mut self.dropped, version, out);
+        self.copy_checked = false;
         let Some(s) = &mut self.stored else { return };
         if s.base.birth == version {
             // A record born at `version` is a delta of a base born then too.
@@ -279,7 +347,7 @@ impl Chunk {
         }
         // Leaves sit in pre-order too; gather them rather than hashing again.
         c.entry_hashes = leaves_in_order(&c.tree, m).into_iter().map(Some).collect();
-        c.births = vec![None; m];
+        c.places = vec![Place::New; m];
         c.trusted = vec![true; m];
         c
     }
@@ -292,13 +360,14 @@ impl Chunk {
         (0..self.len())
             .map(|i| {
                 let hash = self.entry_hashes[i].expect("chunk hashed at commit");
-                let entry = match self.births[i] {
-                    Some(birth) => Ref { birth, hash },
-                    None => {
-                        self.births[i] = Some(version);
+                let entry = match self.places[i] {
+                    Place::Record(birth) => Entry::Record(Ref { birth, hash }),
+                    Place::Held(_) => Entry::Held(hash),
+                    Place::New => {
+                        self.places[i] = Place::Record(version);
                         let entry = Ref { birth: version, hash };
                         new_entry(self.value(i), entry);
-                        entry
+                        Entry::Record(entry)
                     }
                 };
                 Slot::new(self.key(i), entry)
@@ -306,19 +375,105 @@ impl Chunk {
             .collect()
     }
 
+    /// The chunk as the slots of a full record that holds every value (a
+    /// sync's into an empty store). The chunk must be committed.
+    pub fn held_slots(&self) -> Vec<Slot> {
+        (0..self.len())
+            .map(|i| Slot::new(self.key(i), Entry::Held(self.entry_hashes[i].expect("chunk hashed at commit"))))
+            .collect()
+    }
+
+    /// After the chunk was written whole as `record`: its held values are there now.
+    pub(crate) fn held_by(&mut self, record: Ref) {
+        for p in &mut self.places {
+            if let Place::Held(_) = p {
+                *p = Place::Held(0);
+            }
+        }
+        self.holders = vec![record];
+    }
+
+    /// The records that hold values of held slots not at hand.
+    fn missing_values(&self) -> Vec<Ref> {
+        let mut out: Vec<Ref> = Vec::new();
+        for i in 0..self.len() {
+            if let (Some(holder), None) = (self.holder(i), &self.values[i]) {
+                if !out.contains(&holder) {
+                    out.push(holder);
+                }
+            }
+        }
+        out
+    }
+
+    /// Takes the values that full chunk record `holder` holds (`held`, by
+    /// key, unchecked) for this chunk's slots: each must hash, with the
+    /// slot's key, to the slot's entry hash. Confirms those slots' keys.
+    pub(crate) fn take_held(&mut self, holder: &Ref, held: &HashMap<&[u8], &[u8]>) -> Result<(), StoreError> {
+        for i in 0..self.len() {
+            if self.holder(i) != Some(*holder) || self.values[i].is_some() {
+                continue;
+            }
+            let value = *held.get(self.key(i)).ok_or(StoreError::Corrupt)?;
+            if Some(entry_hash(self.key(i), value)) != self.entry_hashes[i] {
+                return Err(StoreError::Corrupt);
+            }
+            self.values[i] = Some(value.into());
+            self.trusted[i] = true;
+        }
+        Ok(())
+    }
+
+    /// Entry `i`'s hash, if it is hashed.
+    pub fn entry_hash(&self, i: usize) -> Option<Hash> {
+        self.entry_hashes[i]
+    }
+
+    /// The holders of the values a commit of this changed chunk must copy
+    /// and does not have: those of its held slots, when it would be written
+    /// whole (`record::chunk_record` at `version`; a delta keeps them in its base).
+    pub(crate) fn values_to_copy(&mut self, version: u64) -> Vec<Ref> {
+        if self.copy_checked || !self.places.iter().any(|p| matches!(p, Place::Held(_))) {
+            return Vec::new();
+        }
+        self.rehash();
+        let slots: Vec<Slot> = (0..self.len())
+            .map(|i| {
+                let hash = self.entry_hashes[i].expect("just hashed");
+                let entry = match self.places[i] {
+                    Place::Record(birth) => Entry::Record(Ref { birth, hash }),
+                    Place::New => Entry::Record(Ref { birth: version, hash }),
+                    Place::Held(_) => Entry::Held(hash),
+                };
+                Slot::new(self.key(i), entry)
+            })
+            .collect();
+        // A base born at `version` was written ahead by this batch: the write drops it (`discard_unborn`).
+        let stored = self.stored.as_ref().filter(|s| s.base.birth != version);
+        let base = stored.map(|s| (&s.base, &*s.base_slots, &*s.base_groups));
+        let missing = match chunk_record(base, &slots, self.group_roots()) {
+            ChunkRecord::Full { .. } => self.missing_values(),
+            ChunkRecord::Delta(_) => Vec::new(),
+        };
+        self.copy_checked = missing.is_empty();
+        missing
+    }
+
     /// Slots as [`Chunk::slots`] makes them, but an entry with no record yet
-    /// whose key and entry hash `stored` knows a record of (returning that
-    /// record's birth) is referenced, not written.
+    /// whose key and entry hash `stored` knows a place of (an entry record,
+    /// or a full chunk record that holds it) is referenced there, not written.
     pub(crate) fn slots_reusing(
         &mut self,
         version: u64,
-        stored: impl Fn(&[u8], &Hash) -> Option<u64>,
+        stored: impl Fn(&[u8], &Hash) -> Option<StoredAt>,
         new_entry: impl FnMut(&[u8], Ref),
     ) -> Vec<Slot> {
         for i in 0..self.len() {
-            if self.births[i].is_none() {
+            if self.places[i] == Place::New {
                 let hash = self.entry_hashes[i].expect("chunk hashed at commit");
-                self.births[i] = stored(self.key(i), &hash);
+                if let Some(at) = stored(self.key(i), &hash) {
+                    self.places[i] = self.place_of(at);
+                }
             }
         }
         self.slots(version, new_entry)
@@ -335,8 +490,15 @@ impl Chunk {
         }
         Chunk {
             keys,
-            entry_hashes: slots.iter().map(|s| Some(s.entry.hash)).collect(),
-            births: slots.iter().map(|s| Some(s.entry.birth)).collect(),
+            entry_hashes: slots.iter().map(|s| Some(*s.entry.hash())).collect(),
+            places: slots
+                .iter()
+                .map(|s| match s.entry {
+                    Entry::Record(r) => Place::Record(r.birth),
+                    Entry::Held(_) => Place::Held(0),
+                })
+                .collect(),
+            holders: vec![stored.base],
             hash: Some(stored.record.hash),
             tree,
             values,

@@ -17,11 +17,13 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::{entry_hash, preorder_above_groups, Hash};
+use crate::hash::{entry_hash, group_count, preorder_above_groups, Hash};
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
-use crate::record::{decode_entry, in_key_order, verify_groups, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::record::{
+    decode_entry, held_values, in_key_order, values_refs, verify_groups, ChunkRecord, Ref, Slot, Table, WaitingDeltas,
+};
 use crate::tree::{search, Tree};
 
 /// The records a paged head asked for and has not loaded yet, and the
@@ -36,6 +38,18 @@ pub(crate) struct Paging {
     /// Entry records to read before the commit, with the key their slot
     /// lists: they confirm where the batch's writes landed.
     unconfirmed: HashMap<Ref, Vec<u8>>,
+    /// The same for slots whose values full chunk records hold: each
+    /// record with the keys of the slots to confirm.
+    held_unconfirmed: HashMap<Ref, Vec<Vec<u8>>>,
+    /// Full chunk records whose values [`Tree::unconfirmed`] asked for, for
+    /// those that changed chunks written whole must copy.
+    values_wanted: HashSet<Ref>,
+    /// The full chunk record each values record asked for belongs to.
+    values_of: HashMap<Ref, Ref>,
+    /// The values records of each full chunk record, as they arrive, and
+    /// how many are still to come: its values are taken once all are here
+    /// (a group that holds none has no record).
+    values_got: HashMap<Ref, (usize, Vec<Vec<u8>>)>,
     /// Counts loads, so that the oldest loaded chunks are evicted first.
     clock: u64,
     /// Whether the batch wrote a piece ahead ([`Tree::write_ahead`]): its
@@ -123,9 +137,14 @@ impl Tree {
         // on: an updated entry's, every group of a chunk whose entries may
         // move or whose slots place the key, and the next chunk's first.
         let mut checks: Vec<(u64, Option<usize>)> = Vec::new();
-        let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Ref, Vec<u8>)>| {
-            if let Some(r) = c.stored_entry(i).filter(|_| !c.is_trusted(i)) {
-                entries.push((r, c.key(i).to_vec()));
+        let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Table, Ref, Vec<u8>)>| {
+            if c.is_trusted(i) {
+                return;
+            }
+            if let Some(r) = c.stored_entry(i) {
+                entries.push((Table::Entries, r, c.key(i).to_vec()));
+            } else if let Some(holder) = c.holder(i) {
+                entries.push((Table::Chunks, holder, c.key(i).to_vec()));
             }
         };
         match search(top, key) {
@@ -175,7 +194,12 @@ impl Tree {
             }
             _ => unreachable!("a search ends at a chunk"),
         }
-        self.paging.unconfirmed.extend(entries);
+        for (table, r, key) in entries {
+            match table {
+                Table::Entries => drop(self.paging.unconfirmed.insert(r, key)),
+                _ => self.paging.held_unconfirmed.entry(r).or_default().push(key),
+            }
+        }
         if stubs.is_empty() {
             let top = self.top_mut().expect("a tree with a top");
             for (index, entry) in checks {
@@ -226,13 +250,36 @@ impl Tree {
         wanted
     }
 
-    /// The entry records to read and supply before the commit, in key
-    /// order: each confirms a slot key that a write of the batch relied on
-    /// (slot keys are not hashed). Read together, not one round per write; a record
-    /// that does not hold its slot's key fails the commit (`STORE_CORRUPT`).
-    pub fn unconfirmed(&self) -> Vec<(Table, Ref)> {
-        let mut wanted: Vec<(Table, Ref)> = self.paging.unconfirmed.keys().map(|r| (Table::Entries, *r)).collect();
+    /// The records to read and supply before the commit, in key order:
+    /// entry records (or full chunk records that hold values), each
+    /// confirming a slot key that a write of the batch relied on (slot keys
+    /// are not hashed); and the full chunk records that hold values a
+    /// changed chunk written whole must copy. Read together, not one round
+    /// per write; a record that does not hold its slot's key, or the value
+    /// its slot's entry hash names, fails the commit (`STORE_CORRUPT`).
+    pub fn unconfirmed(&mut self) -> Vec<(Table, Ref)> {
+        let version = self.head().version() + 1;
+        let mut holders = Vec::new();
+        // Changed chunks are the working tree's own: walking them copies nothing the committed snapshot shares.
+        if let Some(top) = self.top_mut() {
+            changed_chunks(top, &mut |c| holders.extend(c.values_to_copy(version)));
+        }
+        self.paging.values_wanted = holders.iter().copied().collect();
+        let mut holders: Vec<Ref> = self.paging.held_unconfirmed.keys().chain(&holders).copied().collect();
+        holders.sort_unstable_by_key(Ref::key);
+        holders.dedup();
+        let capacity = self.capacity();
+        let mut wanted: Vec<(Table, Ref)> = Vec::new();
+        for h in holders {
+            self.paging.values_got.insert(h, (group_count(capacity), Vec::new()));
+            for v in values_refs(&h, capacity) {
+                self.paging.values_of.insert(v, h);
+                wanted.push((Table::Values, v));
+            }
+        }
+        wanted.extend(self.paging.unconfirmed.keys().map(|r| (Table::Entries, *r)));
         in_key_order(&mut wanted);
+        wanted.dedup();
         wanted
     }
 
@@ -245,6 +292,10 @@ impl Tree {
     /// entry record, or a delta waiting for its base), so that a caller
     /// bounding a batch counts its loads without walking the tree.
     pub fn supply_record(&mut self, table: Table, r: &Ref, bytes: Option<&[u8]>) -> Result<usize, StoreError> {
+        if table == Table::Values {
+            self.supply_values(r, bytes)?;
+            return Ok(0);
+        }
         let bytes = bytes.ok_or(StoreError::Corrupt)?;
         match table {
             Table::Chunks => self.supply_chunk(r, bytes),
@@ -254,12 +305,27 @@ impl Tree {
                 self.trust(&key, r);
                 Ok(0)
             }
-            Table::Nodes => Err(StoreError::Corrupt),
+            Table::Nodes | Table::Values => Err(StoreError::Corrupt),
         }
     }
 
-    /// Confirms the slot key of `key` without its entry record, from
-    /// `value`: what a checked read found for `key` at the committed
+    /// Takes a values record [`Tree::unconfirmed`] asked for (`None`: its
+    /// group holds no value); once every group of its full chunk record is
+    /// here, the values they hold.
+    fn supply_values(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
+        let holder = self.paging.values_of.remove(r).ok_or(StoreError::Corrupt)?;
+        let (left, got) = self.paging.values_got.get_mut(&holder).ok_or(StoreError::Corrupt)?;
+        *left -= 1;
+        got.extend(bytes.map(<[u8]>::to_vec));
+        if *left > 0 {
+            return Ok(());
+        }
+        let (_, got) = self.paging.values_got.remove(&holder).expect("just seen");
+        self.take_held(&holder, &got)
+    }
+
+    /// Confirms the slot key of `key` without reading its value's record,
+    /// from `value`: what a checked read found for `key` at the committed
     /// version. The slot's entry hash must be `entry_hash(key, value)`,
     /// which only the slot's own entry gives. Call it once
     /// [`Tree::needed_for`] names no records, before the write; a value that
@@ -267,21 +333,62 @@ impl Tree {
     /// [`Tree::unconfirmed`].
     pub fn confirm_read(&mut self, key: &[u8], value: &[u8]) {
         let hash = entry_hash(key, value);
-        if let Some(r) = self.trust_if(key, |r| r.hash == hash) {
+        let Some((entry, holder)) = self.trust_if(key, |c, i| c.entry_hash(i) == Some(hash)) else { return };
+        if let Some(r) = entry {
             self.paging.unconfirmed.remove(&r);
+        }
+        if let Some(keys) = holder.and_then(|h| self.paging.held_unconfirmed.get_mut(&h)) {
+            keys.retain(|k| k.as_slice() != key);
         }
     }
 
     /// Marks the slot of `key` trusted if it still names entry record `r`,
     /// whose key was just read.
     fn trust(&mut self, key: &[u8], r: &Ref) {
-        self.trust_if(key, |s| s == r);
+        self.trust_if(key, |c, i| c.stored_entry(i) == Some(*r));
     }
 
-    /// Marks the slot of `key` trusted if its entry record passes `ok`, and
-    /// returns that record. The chunk was not changed (nor copied from the
-    /// committed snapshot) for nothing: a write relies on the slot.
-    fn trust_if(&mut self, key: &[u8], ok: impl Fn(&Ref) -> bool) -> Option<Ref> {
+    /// Takes what the values `records` of full chunk record `r` hold, which
+    /// [`Tree::unconfirmed`] asked for: the values that confirm the slot keys waiting for it
+    /// (each must give its slot's entry hash), and those that changed chunks
+    /// written whole copy.
+    fn take_held(&mut self, r: &Ref, records: &[Vec<u8>]) -> Result<(), StoreError> {
+        let keys = self.paging.held_unconfirmed.remove(r).unwrap_or_default();
+        if keys.is_empty() && !self.paging.values_wanted.remove(r) {
+            return Ok(());
+        }
+        let mut held: HashMap<&[u8], &[u8]> = HashMap::new();
+        for bytes in records {
+            held.extend(held_values(bytes)?);
+        }
+        for key in keys {
+            let hash = held.get(key.as_slice()).map(|v| entry_hash(&key, v));
+            // A slot that still names the record must find its value there.
+            let named = |c: &Chunk, i: usize| c.holder(i) == Some(*r);
+            if self.trust_if(&key, |c, i| named(c, i) && c.entry_hash(i) == hash).is_none()
+                && self.trust_if(&key, named).is_some()
+            {
+                return Err(StoreError::Corrupt);
+            }
+        }
+        // Changed chunks are the working tree's own: walking them copies nothing the committed snapshot shares.
+        if let Some(top) = self.top_mut() {
+            let mut result = Ok(());
+            changed_chunks(top, &mut |c| {
+                if result.is_ok() {
+                    result = c.take_held(r, &held);
+                }
+            });
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Marks the slot of `key` trusted if it passes `ok` (the loaded chunk
+    /// and the slot's position), and returns where its value is: its entry
+    /// record, or the record that holds it. The chunk was not changed (nor
+    /// copied from the committed snapshot) for nothing: a write relies on the slot.
+    fn trust_if(&mut self, key: &[u8], ok: impl Fn(&Chunk, usize) -> bool) -> Option<(Option<Ref>, Option<Ref>)> {
         let mut node = self.top_mut()?;
         loop {
             match node {
@@ -290,10 +397,10 @@ impl Tree {
                     node = if n.key.is_above(key, prefix(key)) { &mut n.left } else { &mut n.right };
                 }
                 Node::Leaf(c) => {
-                    let i = c.search(key).ok()?;
-                    let r = c.stored_entry(i).filter(|r| ok(r))?;
+                    let i = c.search(key).ok().filter(|&i| ok(c, i))?;
+                    let place = (c.stored_entry(i), c.holder(i));
                     Arc::make_mut(c).trust(i);
-                    return Some(r);
+                    return Some(place);
                 }
                 Node::Stub(_) => return None,
             }
@@ -407,6 +514,19 @@ fn merge_stubs(top: &Node, mut index: u64, out: &mut Vec<(u64, Ref)>) {
             base += lc;
             node = &n.right;
         }
+    }
+}
+
+/// Hands each changed chunk below `node` to `f`.
+fn changed_chunks(node: &mut Node, f: &mut impl FnMut(&mut Chunk)) {
+    match node {
+        Node::Leaf(c) if !c.persisted => f(Arc::make_mut(c)),
+        Node::Inner(n) if !n.persisted => {
+            let n = node.inner_mut();
+            changed_chunks(&mut n.left, f);
+            changed_chunks(&mut n.right, f);
+        }
+        _ => {}
     }
 }
 

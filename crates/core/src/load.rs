@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::Hash;
+use crate::hash::{entry_hash, Hash, GROUP_LEAVES};
 use crate::node::{Inner, KeyCopy, Node, Stub};
 use crate::record::{
-    decode_entry, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref, Slot, Table, VersionRecord, WaitingDeltas,
+    decode_entry, held_values, values_ref, verify_slots, Child, ChunkRecord, Delta, Entry, NodeRecord, Ref, Slot,
+    Table, VersionRecord, WaitingDeltas,
 };
 use crate::tree::Tree;
 
@@ -72,6 +73,11 @@ pub struct Loader {
     /// The key each wanted entry must hold, then its value.
     entry_keys: HashMap<Ref, Vec<u8>>,
     values: HashMap<Ref, Box<[u8]>>,
+    /// The full record each values record asked for belongs to.
+    values_of: HashMap<Ref, Ref>,
+    /// The values full records hold, by record and key: unchecked until a
+    /// chunk takes one.
+    held: HashMap<(Ref, Vec<u8>), Box<[u8]>>,
 }
 
 impl Loader {
@@ -108,6 +114,8 @@ impl Loader {
             chunks: HashMap::new(),
             entry_keys: HashMap::new(),
             values: HashMap::new(),
+            values_of: HashMap::new(),
+            held: HashMap::new(),
             record,
         };
         if let Some(top) = loader.record.top {
@@ -163,6 +171,14 @@ impl Loader {
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.record.capacity)? {
                 ChunkRecord::Full { slots, groups } => {
+                    // The values records of the groups that hold values.
+                    for (g, group) in slots.chunks(GROUP_LEAVES).enumerate() {
+                        if group.iter().any(|s| matches!(s.entry, Entry::Held(_))) {
+                            let v = values_ref(r, g);
+                            self.values_of.insert(v, *r);
+                            self.next.push((Table::Values, v));
+                        }
+                    }
                     // A full record is the chunk itself, or the base some deltas wait for.
                     let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());
                     for (at, delta) in self.deltas.take(r) {
@@ -187,6 +203,12 @@ impl Loader {
                 let value = decode_entry(bytes, &r.hash, key)?;
                 self.values.insert(*r, value.into());
             }
+            Table::Values => {
+                let holder = self.values_of.remove(r).ok_or(StoreError::Corrupt)?;
+                for (key, value) in held_values(bytes)? {
+                    self.held.insert((holder, key.to_vec()), value.into());
+                }
+            }
         }
         Ok(())
     }
@@ -206,8 +228,10 @@ impl Loader {
     ) -> Result<(), StoreError> {
         let tree = verify_slots(&slots, groups, &r.hash)?;
         for s in &slots {
-            self.entry_keys.insert(s.entry, s.key.to_vec());
-            self.next.push((Table::Entries, s.entry));
+            if let Entry::Record(e) = s.entry {
+                self.entry_keys.insert(e, s.key.to_vec());
+                self.next.push((Table::Entries, e));
+            }
         }
         self.chunks.insert(r, LoadedChunk { slots, tree, base, base_slots, base_groups });
         Ok(())
@@ -249,11 +273,14 @@ impl Loader {
             Child::Chunk(r) if self.paged => Ok(Node::Stub(Stub { record: r, entries: None })),
             Child::Chunk(r) => {
                 let c = self.chunks.remove(&r).ok_or(StoreError::Corrupt)?;
-                let values = c
-                    .slots
-                    .iter()
-                    .map(|s| self.values.remove(&s.entry).map(Some).ok_or(StoreError::Corrupt))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let mut value = |s: &Slot| match s.entry {
+                    Entry::Record(e) => self.values.remove(&e).ok_or(StoreError::Corrupt),
+                    Entry::Held(h) => match self.held.remove(&(c.base, s.key.to_vec())) {
+                        Some(v) if entry_hash(&s.key, &v) == h => Ok(v),
+                        _ => Err(StoreError::Corrupt),
+                    },
+                };
+                let values = c.slots.iter().map(|s| value(s).map(Some)).collect::<Result<Vec<_>, _>>()?;
                 let stored = StoredChunk::new(r, c.base, c.base_slots, c.base_groups);
                 Ok(Node::leaf(Chunk::from_stored(&c.slots, values, c.tree, stored)))
             }

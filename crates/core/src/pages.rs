@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, HashMap};
 use crate::envelope::ChunkEnvelope;
 use crate::error::{ProofError, StoreError, TreeError};
 use crate::hash::{
-    entry_hashes, group_count, inchunk_node, left_size, multiproof_by, subtree_level, Hash, GROUP_LEAVES, GROUP_LEVEL,
+    entry_hash, entry_hashes, group_count, inchunk_node, left_size, multiproof_by, subtree_level, Hash, GROUP_LEAVES,
+    GROUP_LEVEL,
 };
 use crate::keys::Keys;
 use crate::limits::{MAX_KEY_LEN, MIN_CAPACITY};
@@ -27,8 +28,8 @@ use crate::proof::{
     check_range_query, segment_len, AbsenceProof, ChunkProof, EntryWitness, Neighbour, RangeProof, Segment,
 };
 use crate::record::{
-    decode_entry, decode_full, entry_value_unchecked, verify_group, verify_groups, Child, ChunkRecord, FullParts,
-    NodeRecord, Ref, Table, WaitingDeltas, FORMAT_FULL_CHUNK,
+    decode_full, entry_value_unchecked, held_values, values_ref, verify_group, verify_groups, Child, ChunkRecord,
+    Entry, FullParts, HeldValue, NodeRecord, Ref, Slot, Table, WaitingDeltas, FORMAT_FULL_CHUNK,
 };
 use crate::subtree::{bitmap_positions, check_levels, entries_bytes, leaves_bytes, write_subtree, TreePath, WireNode};
 
@@ -47,7 +48,13 @@ const CHUNK_BYTES: usize = 512;
 /// time an answer uses one of them, so a cold read hashes one group.
 struct CachedChunk {
     keys: Keys,
-    entries: Vec<Ref>,
+    entries: Vec<Entry>,
+    /// The full record whose values records hold the values of its held
+    /// slots (its own, or its delta's base), and, for a delta's chunk, the
+    /// group of that record each slot lies in (a held slot's value is in
+    /// that group's values record).
+    holder: Ref,
+    holder_groups: Option<Vec<u8>>,
     /// The in-chunk tree from the group level up (`hash::inchunk_levels` of the group nodes), which proofs read.
     upper: Vec<Vec<Hash>>,
     /// Whether each group's leaves were hashed to its node.
@@ -59,9 +66,15 @@ struct CachedChunk {
 }
 
 impl CachedChunk {
-    fn new(keys: Keys, entries: Vec<Ref>, upper: Vec<Vec<Hash>>) -> CachedChunk {
+    fn new(
+        keys: Keys,
+        entries: Vec<Entry>,
+        holder: Ref,
+        holder_groups: Option<Vec<u8>>,
+        upper: Vec<Vec<Hash>>,
+    ) -> CachedChunk {
         let checked = vec![Cell::new(false); upper[0].len()];
-        CachedChunk { keys, entries, upper, checked, bytes: 0, last_used: 0, loaded_at: 0 }
+        CachedChunk { keys, entries, holder, holder_groups, upper, checked, bytes: 0, last_used: 0, loaded_at: 0 }
     }
 
     fn len(&self) -> usize {
@@ -77,23 +90,35 @@ impl CachedChunk {
         for g in lo / GROUP_LEAVES..hi.div_ceil(GROUP_LEAVES) {
             if !self.checked[g].get() {
                 let group = &self.entries[g * GROUP_LEAVES..((g + 1) * GROUP_LEAVES).min(self.len())];
-                verify_group(&group.iter().map(|e| e.hash).collect::<Vec<_>>(), &self.upper[0][g])?;
+                verify_group(&group.iter().map(|e| *e.hash()).collect::<Vec<_>>(), &self.upper[0][g])?;
                 self.checked[g].set(true);
             }
         }
         Ok(())
     }
 
-    /// The entry record of slot `i`, its group checked.
-    fn entry(&self, i: usize) -> Result<Ref, StoreError> {
+    /// Where slot `i`'s value is, its group checked.
+    fn entry(&self, i: usize) -> Result<Entry, StoreError> {
         self.check(i, i + 1)?;
         Ok(self.entries[i])
+    }
+
+    /// The record that holds slot `i`'s value, its group checked: its entry
+    /// record, or a values record of the chunk's holder.
+    fn source(&self, i: usize) -> Result<(Table, Ref), StoreError> {
+        Ok(match self.entry(i)? {
+            Entry::Record(r) => (Table::Entries, r),
+            Entry::Held(_) => {
+                let group = self.holder_groups.as_ref().map_or(i / GROUP_LEAVES, |g| g[i] as usize);
+                (Table::Values, values_ref(&self.holder, group))
+            }
+        })
     }
 
     /// Every entry hash, every group checked.
     fn leaves(&self) -> Result<Vec<Hash>, StoreError> {
         self.check(0, self.len())?;
-        Ok(self.entries.iter().map(|e| e.hash).collect())
+        Ok(self.entries.iter().map(|e| *e.hash()).collect())
     }
 
     /// The MTH of leaves `[a, a + n)`, a subtree of the in-chunk tree: kept,
@@ -105,7 +130,7 @@ impl CachedChunk {
             return self.upper[level - GROUP_LEVEL][a >> level];
         }
         if n == 1 {
-            return self.entries[a].hash;
+            return *self.entries[a].hash();
         }
         let k = left_size(n);
         inchunk_node(&self.subtree(a, k), &self.subtree(a + k, n - k))
@@ -124,15 +149,28 @@ impl CachedChunk {
     }
 }
 
+/// A value found: in a record still to read, or at hand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// The entry record that holds it: the value once it checks against the key.
+    Record(Ref),
+    /// The values record that holds it, with its entry hash: the value
+    /// once it checks (`record::held_value`).
+    Held(Ref, Hash),
+    /// The value, checked (its record was read for the question).
+    Here(Vec<u8>),
+}
+
 /// What a lookup found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lookup {
     /// Fetch these records, [`Pages::supply`] them, and look up again.
     Need(Vec<(Table, Ref)>),
-    /// The key's entry record; its value is the answer once it checks.
-    Found(Ref),
+    /// The key's value.
+    Found(Value),
     /// The key is absent once these adjacent entry records check with these
-    /// keys (one at either end of the tree, else two).
+    /// keys (one at either end of the tree, else two; a neighbour whose
+    /// value a chunk record holds was checked here, and is not listed).
     Absent(Vec<(Ref, Vec<u8>)>),
 }
 
@@ -141,9 +179,8 @@ pub enum Lookup {
 pub enum Witness {
     /// Fetch these records, [`Pages::supply`] them, and ask again.
     Need(Vec<(Table, Ref)>),
-    /// The entry record (check it with `decode_entry`) and its witness: an
-    /// existence proof once wrapped in `ExistenceProof`.
-    Found(Ref, EntryWitness),
+    /// The value and its witness: an existence proof once wrapped in `ExistenceProof`.
+    Found(Value, EntryWitness),
     /// No slot holds the key (`lookup` proves the absence).
     NotFound,
 }
@@ -166,6 +203,12 @@ pub enum Paged<T> {
     /// Fetch these records, [`Pages::supply`] them, and ask again.
     Need(Vec<(Table, Ref)>),
     Done(T),
+}
+
+impl<T> Paged<T> {
+    fn is_need(&self) -> bool {
+        matches!(self, Paged::Need(_))
+    }
 }
 
 /// A range proof built chunk by chunk across rounds of fetches: finished
@@ -205,6 +248,8 @@ pub struct Pages {
     deltas: WaitingDeltas,
     /// Entry records supplied for the question at hand, dropped once it is answered.
     entries: HashMap<Ref, Vec<u8>>,
+    /// Values records supplied for the question at hand; dropped with `entries`.
+    held: HashMap<Ref, Vec<u8>>,
     hits: u64,
     misses: u64,
 }
@@ -227,6 +272,7 @@ impl Pages {
             resident: 0,
             deltas: WaitingDeltas::default(),
             entries: HashMap::new(),
+            held: HashMap::new(),
             hits: 0,
             misses: 0,
         }
@@ -266,10 +312,18 @@ impl Pages {
                 let base = if waiting.is_empty() { Vec::new() } else { full.slots() };
                 for (at, delta) in waiting {
                     let (applied, applied_groups) = delta.apply(&base, &full.groups, self.capacity)?;
-                    self.cache(at, FullParts::of_slots(applied, applied_groups))?;
+                    // A held slot of a delta is one it keeps from its base: its value is in the base's group.
+                    let group_in_base = |s: &Slot| match s.entry {
+                        Entry::Held(_) => {
+                            base.binary_search_by(|b| b.key.cmp(&s.key)).map_or(0, |p| (p / GROUP_LEAVES) as u8)
+                        }
+                        Entry::Record(_) => 0,
+                    };
+                    let groups = applied.iter().map(group_in_base).collect();
+                    self.cache(at, *r, Some(groups), FullParts::of_slots(applied, applied_groups))?;
                 }
                 // A base is the chunk it was when written: it verifies, and may serve that version.
-                self.cache(*r, full)?;
+                self.cache(*r, *r, None, full)?;
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.capacity)? {
                 ChunkRecord::Delta(delta) => {
@@ -280,23 +334,91 @@ impl Pages {
             Table::Entries => {
                 self.entries.insert(*r, bytes.to_vec());
             }
+            Table::Values => {
+                self.held.insert(*r, bytes.to_vec());
+            }
         }
         Ok(())
     }
 
-    /// The value of a supplied entry record, checked against its hash and the key its slot lists.
-    fn entry_value(&self, r: &Ref, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.entries.get(r).map(|bytes| decode_entry(bytes, &r.hash, key).map(<[u8]>::to_vec)).transpose()
+    /// The values of slots `range` of chunk `c`, unchecked, from the
+    /// records supplied for the question at hand; or the records to fetch.
+    fn values_unchecked(
+        &self,
+        c: &CachedChunk,
+        range: std::ops::Range<usize>,
+    ) -> Result<Result<Vec<&[u8]>, Wanted>, StoreError> {
+        // Each values record parsed once for the range: no copy of its values.
+        let mut parsed: HashMap<Ref, Vec<HeldValue>> = HashMap::new();
+        let (mut found, mut need) = (Vec::with_capacity(range.len()), Vec::new());
+        for i in range {
+            let (table, r) = c.source(i)?;
+            let value = match table {
+                Table::Entries => self.entries.get(&r).map(|bytes| entry_value_unchecked(bytes)).transpose()?,
+                _ => match self.held.get(&r) {
+                    Some(bytes) => {
+                        let held = match parsed.entry(r) {
+                            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                            std::collections::hash_map::Entry::Vacant(v) => v.insert(held_values(bytes)?),
+                        };
+                        let at = held.binary_search_by(|(k, _)| (*k).cmp(c.key(i))).map_err(|_| StoreError::Corrupt)?;
+                        Some(held[at].1)
+                    }
+                    None => None,
+                },
+            };
+            match value {
+                Some(v) => found.push(v),
+                None if !need.contains(&(table, r)) => need.push((table, r)),
+                None => {}
+            }
+        }
+        Ok(if need.is_empty() { Ok(found) } else { Err(need) })
     }
 
-    fn cache(&mut self, r: Ref, full: FullParts) -> Result<(), StoreError> {
+    /// The value of slot `i` of chunk `c`, checked against its entry hash
+    /// with the key the slot lists; or the record to fetch for it.
+    fn value(&self, c: &CachedChunk, i: usize) -> Result<Result<Vec<u8>, (Table, Ref)>, StoreError> {
+        Ok(match self.values_unchecked(c, i..i + 1)? {
+            Ok(v) if entry_hash(c.key(i), v[0]) == *c.entries[i].hash() => Ok(v[0].to_vec()),
+            Ok(_) => return Err(StoreError::Corrupt),
+            Err(need) => Err(need[0]),
+        })
+    }
+
+    /// The answer for a key found at slot `i` of `c`: its value if its
+    /// chunk record was read for the question, else the record to read it
+    /// from (a caller that holds the value already reads nothing).
+    fn found(&self, c: &CachedChunk, i: usize) -> Result<Value, Step> {
+        match c.entry(i)? {
+            Entry::Record(r) => Ok(Value::Record(r)),
+            Entry::Held(hash) => match c.source(i)? {
+                (_, r) if !self.held.contains_key(&r) => Ok(Value::Held(r, hash)),
+                _ => Ok(Value::Here(self.value(c, i)??)),
+            },
+        }
+    }
+
+    /// Drops the records supplied for a question once it is answered.
+    fn forget_values(&mut self) {
+        self.entries.clear();
+        self.held.clear();
+    }
+
+    fn cache(
+        &mut self,
+        r: Ref,
+        holder: Ref,
+        holder_groups: Option<Vec<u8>>,
+        full: FullParts,
+    ) -> Result<(), StoreError> {
         let FullParts { keys, entries, groups } = full;
         let upper = verify_groups(entries.len(), &groups, &r.hash)?;
         if self.chunks.contains_key(&r) {
             return Ok(());
         }
         let hashes = upper.iter().map(Vec::len).sum();
-        let mut chunk = CachedChunk::new(keys, entries, upper);
+        let mut chunk = CachedChunk::new(keys, entries, holder, holder_groups, upper);
         let bytes = Self::chunk_bytes(chunk.len(), chunk.keys.byte_len(), hashes, groups.len());
         while self.resident + bytes > self.budget {
             let Some((_, old)) = self.lru.pop_first() else { break };
@@ -386,7 +508,8 @@ impl Pages {
     /// The witness of `key`'s entry in the version whose top is `top`
     /// (`spec/proof-format.md`), with the entry record that holds its value.
     pub fn witness(&mut self, top: Child, key: &[u8]) -> Result<Witness, StoreError> {
-        answer(self.witness_step(top, key), Witness::Need)
+        let found = answer(self.witness_step(top, key), Witness::Need);
+        self.settle(found, |w| matches!(w, Witness::Need(_)))
     }
 
     fn witness_step(&mut self, top: Child, key: &[u8]) -> Result<Witness, Step> {
@@ -396,7 +519,7 @@ impl Pages {
             return Ok(Witness::NotFound);
         };
         let c = &self.chunks[&d.at];
-        Ok(Witness::Found(c.entry(position)?, entry_witness(&d.path, c, position)?))
+        Ok(Witness::Found(self.found(c, position)?, entry_witness(&d.path, c, position)?))
     }
 
     /// Counts a question answered at `place` as a hit when the chunk it
@@ -416,21 +539,15 @@ impl Pages {
         let Some(top) = top else {
             return Ok(Absence::Proof(Box::new(AbsenceProof { capacity: self.capacity, left: None, right: None })));
         };
-        let found = answer(self.absence_step(top, key), Absence::Need)?;
-        if !matches!(found, Absence::Need(_)) {
-            self.entries.clear();
-        }
-        Ok(found)
+        let found = answer(self.absence_step(top, key), Absence::Need);
+        self.settle(found, |a| matches!(a, Absence::Need(_)))
     }
 
     fn absence_step(&mut self, top: Child, key: &[u8]) -> Result<Absence, Step> {
         let (left, right) = match self.place(top, key)? {
             Place::Found(d, i) => {
-                let entry = self.chunks[&d.at].entry(i)?;
-                return match self.entry_value(&entry, key)? {
-                    Some(_) => Ok(Absence::Present),
-                    None => Err((Table::Entries, entry).into()),
-                };
+                self.value(&self.chunks[&d.at], i)??;
+                return Ok(Absence::Present);
             }
             Place::Between(left, right) => (left, right),
         };
@@ -448,13 +565,17 @@ impl Pages {
     /// entry record is added to `need`.
     fn neighbour(&self, d: &Descent, position: usize, need: &mut Vec<(Table, Ref)>) -> Result<Option<Neighbour>, Step> {
         let c = self.chunks.get(&d.at).ok_or((Table::Chunks, d.at))?;
-        let (entry, key) = (c.entry(position)?, c.key(position));
-        let Some(value) = self.entry_value(&entry, key)? else {
-            need.push((Table::Entries, entry));
-            return Ok(None);
+        let value = match self.value(c, position)? {
+            Ok(value) => value,
+            Err(record) => {
+                if !need.contains(&record) {
+                    need.push(record);
+                }
+                return Ok(None);
+            }
         };
         let witness = entry_witness(&d.path, c, position)?;
-        Ok(Some(Neighbour { key: key.to_vec(), value, witness }))
+        Ok(Some(Neighbour { key: c.key(position).to_vec(), value, witness }))
     }
 
     /// Builds `cursor`'s range proof in the version whose top is `top`
@@ -508,7 +629,7 @@ impl Pages {
             let (inchunk, path) = (c.multiproof(lo, hi)?, chunk_path(&d.path, m)?);
             cur.segments.push(Segment { chunk_entries: m, lo, entries, inchunk, path });
             cur.results = results;
-            self.entries.clear();
+            self.forget_values();
             cur.next = (!ends && index + 1 < total).then_some((index + 1, 0));
         }
         Ok(())
@@ -517,12 +638,13 @@ impl Pages {
     /// The proof that chunk `index` sits at `index` in the version whose top is `top`.
     pub fn prove_chunk(&mut self, top: Option<Child>, index: u64) -> Result<Paged<ChunkProof>, StoreError> {
         let capacity = self.capacity;
-        answer(
+        let found = answer(
             self.chunk_step(top, index, |_, c, path, _| {
                 Ok(ChunkProof { capacity, chunk_entries: c.len(), chunk_root: c.root(), path })
             }),
             Paged::Need,
-        )
+        );
+        self.settle(found, Paged::is_need)
     }
 
     /// The envelope of chunk `index` (`spec/chunk-format.md`), its values from checked entry records.
@@ -534,11 +656,8 @@ impl Pages {
                 Ok(ChunkEnvelope { capacity, key_height, entries, path })
             }),
             Paged::Need,
-        )?;
-        if matches!(found, Paged::Done(_)) {
-            self.entries.clear();
-        }
-        Ok(found)
+        );
+        self.settle(found, Paged::is_need)
     }
 
     /// The `NODES` answer (`spec/catchup.md`): the subtree at `path` of the
@@ -553,7 +672,8 @@ impl Pages {
         levels: u8,
         max_bytes: usize,
     ) -> Result<Paged<Result<Vec<u8>, TreeError>>, StoreError> {
-        answer(self.subtree_step(top, path, levels, max_bytes), Paged::Need)
+        let found = answer(self.subtree_step(top, path, levels, max_bytes), Paged::Need);
+        self.settle(found, Paged::is_need)
     }
 
     fn subtree_step(
@@ -608,7 +728,8 @@ impl Pages {
             let leaves = self.chunk(&r)?.leaves()?;
             Ok(Ok(leaves_bytes(&leaves)))
         });
-        answer(step.map(Paged::Done), Paged::Need)
+        let found = answer(step.map(Paged::Done), Paged::Need);
+        self.settle(found, Paged::is_need)
     }
 
     /// The `ENTRIES` answer: the entries of the chunk at `path` at the
@@ -631,10 +752,10 @@ impl Pages {
             };
             let (mut entries, mut need) = (Vec::with_capacity(positions.len()), Vec::new());
             for &p in &positions {
-                let entry = c.entry(p)?;
-                match self.entry_value(&entry, c.key(p))? {
-                    Some(v) => entries.push((c.key(p), v)),
-                    None => need.push((Table::Entries, entry)),
+                match self.value(c, p)? {
+                    Ok(v) => entries.push((c.key(p), v)),
+                    Err(record) if !need.contains(&record) => need.push(record),
+                    Err(_) => {}
                 }
             }
             if !need.is_empty() {
@@ -642,11 +763,8 @@ impl Pages {
             }
             Ok(Ok(entries_bytes(entries.iter().map(|(k, v)| (*k, v.as_slice())), max_bytes)))
         });
-        let found = answer(step.map(Paged::Done), Paged::Need)?;
-        if matches!(found, Paged::Done(_)) {
-            self.entries.clear();
-        }
-        Ok(found)
+        let found = answer(step.map(Paged::Done), Paged::Need);
+        self.settle(found, Paged::is_need)
     }
 
     /// What `path` leads to from `top` (`None`: it names nothing).
@@ -682,22 +800,12 @@ impl Pages {
     /// against its entry hash (hashed together, four at a time); or every
     /// entry record missing.
     fn values(&self, c: &CachedChunk, range: std::ops::Range<usize>) -> Result<KeyValues, Step> {
-        let (mut found, mut need) = (Vec::with_capacity(range.len()), Vec::new());
-        for i in range {
-            let entry = c.entry(i)?;
-            match self.entries.get(&entry) {
-                Some(bytes) => found.push((i, entry.hash, entry_value_unchecked(bytes)?)),
-                None => need.push((Table::Entries, entry)),
-            }
-        }
-        if !need.is_empty() {
-            return Err(Step::Need(need));
-        }
-        let hashes = entry_hashes(found.iter().map(|&(i, _, v)| (c.key(i), v)));
-        if found.iter().zip(&hashes).any(|((_, expected, _), h)| h != expected) {
+        let found = self.values_unchecked(c, range.clone())?.map_err(Step::Need)?;
+        let hashes = entry_hashes(range.clone().zip(&found).map(|(i, v)| (c.key(i), *v)));
+        if range.clone().zip(&hashes).any(|(i, h)| h != c.entries[i].hash()) {
             return Err(StoreError::Corrupt.into());
         }
-        Ok(found.into_iter().map(|(i, _, v)| (c.key(i).to_vec(), v.to_vec())).collect())
+        Ok(range.zip(found).map(|(i, v)| (c.key(i).to_vec(), v.to_vec())).collect())
     }
 
     /// How many chunks the version whose top is `top` has.
@@ -735,23 +843,38 @@ impl Pages {
 
     /// Looks `key` up in the version whose top is `top`.
     pub fn lookup(&mut self, top: Child, key: &[u8]) -> Result<Lookup, StoreError> {
-        answer(self.lookup_step(top, key), Lookup::Need)
+        let found = answer(self.lookup_step(top, key), Lookup::Need);
+        self.settle(found, |l| matches!(l, Lookup::Need(_)))
     }
 
     fn lookup_step(&mut self, top: Child, key: &[u8]) -> Result<Lookup, Step> {
         let place = self.place(top, key)?;
-        let slot = |(d, i): &(Descent, usize)| -> Result<_, StoreError> {
-            let c = &self.chunks[&d.at];
-            Ok((c.entry(*i)?, c.key(*i).to_vec()))
-        };
         let answer = match &place {
-            Place::Found(d, i) => Lookup::Found(self.chunks[&d.at].entry(*i)?),
+            Place::Found(d, i) => Lookup::Found(self.found(&self.chunks[&d.at], *i)?),
             Place::Between(left, right) => {
-                Lookup::Absent(left.iter().chain(right).map(slot).collect::<Result<_, _>>()?)
+                // Entry records are the caller's to read; a value a chunk record holds is checked here.
+                let mut records = Vec::new();
+                for (d, i) in left.iter().chain(right) {
+                    let c = &self.chunks[&d.at];
+                    match c.entry(*i)? {
+                        Entry::Record(r) => records.push((r, c.key(*i).to_vec())),
+                        Entry::Held(_) => drop(self.value(c, *i)??),
+                    }
+                }
+                Lookup::Absent(records)
             }
         };
         self.answered(&place);
         Ok(answer)
+    }
+
+    /// Drops the records supplied for a question once its answer is final
+    /// (not a list of records to fetch), so that they never outlive it.
+    fn settle<T>(&mut self, found: Result<T, StoreError>, needs: impl Fn(&T) -> bool) -> Result<T, StoreError> {
+        if !found.as_ref().is_ok_and(needs) {
+            self.forget_values();
+        }
+        found
     }
 }
 
@@ -786,6 +909,9 @@ fn chunk_index(path: &ChunkPath) -> u64 {
 
 /// Keys and values, in key order.
 type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Records to fetch, with their tables.
+type Wanted = Vec<(Table, Ref)>;
 
 /// A node a search passed: whether it went left, the node's height and
 /// counts, and the hash of the child it did not take.
@@ -845,7 +971,7 @@ mod tests {
 
     fn cached(slots: Vec<Slot>, groups: Vec<Hash>) -> CachedChunk {
         let full = FullParts::of_slots(slots, groups);
-        CachedChunk::new(full.keys, full.entries, inchunk_levels(&full.groups))
+        CachedChunk::new(full.keys, full.entries, Ref { birth: 1, hash: [0; 32] }, None, inchunk_levels(&full.groups))
     }
 
     #[test]
@@ -856,10 +982,12 @@ mod tests {
                 Slot::new(&key, Ref { birth: 1, hash: entry_hash(&key, b"v") })
             })
             .collect();
-        let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+        let leaves: Vec<Hash> = slots.iter().map(|s| *s.entry.hash()).collect();
         let groups = crate::hash::group_roots(&inchunk_tree(&leaves), 40);
         let mut bad = slots.clone();
-        bad[20].entry.hash[0] ^= 1;
+        if let Entry::Record(r) = &mut bad[20].entry {
+            r.hash[0] ^= 1;
+        }
         let c = cached(bad, groups);
         // Groups 0 and 2 check; group 1 (slots 16 … 31) holds the flipped leaf.
         assert_eq!(c.entry(3), Ok(slots[3].entry));
@@ -883,7 +1011,7 @@ mod tests {
                     Slot::new(&key, Ref { birth: 1, hash: entry_hash(&key, b"v") })
                 })
                 .collect();
-            let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+            let leaves: Vec<Hash> = slots.iter().map(|s| *s.entry.hash()).collect();
             let tree = inchunk_tree(&leaves);
             let groups = crate::hash::group_roots(&tree, m);
             let c = cached(slots, groups);

@@ -10,7 +10,10 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::node::{Node, Stub};
-use crate::record::{chunk_record, encode_entry, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::record::{
+    chunk_record, encode_entry, full_record_puts, values_refs, Child, ChunkRecord, NodeRecord, Ref, Table,
+    VersionRecord,
+};
 use crate::tree::{Commit, Tree};
 
 /// The records one commit adds to a store, and those it makes stale.
@@ -96,6 +99,11 @@ impl Tree {
             discard_below(top, version, &mut out);
         }
         take_born(&mut self.dropped, version, &mut out);
+        // A full chunk record's values records go with it.
+        let chunks: Vec<Ref> = out.iter().filter(|(t, _)| *t == Table::Chunks).map(|(_, r)| *r).collect();
+        for r in chunks {
+            out.extend(values_refs(&r, self.capacity()).map(|v| (Table::Values, v)));
+        }
         out
     }
 }
@@ -209,7 +217,8 @@ fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
 }
 
 /// Writes a changed chunk: its new entries, and itself as a delta of its
-/// base or, when that is not small, whole (a new base).
+/// base or, when that is not small, whole (a new base, holding its held
+/// values: the head read them first, `Chunk::missing_values`).
 fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     let slots = c.slots(version, |v, entry| out.puts.push((Table::Entries, entry, encode_entry(v))));
     let groups = c.group_roots();
@@ -227,7 +236,18 @@ fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
         }
     }
     out.stale.append(&mut c.dropped);
-    out.puts.push((Table::Chunks, stored, record.encode()));
+    // A held slot of a delta is one it keeps from its base: the base holds its value.
+    let holder = match &record {
+        ChunkRecord::Full { slots, groups } => {
+            out.puts.extend(full_record_puts(stored, slots, groups, |i| c.value(i)));
+            stored
+        }
+        ChunkRecord::Delta(delta) => {
+            out.puts.push((Table::Chunks, stored, record.encode()));
+            delta.base
+        }
+    };
+    c.held_by(holder);
     c.stored = Some(match old {
         Some(old) if keep_base => StoredChunk { record: stored, ..old },
         _ => StoredChunk::new(stored, stored, slots.into(), groups.into()),

@@ -7,7 +7,8 @@
 use crate::codec::{check_value, put_bytes, put_varint, Reader};
 use crate::error::{StoreError, TreeError};
 use crate::hash::{
-    chunk_hash, empty_root, entry_hash, group_count, group_level, inchunk_levels, inner_hash, preorder, root_hash, Hash,
+    chunk_hash, empty_root, entry_hash, group_count, group_level, inchunk_levels, inner_hash, preorder, root_hash,
+    Hash, GROUP_LEAVES,
 };
 use crate::keys::Keys;
 use crate::limits::{MAX_CAPACITY, MAX_CHUNKS, MAX_ENTRIES, MAX_HEIGHT, MIN_CAPACITY};
@@ -20,6 +21,7 @@ pub const FORMAT_NODE: u8 = 0x08;
 pub const FORMAT_FULL_CHUNK: u8 = 0x09;
 pub const FORMAT_CHUNK_DELTA: u8 = 0x0a;
 pub const FORMAT_ENTRY: u8 = 0x0b;
+pub const FORMAT_VALUES: u8 = 0x00;
 
 /// Length of a record key: `u64be(birth) ‖ hash`.
 pub const RECORD_KEY_LEN: usize = 40;
@@ -57,12 +59,30 @@ impl Ref {
     }
 }
 
-/// The tables whose records can go stale (`stale` keys name them by id).
+/// The tables of records born at a version. The first three can go stale
+/// (`stale` keys name them by id); a values record goes with the full
+/// chunk record that names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
     Nodes = 1,
     Chunks = 2,
     Entries = 3,
+    Values = 4,
+}
+
+/// The values record of group `group` of full chunk record `chunk`: born
+/// with it, named by its key's first 39 bytes and the group's index, so that
+/// the records of one chunk record sit together and go with it.
+pub fn values_ref(chunk: &Ref, group: usize) -> Ref {
+    let mut hash = chunk.hash;
+    hash[31] = u8::try_from(group).expect("at most 256 groups a chunk");
+    Ref { birth: chunk.birth, hash }
+}
+
+/// The values records that full chunk record `chunk` of a store of
+/// `capacity` may have, one a group (a group that holds no value has none).
+pub fn values_refs(chunk: &Ref, capacity: usize) -> impl Iterator<Item = Ref> + '_ {
+    (0..group_count(capacity)).map(|g| values_ref(chunk, g))
 }
 
 /// The `stale` key saying that `record` of `table` is used by no version `≥ since`.
@@ -76,8 +96,9 @@ pub fn stale_key(since: u64, table: Table, record: &Ref) -> [u8; 9 + RECORD_KEY_
 
 /// The layout of the records this code writes and reads
 /// (`spec/store-format.md`): 1, before chunk records held group nodes, had
-/// no layout byte; 2 repeated the slot's key in each entry record.
-pub const STORE_LAYOUT: u8 = 3;
+/// no layout byte; 2 repeated the slot's key in each entry record; 3 held
+/// no values in chunk records.
+pub const STORE_LAYOUT: u8 = 4;
 
 /// The store record: the capacity every version of the store shares, and the
 /// layout. `CAPACITY_INVALID` outside 2 … 4096: a record no open would read.
@@ -248,11 +269,45 @@ impl NodeRecord {
     }
 }
 
-/// One entry of a stored chunk: its key (for searching) and its record.
+/// Where a slot's value is stored (`spec/store-format.md`, "Values in chunk
+/// records"), with the entry hash it must verify to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Entry {
+    /// In an entry record.
+    Record(Ref),
+    /// In the chunk's full record (its own, or its delta's base), under the slot's key.
+    Held(Hash),
+}
+
+impl Entry {
+    /// The entry hash.
+    pub fn hash(&self) -> &Hash {
+        match self {
+            Entry::Record(r) => &r.hash,
+            Entry::Held(h) => h,
+        }
+    }
+
+    /// The entry record, if the value is in one.
+    pub fn record(&self) -> Option<Ref> {
+        match self {
+            Entry::Record(r) => Some(*r),
+            Entry::Held(_) => None,
+        }
+    }
+}
+
+impl From<Ref> for Entry {
+    fn from(r: Ref) -> Entry {
+        Entry::Record(r)
+    }
+}
+
+/// One entry of a stored chunk: its key (for searching) and where its value is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub key: SlotKey,
-    pub entry: Ref,
+    pub entry: Entry,
 }
 
 /// A slot's key, inline up to 32 bytes: a commit at 10M decodes millions of
@@ -260,8 +315,9 @@ pub struct Slot {
 pub type SlotKey = SmallVec<[u8; 32]>;
 
 impl Slot {
-    pub fn new(key: &[u8], entry: Ref) -> Slot {
-        Slot { key: SlotKey::from_slice(key), entry }
+    /// A slot of `key` whose value is at `entry` (an entry record's [`Ref`] is one).
+    pub fn new(key: &[u8], entry: impl Into<Entry>) -> Slot {
+        Slot { key: SlotKey::from_slice(key), entry: entry.into() }
     }
 }
 
@@ -297,10 +353,11 @@ pub struct Delta {
 
 impl Delta {
     /// The delta of `base` (with its slots and group nodes) that gives the chunk `now` with its group nodes `groups`.
-    pub fn of(base: &Ref, base_slots: &[Slot], base_groups: &[Hash], now: &[Slot], groups: &[Hash]) -> Delta {
+    /// `None` when no delta of `base` gives `now` (`diff_slots`).
+    pub fn of(base: &Ref, base_slots: &[Slot], base_groups: &[Hash], now: &[Slot], groups: &[Hash]) -> Option<Delta> {
         let changed_groups =
             groups.iter().enumerate().filter(|&(i, g)| base_groups.get(i) != Some(g)).map(|(i, g)| (i, *g)).collect();
-        Delta { base: *base, edits: diff_slots(base_slots, now), group_count: groups.len(), changed_groups }
+        Some(Delta { base: *base, edits: diff_slots(base_slots, now)?, group_count: groups.len(), changed_groups })
     }
 
     /// The chunk's slots and group nodes, from its base's: still to check
@@ -371,15 +428,11 @@ impl ChunkRecord {
     pub fn encode(&self) -> Vec<u8> {
         match self {
             ChunkRecord::Full { slots, groups } => {
-                let mut out = Vec::with_capacity(full_chunk_len(slots));
-                out.push(FORMAT_FULL_CHUNK);
-                put_varint(&mut out, slots.len() as u64);
-                for s in slots {
-                    put_bytes(&mut out, &s.key);
-                    s.entry.put(&mut out);
-                }
-                groups.iter().for_each(|g| out.extend_from_slice(g));
-                out
+                assert!(
+                    !slots.iter().any(|s| matches!(s.entry, Entry::Held(_))),
+                    "a full chunk record that holds values is written by `full_record_puts`, with them"
+                );
+                encode_full(slots, groups)
             }
             ChunkRecord::Delta(Delta { base, edits, group_count, changed_groups }) => {
                 let mut out = vec![FORMAT_CHUNK_DELTA];
@@ -464,6 +517,103 @@ impl ChunkRecord {
     }
 }
 
+/// A full chunk record of `slots` and their `groups`, stored as `r`, with
+/// the values records of its groups that hold values: `held(i)` gives the
+/// value of slot `i` when the slot is [`Entry::Held`]. The chunk record first.
+pub fn full_record_puts<'a>(
+    r: Ref,
+    slots: &[Slot],
+    groups: &[Hash],
+    held: impl Fn(usize) -> &'a [u8],
+) -> Vec<(Table, Ref, Vec<u8>)> {
+    let mut out = Vec::with_capacity(1 + groups.len());
+    out.push((Table::Chunks, r, encode_full(slots, groups)));
+    for (g, group) in slots.chunks(GROUP_LEAVES).enumerate() {
+        let held_here: Vec<usize> = (0..group.len())
+            .filter(|&j| matches!(group[j].entry, Entry::Held(_)))
+            .map(|j| g * GROUP_LEAVES + j)
+            .collect();
+        if held_here.is_empty() {
+            continue;
+        }
+        let mut bytes =
+            Vec::with_capacity(2 + held_here.iter().map(|&i| slots[i].key.len() + held(i).len() + 6).sum::<usize>());
+        bytes.push(FORMAT_VALUES);
+        put_varint(&mut bytes, held_here.len() as u64);
+        for &i in &held_here {
+            put_bytes(&mut bytes, &slots[i].key);
+            put_bytes(&mut bytes, held(i));
+        }
+        out.push((Table::Values, values_ref(&r, g), bytes));
+    }
+    out
+}
+
+/// A full chunk record of `slots` and their `groups` (a held slot lists its
+/// entry hash; its value is in the values record of its group), without
+/// its values records: [`full_record_puts`] writes both.
+pub fn encode_full(slots: &[Slot], groups: &[Hash]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(slots_len(slots));
+    out.push(FORMAT_FULL_CHUNK);
+    put_varint(&mut out, slots.len() as u64);
+    for s in slots {
+        put_bytes(&mut out, &s.key);
+        match &s.entry {
+            Entry::Record(r) => {
+                out.push(SLOT_RECORD);
+                r.put(&mut out);
+            }
+            Entry::Held(h) => {
+                out.push(SLOT_HELD);
+                out.extend_from_slice(h);
+            }
+        }
+    }
+    groups.iter().for_each(|g| out.extend_from_slice(g));
+    out
+}
+
+/// A full chunk slot's kind byte: its value in an entry record, or in its group's values record.
+const SLOT_RECORD: u8 = 0;
+const SLOT_HELD: u8 = 1;
+
+/// A value a values record holds, with its slot's key.
+pub type HeldValue<'a> = (&'a [u8], &'a [u8]);
+
+/// The values a values record holds, each with its slot's key, in key
+/// order, unchecked (a caller checks each it uses against its slot's entry
+/// hash). `STORE_CORRUPT` for bytes that are not one, or keys out of order.
+pub fn held_values(bytes: &[u8]) -> Result<Vec<HeldValue<'_>>, StoreError> {
+    let mut r = Reader::new(bytes, FORMAT_VALUES)?;
+    let n = r.varint()?;
+    if n == 0 || n > GROUP_LEAVES as u64 {
+        return Err(StoreError::Corrupt);
+    }
+    let mut out: Vec<HeldValue> = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let key = r.key()?;
+        if out.last().is_some_and(|(k, _)| *k >= key) {
+            return Err(StoreError::Corrupt);
+        }
+        out.push((key, r.value()?));
+    }
+    r.finish()?;
+    Ok(out)
+}
+
+/// The value that values record `bytes` holds for `key`, checked against
+/// the entry hash `expected` (`STORE_CORRUPT` if the record holds none, or
+/// another).
+pub fn held_value<'a>(bytes: &'a [u8], key: &[u8], expected: &Hash) -> Result<&'a [u8], StoreError> {
+    let held = held_values(bytes)?;
+    let at = held.binary_search_by(|(k, _)| (*k).cmp(key)).map_err(|_| StoreError::Corrupt)?;
+    let value = held[at].1;
+    if entry_hash(key, value) != *expected {
+        return Err(StoreError::Corrupt);
+    }
+    Ok(value)
+}
+
 /// The base that chunk delta `bytes` names, read from its first bytes alone
 /// (`None` for any other record), so that a reader knows what to read with
 /// it before decoding it.
@@ -476,7 +626,7 @@ pub fn delta_base(bytes: &[u8]) -> Option<Ref> {
 /// the standard workload).
 pub(crate) struct FullParts {
     pub keys: Keys,
-    pub entries: Vec<Ref>,
+    pub entries: Vec<Entry>,
     pub groups: Vec<Hash>,
 }
 
@@ -509,7 +659,11 @@ pub(crate) fn decode_full(bytes: &[u8], capacity: usize) -> Result<FullParts, St
             return Err(StoreError::Corrupt);
         }
         keys.push(key);
-        entries.push(Ref::read(&mut r)?);
+        entries.push(match r.u8()? {
+            SLOT_RECORD => Entry::Record(Ref::read(&mut r)?),
+            SLOT_HELD => Entry::Held(r.hash()?),
+            _ => return Err(StoreError::Corrupt),
+        });
     }
     let groups = r.hashes(group_count(m))?;
     r.finish()?;
@@ -524,7 +678,9 @@ pub fn apply_edits(base: &[Slot], edits: &[Edit], capacity: usize) -> Result<Vec
     let mut slots = base.to_vec();
     for e in edits {
         match e {
-            Edit::Set { position, entry } => slots.get_mut(*position).ok_or(StoreError::Corrupt)?.entry = *entry,
+            Edit::Set { position, entry } => {
+                slots.get_mut(*position).ok_or(StoreError::Corrupt)?.entry = Entry::Record(*entry)
+            }
             Edit::Insert { position, key, entry } => {
                 if *position > slots.len() {
                     return Err(StoreError::Corrupt);
@@ -548,8 +704,10 @@ pub fn apply_edits(base: &[Slot], edits: &[Edit], capacity: usize) -> Result<Vec
 /// The edits that turn `base` into `now` (both in strictly increasing key
 /// order), found by walking both in key order: a key only in the base is a
 /// delete, a key only in `now` an insert, a key in both with another entry
-/// a set. Positions are those of the list as edited so far.
-pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
+/// a set. Positions are those of the list as edited so far. `None` when a
+/// slot of `now` that is not the base's holds its value in a chunk record:
+/// an edit names an entry record, so no delta of this base gives `now`.
+pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Option<Vec<Edit>> {
     use std::cmp::Ordering;
     let (mut i, mut j, mut edits) = (0, 0, Vec::new());
     // `j` is also the position in the edited list: slots before it match `now`.
@@ -564,7 +722,7 @@ pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
         match order {
             Ordering::Equal => {
                 if base[i].entry != now[j].entry {
-                    edits.push(Edit::Set { position: j, entry: now[j].entry });
+                    edits.push(Edit::Set { position: j, entry: now[j].entry.record()? });
                 }
                 i += 1;
                 j += 1;
@@ -574,26 +732,28 @@ pub fn diff_slots(base: &[Slot], now: &[Slot]) -> Vec<Edit> {
                 i += 1;
             }
             Ordering::Greater => {
-                edits.push(Edit::Insert { position: j, key: now[j].key.to_vec(), entry: now[j].entry });
+                edits.push(Edit::Insert { position: j, key: now[j].key.to_vec(), entry: now[j].entry.record()? });
                 j += 1;
             }
         }
     }
-    edits
+    Some(edits)
 }
 
 /// A full chunk record's base, as a later delta names it: its ref, slots and group nodes.
 pub type Base<'a> = (&'a Ref, &'a [Slot], &'a [Hash]);
 
 /// How a changed chunk is stored, with `groups`, the group nodes of its
-/// in-chunk tree: as a delta of `base` when its encoding is at most a
-/// quarter of the full chunk's, else whole (a new base).
+/// in-chunk tree: as a delta of `base` when there is one and its encoding
+/// is at most a quarter of the full chunk record's slots, else whole (a
+/// new base, holding the values of its held slots).
 pub fn chunk_record(base: Option<Base>, now: &[Slot], groups: Vec<Hash>) -> ChunkRecord {
-    if let Some((base_ref, base_slots, base_groups)) = base {
-        let delta = Delta::of(base_ref, base_slots, base_groups, now, &groups);
+    if let Some(delta) =
+        base.and_then(|(base_ref, base_slots, base_groups)| Delta::of(base_ref, base_slots, base_groups, now, &groups))
+    {
         if !delta.edits.is_empty() {
             let delta = ChunkRecord::Delta(delta);
-            if 4 * delta.encode().len() <= full_chunk_len(now) {
+            if 4 * delta.encode().len() <= slots_len(now) {
                 return delta;
             }
         }
@@ -601,10 +761,18 @@ pub fn chunk_record(base: Option<Base>, now: &[Slot], groups: Vec<Hash>) -> Chun
     ChunkRecord::Full { slots: now.to_vec(), groups }
 }
 
-/// The length of a full chunk record of `slots`, without encoding it.
-fn full_chunk_len(slots: &[Slot]) -> usize {
+/// The length of a full chunk record of `slots` without the values it
+/// holds (a held slot counts its key, kind and entry hash), not encoded:
+/// what a delta is compared with.
+pub fn slots_len(slots: &[Slot]) -> usize {
     let varint_len = |v: u64| (64 - v.max(1).leading_zeros() as usize).div_ceil(7);
-    let slot_len = |s: &Slot| varint_len(s.key.len() as u64) + s.key.len() + varint_len(s.entry.birth) + 32;
+    let slot_len = |s: &Slot| {
+        let place = match s.entry {
+            Entry::Record(r) => varint_len(r.birth) + 32,
+            Entry::Held(_) => 32,
+        };
+        varint_len(s.key.len() as u64) + s.key.len() + 1 + place
+    };
     1 + varint_len(slots.len() as u64) + slots.iter().map(slot_len).sum::<usize>() + 32 * group_count(slots.len())
 }
 
@@ -612,7 +780,7 @@ fn full_chunk_len(slots: &[Slot]) -> usize {
 /// entry hashes, for callers that hold no in-chunk tree (tests, tools);
 /// every writer takes them from the tree it has (`Chunk::group_roots`).
 pub fn slot_groups(slots: &[Slot]) -> Vec<Hash> {
-    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    let leaves: Vec<Hash> = slots.iter().map(|s| *s.entry.hash()).collect();
     group_level(&inchunk_levels(&leaves)).to_vec()
 }
 
@@ -644,7 +812,7 @@ pub fn verify_group(leaves: &[Hash], group: &Hash) -> Result<(), StoreError> {
 /// `expected`, every group included, and returns the chunk's in-chunk tree
 /// (`hash::inchunk_tree`), which verifies its entries.
 pub fn verify_slots(slots: &[Slot], groups: &[Hash], expected: &Hash) -> Result<Vec<Hash>, StoreError> {
-    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    let leaves: Vec<Hash> = slots.iter().map(|s| *s.entry.hash()).collect();
     if leaves.is_empty() {
         return Err(StoreError::Corrupt);
     }

@@ -15,11 +15,13 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use crate::catchup::Base;
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, StoredAt};
 use crate::error::StoreError;
 use crate::hash::Hash;
 use crate::node::Node;
-use crate::record::{chunk_record, in_key_order, verify_slots, ChunkRecord, Ref, Slot, Table, WaitingDeltas};
+use crate::record::{
+    chunk_record, full_record_puts, in_key_order, verify_slots, ChunkRecord, Entry, Ref, Slot, Table, WaitingDeltas,
+};
 use crate::sync_store::{ChunkFacts, ChunkWrite};
 use crate::tree::Tree;
 
@@ -265,7 +267,11 @@ impl Head {
         let stored = |key: &[u8], hash: &Hash| {
             held.iter().find_map(|h| {
                 let at = find(&h.slots, key)?;
-                (h.slots[at].entry.hash == *hash).then_some(h.slots[at].entry.birth)
+                (h.slots[at].entry.hash() == hash).then_some(match h.slots[at].entry {
+                    Entry::Record(r) => StoredAt::Record(r.birth),
+                    // The chunk has the value from the wire: a whole record holds it again.
+                    Entry::Held(_) => StoredAt::Held(h.base.record),
+                })
             })
         };
         let hash = chunk.hash();
@@ -282,7 +288,13 @@ impl Head {
         if let ChunkRecord::Delta(delta) = &record {
             self.bases.insert(delta.base);
         }
-        puts.push((Table::Chunks, Ref { birth: version, hash }, record.encode()));
+        let stored = Ref { birth: version, hash };
+        match &record {
+            ChunkRecord::Full { slots, groups } => {
+                puts.extend(full_record_puts(stored, slots, groups, |i| chunk.value(i)))
+            }
+            ChunkRecord::Delta(_) => puts.push((Table::Chunks, stored, record.encode())),
+        }
         self.ready.push(ChunkWrite { index, puts, progress });
     }
 
@@ -352,11 +364,11 @@ impl Head {
                 for (at, delta) in self.new_deltas.take(r) {
                     let (applied, applied_groups) = delta.apply(&slots, &groups, self.capacity)?;
                     verify_slots(&applied, &applied_groups, &at.hash)?;
-                    self.new_slots.insert(at, applied.into_iter().map(|s| s.entry).collect());
+                    self.new_slots.insert(at, applied.into_iter().filter_map(|s| s.entry.record()).collect());
                 }
                 if new {
                     verify_slots(&slots, &groups, &r.hash)?;
-                    self.new_slots.insert(*r, slots.into_iter().map(|s| s.entry).collect());
+                    self.new_slots.insert(*r, slots.into_iter().filter_map(|s| s.entry.record()).collect());
                     return Ok(());
                 }
                 for (at, delta) in self.stale_deltas.take(r) {
@@ -390,7 +402,8 @@ impl Head {
             let unused = |r: &Ref| !self.bases.contains(r);
             self.stale.extend(Some(self.order[p]).filter(unused).map(|r| (Table::Chunks, r)));
             self.stale.extend(base.filter(|b| !self.is_shared(b) && unused(b)).map(|b| (Table::Chunks, b)));
-            let dropped = slots.expect("read").into_iter().map(|s| s.entry).filter(|e| !used.contains(e));
+            let dropped =
+                slots.expect("read").into_iter().filter_map(|s| s.entry.record()).filter(|e| !used.contains(e));
             self.stale.extend(dropped.map(|e| (Table::Entries, e)));
         }
         self.new_slots.clear();

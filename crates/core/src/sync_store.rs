@@ -17,7 +17,9 @@ use crate::hash::{inner_hash, root_hash, Hash};
 use crate::limits::MAX_HEIGHT;
 use crate::path::ChunkPath;
 use crate::persist::WriteSet;
-use crate::record::{delta_base, verify_slots, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord};
+use crate::record::{
+    delta_base, full_record_puts, verify_slots, Child, ChunkRecord, Entry, NodeRecord, Ref, Table, VersionRecord,
+};
 use crate::sync_next::Head;
 use crate::tree::Tree;
 
@@ -152,7 +154,7 @@ impl StoreSync {
         if self.chunks.contains_key(&chunk.index) {
             return Ok(None);
         }
-        let VerifiedChunk { index, chunk_count, capacity, key_height, mut chunk, path, .. } = chunk;
+        let VerifiedChunk { index, chunk_count, capacity, key_height, chunk, path, .. } = chunk;
         self.layout.get_or_insert(Layout { capacity, chunks: chunk_count });
         let hash = chunk.hash();
         let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
@@ -168,11 +170,10 @@ impl StoreSync {
             }
             return Ok(None);
         }
-        let mut puts = Vec::with_capacity(chunk.len() + 1);
-        let slots =
-            chunk.slots(self.version, |v, entry| puts.push((Table::Entries, entry, crate::record::encode_entry(v))));
-        let record = ChunkRecord::Full { slots, groups: chunk.group_roots() };
-        puts.push((Table::Chunks, Ref { birth: self.version, hash }, record.encode()));
+        let puts =
+            full_record_puts(Ref { birth: self.version, hash }, &chunk.held_slots(), &chunk.group_roots(), |i| {
+                chunk.value(i)
+            });
         Ok(Some(ChunkWrite { index, puts, progress }))
     }
 
@@ -283,8 +284,12 @@ impl StoreSync {
             }
             _ => return Err(StoreError::Corrupt),
         };
-        let born = |b: u64| b == self.version || (self.head.is_some() && b < self.version);
-        if slots.len() != p.entries || slots.iter().any(|s| !born(s.entry.birth)) {
+        // Into an empty store every value is held; as a head's next version, entries may be the head's.
+        let born = |e: &Entry| match e {
+            Entry::Held(_) => true,
+            Entry::Record(r) => r.birth == self.version || (self.head.is_some() && r.birth < self.version),
+        };
+        if slots.len() != p.entries || slots.iter().any(|s| !born(&s.entry)) {
             return Err(StoreError::Corrupt);
         }
         verify_slots(&slots, &groups, &p.hash)?;

@@ -7,10 +7,15 @@
 use std::collections::BTreeMap;
 
 use bpavl_core::hash::entry_hash;
-use bpavl_core::pages::{Absence, Lookup, Paged, Pages, RangeCursor, Witness};
-use bpavl_core::record::{decode_entry, encode_entry, Child, ChunkRecord, Ref, Table, VersionRecord};
+use bpavl_core::pages::{Absence, Lookup, Paged, Pages, RangeCursor, Value, Witness};
+use bpavl_core::record::{
+    decode_entry, encode_entry, held_value, Child, ChunkRecord, Entry, Ref, Table, VersionRecord,
+};
 use bpavl_core::{verify_absence, verify_existence, AbsenceProof, ExistenceProof, Hash, Snapshot, StoreError, Tree};
 use proptest::prelude::*;
+
+mod model_keys;
+mod store_kit;
 
 type Records = BTreeMap<(u8, [u8; 40]), Vec<u8>>;
 /// A stored version: its top, its root, and the entries it holds.
@@ -60,26 +65,46 @@ fn record<'a>(records: &'a Records, t: Table, r: &Ref) -> Option<&'a [u8]> {
 /// Looks `key` up, fetching what the pages need; returns the checked value
 /// (`Ok(None)`: checked absence).
 fn get(pages: &mut Pages, records: &Records, top: Child, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+    get_from(pages, &|t, r| record(records, t, r), top, key, false)
+}
+
+/// [`get`] from any store: `read` gives a record's bytes. With `held`
+/// values, an absence lists only the neighbours in entry records.
+fn get_from<'a>(
+    pages: &mut Pages,
+    read: &impl Fn(Table, &Ref) -> Option<&'a [u8]>,
+    top: Child,
+    key: &[u8],
+    held: bool,
+) -> Result<Option<Vec<u8>>, StoreError> {
     for _ in 0..64 {
         match pages.lookup(top, key)? {
             Lookup::Need(wanted) => {
                 for (t, r) in wanted {
-                    pages.supply(t, &r, record(records, t, &r))?;
+                    pages.supply(t, &r, read(t, &r))?;
                 }
             }
-            Lookup::Found(entry) => {
-                let bytes = record(records, Table::Entries, &entry).ok_or(StoreError::Corrupt)?;
+            Lookup::Found(Value::Record(entry)) => {
+                let bytes = read(Table::Entries, &entry).ok_or(StoreError::Corrupt)?;
                 return Ok(Some(decode_entry(bytes, &entry.hash, key)?.to_vec()));
+            }
+            Lookup::Found(Value::Here(value)) => return Ok(Some(value)),
+            Lookup::Found(Value::Held(values, hash)) => {
+                let bytes = read(Table::Values, &values).ok_or(StoreError::Corrupt)?;
+                return Ok(Some(held_value(bytes, key, &hash)?.to_vec()));
             }
             Lookup::Absent(bracket) => {
                 for (entry, slot_key) in &bracket {
-                    let bytes = record(records, Table::Entries, entry).ok_or(StoreError::Corrupt)?;
+                    let bytes = read(Table::Entries, entry).ok_or(StoreError::Corrupt)?;
                     decode_entry(bytes, &entry.hash, slot_key)?;
                 }
-                let (first, last) = (&bracket[0].1, &bracket[bracket.len() - 1].1);
-                let brackets = match bracket.len() {
-                    1 => key < first.as_slice() || key > last.as_slice(),
-                    _ => first.as_slice() < key && key < last.as_slice(),
+                assert!(bracket.iter().all(|(_, k)| k.as_slice() != key), "an absence lists no entry of the key");
+                let brackets = match bracket.as_slice() {
+                    [(_, first), (_, last)] => first.as_slice() < key && key < last.as_slice(),
+                    // A neighbour whose value a values record holds was checked by the pages, and is not listed.
+                    _ if held => true,
+                    [(_, only)] => key < only.as_slice() || key > only.as_slice(),
+                    _ => false,
                 };
                 assert!(brackets, "an absence is bracketed by the entries that prove it");
                 return Ok(None);
@@ -139,6 +164,56 @@ fn a_flipped_record_never_gives_a_wrong_answer() {
     }
 }
 
+/// A bulk-loaded version (every value in a values record) and a version
+/// committed over it (deltas whose kept slots read their values from their
+/// base's groups, new entries in entry records): every lookup at both, with a
+/// tiny cache, is the model's; a flipped record, values records included,
+/// gives the model's answer or `STORE_CORRUPT`.
+#[test]
+fn lookups_over_values_records_and_deltas_of_them() {
+    for capacity in [4usize, 17, 40] {
+        let mut store = store_kit::Store::default();
+        let first: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..200u16).map(|k| (model_keys::key(k * 2), model_keys::value(k * 2, 1))).collect();
+        store_kit::bulk_load(&mut store, capacity, first.iter().map(|(k, v)| (k.as_slice(), v.as_slice())));
+        let mut tree = store.load(1, capacity).unwrap();
+        for k in (0..400u16).step_by(7) {
+            tree.insert(&model_keys::key(k), &model_keys::value(k, 2)).unwrap();
+        }
+        let (_, w) = tree.commit_to_store();
+        store.write(&w);
+        let models = [first.into_iter().collect::<BTreeMap<_, _>>(), store_kit::entries(&tree)];
+        let top = |v: u64| VersionRecord::decode(&store.versions[&store_kit::be(v)], capacity).unwrap().top.unwrap();
+        let check = |store: &store_kit::Store, exact: bool| {
+            let mut pages = Pages::new(capacity, 0);
+            for (v, model) in [1u64, 2].iter().zip(&models) {
+                for k in 0..410u16 {
+                    let key = model_keys::key(k);
+                    let read = |t: Table, r: &Ref| store.get(t, r);
+                    match get_from(&mut pages, &read, top(*v), &key, true) {
+                        Ok(answer) => {
+                            assert_eq!(answer.as_ref(), model.get(&key), "C = {capacity}, version {v}, key {k}")
+                        }
+                        Err(e) => {
+                            assert!(!exact && e == StoreError::Corrupt, "C = {capacity}, version {v}, key {k}: {e:?}")
+                        }
+                    }
+                }
+            }
+        };
+        check(&store, true);
+        let values = store.records[&(Table::Values as u8)].clone();
+        assert!(!values.is_empty());
+        for (key, bytes) in values.iter().step_by(3) {
+            for at in [0, bytes.len() / 2, bytes.len() - 1] {
+                let mut bad = store.clone();
+                bad.table(Table::Values).get_mut(key).unwrap()[at] ^= 0x01;
+                check(&bad, false);
+            }
+        }
+    }
+}
+
 #[test]
 fn a_small_budget_evicts_and_counts_misses() {
     let (records, versions) = stored(4, 7, 3);
@@ -177,7 +252,11 @@ fn witnesses_from_pages_verify_against_each_versions_root() {
             .unzip();
             assert_eq!(entry.is_some(), entries.contains_key(key.as_slice()));
             let (Some(entry), Some(witness)) = (entry, witness) else { continue };
-            let value = decode_entry(record(&records, Table::Entries, &entry).unwrap(), &entry.hash, &key).unwrap();
+            let value = match entry {
+                Value::Record(r) => decode_entry(record(&records, Table::Entries, &r).unwrap(), &r.hash, &key).unwrap(),
+                Value::Here(ref v) => v,
+                Value::Held(..) => unreachable!("a tree's commit writes entry records"),
+            };
             let proof = ExistenceProof { capacity, witness }.encode();
             verify_existence(root, &key, value, &proof).unwrap();
             proven += 1;
@@ -410,8 +489,9 @@ fn a_swapped_entry_is_caught_by_its_group() {
         };
         for i in [0, slots.len() / 2, slots.len() - 1] {
             let (mut bad, key) = (records.clone(), slots[i].key.to_vec());
-            let entry = Ref { birth: slots[i].entry.birth, hash: entry_hash(&key, b"swapped") };
-            bad.insert((Table::Entries as u8, entry.key()), encode_entry(b"swapped"));
+            let Entry::Record(old) = slots[i].entry else { panic!("a tree's commit writes entry records") };
+            let entry = Entry::Record(Ref { birth: old.birth, hash: entry_hash(&key, b"swapped") });
+            bad.insert((Table::Entries as u8, entry.record().unwrap().key()), encode_entry(b"swapped"));
             let kept = std::mem::replace(&mut slots[i].entry, entry);
             let record = ChunkRecord::Full { slots: slots.clone(), groups: groups.clone() };
             bad.insert((Table::Chunks as u8, at), record.encode());

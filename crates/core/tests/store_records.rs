@@ -6,8 +6,8 @@
 use bpavl_core::hash::{chunk_hash, entry_hash, inchunk_tree, inner_hash, root_hash, Hash};
 use bpavl_core::record::{
     apply_edits, chunk_record, decode_entry, decode_store, diff_slots, encode_entry, encode_store, slot_groups,
-    stale_key, store_layout, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, NodeRecord, Ref,
-    Slot, Table, VersionRecord,
+    stale_key, store_layout, verify_group, verify_groups, verify_slots, Child, ChunkRecord, Delta, Entry, NodeRecord,
+    Ref, Slot, Table, VersionRecord,
 };
 use bpavl_core::{StoreError, TreeError};
 use proptest::prelude::*;
@@ -25,7 +25,7 @@ fn slots(keys: &std::collections::BTreeMap<u16, u8>, birth: u64) -> Vec<Slot> {
 }
 
 fn chunk_hash_of(slots: &[Slot]) -> Hash {
-    let leaves: Vec<Hash> = slots.iter().map(|s| s.entry.hash).collect();
+    let leaves: Vec<Hash> = slots.iter().map(|s| *s.entry.hash()).collect();
     chunk_hash(slots.len(), &inchunk_tree(&leaves)[0])
 }
 
@@ -52,11 +52,12 @@ fn store_record_round_trips_and_rejects_bad_capacities() {
     assert_eq!(decode_store(&[0x07, 0x04]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[]), Err(StoreError::Corrupt));
     assert_eq!(decode_store(&[0x06, 0x04, 0x03, 0x00]), Err(StoreError::Corrupt));
-    assert_eq!(encode_store(4).unwrap(), vec![0x06, 0x04, 0x03]);
+    assert_eq!(encode_store(4).unwrap(), vec![0x06, 0x04, 0x04]);
     assert_eq!(decode_store(&[0x06, 0x04]), Err(StoreError::Corrupt), "layout 1 had no layout byte");
     assert_eq!(decode_store(&[0x06, 0x04, 0x02]), Err(StoreError::Corrupt), "layout 2 kept keys in entry records");
-    assert_eq!(decode_store(&[0x06, 0x04, 0x04]), Err(StoreError::Corrupt), "a later layout");
-    assert_eq!(store_layout(&encode_store(4).unwrap()), Some(3));
+    assert_eq!(decode_store(&[0x06, 0x04, 0x03]), Err(StoreError::Corrupt), "layout 3 held no values in chunk records");
+    assert_eq!(decode_store(&[0x06, 0x04, 0x05]), Err(StoreError::Corrupt), "a later layout");
+    assert_eq!(store_layout(&encode_store(4).unwrap()), Some(4));
     assert_eq!(store_layout(&[0x06, 0x04]), Some(1));
     assert_eq!(store_layout(&[0x06, 0x04, 0x02]), Some(2));
     assert_eq!(store_layout(&[0x06, 0x01, 0x02]), None, "capacity 1");
@@ -165,9 +166,9 @@ fn full_chunks_verify_and_a_flipped_slot_key_is_caught_by_its_entry() {
         let (k, seed) = (3 * i as u16, i as u8);
         let record = encode_entry(&value(k, seed));
         if g[i].key != s[i].key {
-            assert_eq!(decode_entry(&record, &g[i].entry.hash, &g[i].key), Err(StoreError::Corrupt));
+            assert_eq!(decode_entry(&record, g[i].entry.hash(), &g[i].key), Err(StoreError::Corrupt));
         } else {
-            assert_ne!(g[i].entry.key(), s[i].entry.key());
+            assert_ne!(g[i].entry, s[i].entry);
         }
     }
 }
@@ -196,7 +197,7 @@ proptest! {
         // Entries kept from the base keep their records (same birth).
         let (base, now) = (slots(&base, 1), slots(&now, 1));
         let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
-        let edits = diff_slots(&base, &now);
+        let edits = diff_slots(&base, &now).expect("every slot names an entry record");
         prop_assert_eq!(apply_edits(&base, &edits, 16), Ok(now.clone()));
         let base_groups = slot_groups(&base);
         let record = chunk_record(Some((&base_ref, &base, &base_groups)), &now, slot_groups(&now));
@@ -216,7 +217,7 @@ proptest! {
         // The group nodes alone check the chunk hash, and each group its leaves.
         let upper = verify_groups(now.len(), &groups, &chunk_hash_of(&now)).unwrap();
         prop_assert_eq!(&upper[0], &groups);
-        let leaves: Vec<_> = now.iter().map(|s| s.entry.hash).collect();
+        let leaves: Vec<_> = now.iter().map(|s| *s.entry.hash()).collect();
         for (g, node) in leaves.chunks(16).zip(&groups) {
             prop_assert!(verify_group(g, node).is_ok());
         }
@@ -228,9 +229,9 @@ proptest! {
         let base = slots(&base, 1);
         let delete_past_end = [bpavl_core::record::Edit::Delete { position: base.len() + position }];
         prop_assert_eq!(apply_edits(&base, &delete_past_end, 16), Err(StoreError::Corrupt));
-        let duplicate = [bpavl_core::record::Edit::Insert { position: 0, key: base[0].key.to_vec(), entry: base[0].entry }];
+        let duplicate = [bpavl_core::record::Edit::Insert { position: 0, key: base[0].key.to_vec(), entry: base[0].entry.record().unwrap() }];
         prop_assert_eq!(apply_edits(&base, &duplicate, 16), Err(StoreError::Corrupt));
-        let overflow = [bpavl_core::record::Edit::Insert { position: 0, key: vec![0], entry: base[0].entry }];
+        let overflow = [bpavl_core::record::Edit::Insert { position: 0, key: vec![0], entry: base[0].entry.record().unwrap() }];
         prop_assert_eq!(apply_edits(&base, &overflow, base.len()), Err(StoreError::Corrupt));
     }
 }
@@ -240,7 +241,7 @@ fn one_changed_entry_in_a_large_chunk_is_stored_as_a_small_delta() {
     let base: std::collections::BTreeMap<u16, u8> = (0..256u16).map(|k| (k, 0)).collect();
     let base = slots(&base, 1);
     let mut now = base.clone();
-    now[100].entry = entry_ref(100, 1, 2);
+    now[100].entry = entry_ref(100, 1, 2).into();
     let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
     let record = chunk_record(Some((&base_ref, &base, &slot_groups(&base))), &now, slot_groups(&now));
     // One edit, and the one group node it changed.
@@ -265,10 +266,13 @@ fn a_delta_is_chosen_by_the_full_chunks_encoded_length() {
     for changed in 1..64 {
         let mut now = base.clone();
         for s in now.iter_mut().take(changed) {
-            s.entry.hash[0] ^= 1;
+            if let Entry::Record(r) = &mut s.entry {
+                r.hash[0] ^= 1;
+            }
         }
         let (base_groups, groups) = (slot_groups(&base), slot_groups(&now));
-        let delta = ChunkRecord::Delta(Delta::of(&base_ref, &base, &base_groups, &now, &groups)).encode().len();
+        let delta =
+            ChunkRecord::Delta(Delta::of(&base_ref, &base, &base_groups, &now, &groups).unwrap()).encode().len();
         let record = chunk_record(Some((&base_ref, &base, &base_groups)), &now, groups);
         assert_eq!(matches!(record, ChunkRecord::Delta(_)), 4 * delta <= full, "{changed} changed slots");
     }
@@ -281,7 +285,7 @@ fn a_deltas_group_nodes_are_its_bases_with_the_changed_ones_replaced() {
     let now = slots(&(0..50u16).map(|k| (k, 0)).collect(), 1);
     let (base_groups, groups) = (slot_groups(&base), slot_groups(&now));
     let base_ref = Ref { birth: 1, hash: chunk_hash_of(&base) };
-    let delta = Delta::of(&base_ref, &base, &base_groups, &now, &groups);
+    let delta = Delta::of(&base_ref, &base, &base_groups, &now, &groups).unwrap();
     assert_eq!(delta.changed_groups.iter().map(|c| c.0).collect::<Vec<_>>(), vec![2, 3]);
     assert_eq!(delta.apply(&base, &base_groups, 64), Ok((now.clone(), groups.clone())));
     let bytes = ChunkRecord::Delta(delta.clone()).encode();

@@ -115,7 +115,7 @@ export function copyExistenceItems(items, flat, ends) {
   }
 }
 
-const RECORD_TABLES = [undefined, 'nodes', 'chunks', 'entries'];
+const RECORD_TABLES = [undefined, 'nodes', 'chunks', 'entries', 'values'];
 const RECORD_KEY_LEN = 40;
 const STALE_KEY_LEN = 49;
 
@@ -175,10 +175,12 @@ export function tableKeys(tables, flat) {
   return out;
 }
 
-/** A `Lookup`: records needed (kind 0), the entry found (1), or the entries bracketing an absence (2). */
+/** A `Lookup`: records needed (kind 0), the entry found (1), the entries bracketing an absence (2), or the value found (3). */
 export function lookupResult(kind, tables, flat, ends) {
   if (kind === 0) return { need: tableKeys(tables, flat) };
   if (kind === 1) return { found: flat.slice() };
+  if (kind === 3) return { value: flat.slice() };
+  if (kind === 4) return { held: flat.slice(0, RECORD_KEY_LEN), hash: flat.slice(RECORD_KEY_LEN) };
   return { absent: pairs(flat, ends) };
 }
 
@@ -202,8 +204,10 @@ export function versionFields(top, root, chunkCount, entryCount) {
   return { top, root: root.slice(), chunkCount, entryCount };
 }
 
-/** A `Proven`: the entry record's key and the proof, or not found. */
-export function provenResult(entryKey, proof) {
+/** A `Proven`: the entry record's key (or the value, or the record holding it with its hash) and the proof, or not found. */
+export function provenResult(entryKey, value, held, proof) {
+  if (value !== undefined) return { value, proof };
+  if (held !== undefined) return { held: held.subarray(0, RECORD_KEY_LEN), hash: held.subarray(RECORD_KEY_LEN), proof };
   return entryKey === undefined ? { notFound: true } : { found: entryKey, proof };
 }
 

@@ -14,7 +14,7 @@ use crate::Tree;
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
 /** A store table that holds records (`spec/store-format.md`). */
-export type RecordTable = 'nodes' | 'chunks' | 'entries';
+export type RecordTable = 'nodes' | 'chunks' | 'entries' | 'values';
 
 /** What `Tree.commitToStore()` returns: the records one commit adds to a store. */
 export interface WriteSet {
@@ -90,6 +90,7 @@ fn table(name: &str) -> Result<Table, JsValue> {
         "nodes" => Ok(Table::Nodes),
         "chunks" => Ok(Table::Chunks),
         "entries" => Ok(Table::Entries),
+        "values" => Ok(Table::Values),
         _ => Err(range_error(&format!("unknown record table {name:?}"))),
     }
 }
@@ -513,7 +514,11 @@ export type Lookup =
   | { need: [table: RecordTable, key: Uint8Array][] }
   /** The key's entry record (its record key); `entryValue` checks it and gives the value. */
   | { found: Uint8Array }
-  /** Absent once each of these entry records checks with its slot's key (`entryValue`). */
+  /** The key's value, checked (its chunk record was read for the question). */
+  | { value: Uint8Array }
+  /** The values record that holds the key's value (its record key) and the entry hash; `heldValue` checks it and gives the value. */
+  | { held: Uint8Array; hash: Uint8Array }
+  /** Absent once each of these entry records checks with its slot's key (`entryValue`; a neighbour whose value a chunk record holds was checked already). */
   | { absent: [entryKey: Uint8Array, slotKey: Uint8Array][] };
 
 /** What `Pages.proveExistence` answers. */
@@ -522,6 +527,10 @@ export type Proven =
   | { need: [table: RecordTable, key: Uint8Array][] }
   /** The entry record (check it with `entryValue`) and the existence proof, to verify against the version's root. */
   | { found: Uint8Array; proof: Uint8Array }
+  /** The value, checked (its chunk record was read for the question), and the existence proof. */
+  | { value: Uint8Array; proof: Uint8Array }
+  /** The values record that holds the value and its entry hash (check it with `heldValue`), and the existence proof. */
+  | { held: Uint8Array; hash: Uint8Array; proof: Uint8Array }
   /** No entry holds the key. */
   | { notFound: true };
 
@@ -557,7 +566,12 @@ extern "C" {
     #[wasm_bindgen(js_name = lookupResult)]
     fn lookup_result(kind: u8, tables: &[u8], flat: &[u8], ends: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = provenResult)]
-    fn proven_result(entry_key: Option<Vec<u8>>, proof: Option<Vec<u8>>) -> JsValue;
+    fn proven_result(
+        entry_key: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+        held: Option<Vec<u8>>,
+        proof: Option<Vec<u8>>,
+    ) -> JsValue;
     #[wasm_bindgen(js_name = absentResult)]
     fn absent_result(proof: Option<Vec<u8>>) -> JsValue;
     #[wasm_bindgen(js_name = pagedBytes)]
@@ -601,9 +615,18 @@ impl Pages {
                 }
                 0
             }
-            core::pages::Lookup::Found(entry) => {
+            core::pages::Lookup::Found(core::pages::Value::Record(entry)) => {
                 flat.extend_from_slice(&entry.key());
                 1
+            }
+            core::pages::Lookup::Found(core::pages::Value::Here(value)) => {
+                flat = value;
+                3
+            }
+            core::pages::Lookup::Found(core::pages::Value::Held(record, hash)) => {
+                flat.extend_from_slice(&record.key());
+                flat.extend_from_slice(&hash);
+                4
             }
             core::pages::Lookup::Absent(bracket) => {
                 for (entry, slot_key) in bracket {
@@ -625,11 +648,19 @@ impl Pages {
         let capacity = self.1;
         Ok(match self.0.witness(child(top_table, top_key)?, &bytes(key, "key")?).map_err(throw)? {
             core::pages::Witness::Need(wanted) => need_result(&wanted),
-            core::pages::Witness::Found(entry, witness) => {
+            core::pages::Witness::Found(value, witness) => {
                 let proof = core::ExistenceProof { capacity, witness }.encode();
-                proven_result(Some(entry.key().to_vec()), Some(proof))
+                match value {
+                    core::pages::Value::Record(entry) => {
+                        proven_result(Some(entry.key().to_vec()), None, None, Some(proof))
+                    }
+                    core::pages::Value::Held(record, hash) => {
+                        proven_result(None, None, Some([&record.key()[..], &hash[..]].concat()), Some(proof))
+                    }
+                    core::pages::Value::Here(value) => proven_result(None, Some(value), None, Some(proof)),
+                }
             }
-            core::pages::Witness::NotFound => proven_result(None, None),
+            core::pages::Witness::NotFound => proven_result(None, None, None, None),
         })
     }
 
@@ -762,7 +793,7 @@ fn child(top_table: &str, top_key: &Bytes) -> Result<core::record::Child, JsValu
     match table(top_table)? {
         Table::Nodes => Ok(core::record::Child::Node(record_ref(top_key)?)),
         Table::Chunks => Ok(core::record::Child::Chunk(record_ref(top_key)?)),
-        Table::Entries => Err(range_error("a version's top is a node or a chunk")),
+        Table::Entries | Table::Values => Err(range_error("a version's top is a node or a chunk")),
     }
 }
 
@@ -786,6 +817,15 @@ pub fn decode_version_record(record: &Bytes, capacity: &Number) -> Result<JsValu
 pub fn entry_value(entry_key: &Bytes, record: &Bytes, slot_key: &Bytes) -> Result<Vec<u8>, JsValue> {
     let (r, record, slot_key) = (record_ref(entry_key)?, bytes(record, "record")?, bytes(slot_key, "slotKey")?);
     core::record::decode_entry(&record, &r.hash, &slot_key).map(<[u8]>::to_vec).map_err(throw)
+}
+
+/// The value values record `record` holds for `slot_key`, checked against
+/// the entry hash `hash`. Throws StoreError `STORE_CORRUPT`.
+#[wasm_bindgen(js_name = heldValue)]
+pub fn held_value(record: &Bytes, slot_key: &Bytes, hash: &Bytes) -> Result<Vec<u8>, JsValue> {
+    let (record, slot_key, hash) = (bytes(record, "record")?, bytes(slot_key, "slotKey")?, bytes(hash, "hash")?);
+    let hash: core::Hash = hash.as_slice().try_into().map_err(|_| range_error("hash: expected 32 bytes"))?;
+    core::record::held_value(&record, &slot_key, &hash).map(<[u8]>::to_vec).map_err(throw)
 }
 
 /// The writable head of a store, paged (`docs/store.md`, "The writable
@@ -863,10 +903,12 @@ impl StoredHead {
         Ok(None)
     }
 
-    /// The entry records to fetch and `supply` before `commitToStore`, as
-    /// `[table, key]`: each confirms a slot key a write relied on.
+    /// The records to fetch and `supply` before `commitToStore`, as
+    /// `[table, key]`: entry records (or chunk records holding values) that
+    /// confirm a slot key a write relied on, and chunk records holding
+    /// values that a chunk written whole copies.
     #[wasm_bindgen(unchecked_return_type = "[table: RecordTable, key: Uint8Array][]")]
-    pub fn unconfirmed(&self) -> JsValue {
+    pub fn unconfirmed(&mut self) -> JsValue {
         table_key_list(&self.0.unconfirmed())
     }
 
@@ -881,7 +923,7 @@ impl StoredHead {
     }
 
     /// A RangeError while `unconfirmed()` names records.
-    fn confirmed(&self) -> Result<(), JsValue> {
+    fn confirmed(&mut self) -> Result<(), JsValue> {
         if !self.0.unconfirmed().is_empty() {
             return Err(range_error("supply the records unconfirmed() names before the commit"));
         }

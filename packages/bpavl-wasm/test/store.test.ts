@@ -2,7 +2,7 @@
 // version back from its records, and StoreError codes. The store's own
 // behaviour is tested in packages/store.
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, init, Loader, PagedRange, Pages, type RecordTable, Tree, verifyAbsence } from '../index.js';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, heldValue, init, Loader, PagedRange, Pages, type RecordTable, Tree, verifyAbsence } from '../index.js';
 import { thrown, toHex, utf8 } from './helpers.js';
 
 await init();
@@ -102,6 +102,8 @@ describe('Pages, decodeVersionRecord and entryValue', () => {
       for (let round = 0; round < 64; round++) {
         const answer = pages.lookup(top[0], top[1], key);
         if ('found' in answer) return entryValue(answer.found, records.get(`entries/${toHex(answer.found)}`)!, key);
+        if ('value' in answer) return answer.value;
+        if ('held' in answer) return heldValue(records.get(`values/${toHex(answer.held)}`)!, key, answer.hash);
         if ('absent' in answer) {
           for (const [entry, slotKey] of answer.absent) entryValue(entry, records.get(`entries/${toHex(entry)}`)!, slotKey);
           return undefined;

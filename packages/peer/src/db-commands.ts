@@ -330,12 +330,11 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const bulk = state.head() === undefined && v.batch === undefined;
         if (bulk) {
           removeSortDirs(dir);
-          const sortRecords = (records: AsyncIterable<[Uint8Array, Uint8Array]>) => sortEntries(records, { dir });
           const onProgress = (n: number) => tty && process.stderr.write(`\rwrote ${n} of ${counted.entries} entries`);
           // A file of no entries makes no version (the next import would be puts, not a bulk load).
           const sorted = sortEntries(entries, { dir });
           const first = await sorted.next();
-          if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted), { onProgress, sortRecords });
+          if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted), { onProgress });
         } else {
           await importInBatches(state, entries, batch, () => tty && process.stderr.write(`\rimported ${counted.lines} lines`));
         }

@@ -8,10 +8,13 @@ import type { RecordTable } from '@bpavl/wasm';
 import type { StorageBackend } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
 
-export const TABLES = ['meta', 'versions', 'nodes', 'chunks', 'entries', 'stale'] as const;
+export const TABLES = ['meta', 'versions', 'nodes', 'chunks', 'entries', 'values', 'stale'] as const;
 
 /** The tables whose records carry their birth version in their key's first 8 bytes. */
-export const BORN_TABLES = ['nodes', 'chunks', 'entries'] as const;
+export const BORN_TABLES = ['nodes', 'chunks', 'entries', 'values'] as const;
+
+/** The tables whose records a `stale` key can name, by id (byte 8 of the key, from 1); a values record goes with its chunk record. */
+const STALE_TABLES = ['nodes', 'chunks', 'entries'] as const;
 
 /** The one key of the `meta` table. */
 export const STORE_KEY = new TextEncoder().encode('store');
@@ -30,8 +33,8 @@ export function versionOf(key: Uint8Array): number {
 }
 
 /** The table that a `stale` key's record lives in (byte 8: 1 nodes, 2 chunks, 3 entries). */
-export function staleTable(staleKey: Uint8Array): (typeof BORN_TABLES)[number] {
-  const table = BORN_TABLES[staleKey[8]! - 1];
+export function staleTable(staleKey: Uint8Array): (typeof STALE_TABLES)[number] {
+  const table = STALE_TABLES[staleKey[8]! - 1];
   if (table === undefined || staleKey.length !== 49) throw new StoreError('STORE_CORRUPT', 'a stale key names no record');
   return table;
 }
@@ -44,6 +47,23 @@ export function staleMarks(keys: readonly Uint8Array[]): ['stale', Uint8Array, U
 /** The record key inside a `stale` key. */
 export function staleRecord(staleKey: Uint8Array): Uint8Array {
   return staleKey.subarray(9);
+}
+
+/** Groups of slots a chunk of `capacity` has (16 slots a group): a full chunk record has a values record for each that holds a value. */
+function groupCount(capacity: number): number {
+  return Math.ceil(capacity / 16);
+}
+
+/**
+ * The keys the values records of full chunk record `chunkKey` may have, one
+ * a group: its first 39 bytes and the group's index (`spec/store-format.md`).
+ */
+export function valuesKeys(chunkKey: Uint8Array, capacity: number): Uint8Array[] {
+  return Array.from({ length: groupCount(capacity) }, (_, g) => {
+    const key = chunkKey.slice();
+    key[39] = g;
+    return key;
+  });
 }
 
 /** The `meta` key of an unfinished sync; its value is the root being synced (32 bytes). */

@@ -21,6 +21,7 @@ import {
   decodeVersionRecord,
   encodeStoreRecord,
   entryValue,
+  heldValue,
   Loader,
   PagedRange,
   Pages,
@@ -39,7 +40,7 @@ import {
 import { compareBytes } from '../../storage/src/checks.ts';
 import type { StorageBackend } from '../../storage/src/port.ts';
 import { StoreError } from './errors.ts';
-import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
+import { BORN_TABLES, CATCHUP_KEY, CATCHUP_PROGRESS_END, CATCHUP_PROGRESS_START, fetchRecords, valuesKeys, PROGRESS_END, PROGRESS_START, STORE_KEY, staleMarks, staleRecord, staleTable, SYNC_KEY, versionKey, versionOf } from './records.ts';
 import { type CatchUpHost, StoreCatchUp } from './catchup.ts';
 import { type SinkHost, StoreSink, Synced } from './sync.ts';
 import { type BulkLoadOptions, type SortedEntries, writeBulkLoad } from './bulk-load.ts';
@@ -201,6 +202,13 @@ async function readEntry(backend: StorageBackend, key: Uint8Array, slotKey: Uint
   return entryValue(key, record, slotKey);
 }
 
+/** The value values record `key` holds for `slotKey`, checked against the entry hash `hash`. */
+async function readHeld(backend: StorageBackend, key: Uint8Array, slotKey: Uint8Array, hash: Uint8Array): Promise<Uint8Array> {
+  const record = await backend.get('values', key);
+  if (record === undefined) throw new StoreError('STORE_CORRUPT', 'a values record is missing');
+  return heldValue(record, slotKey, hash);
+}
+
 /** Keys of `table` from `start` on, at most `limit`. */
 async function keysFrom(backend: StorageBackend, table: string, start: Uint8Array, end?: Uint8Array): Promise<Uint8Array[]> {
   const keys: Uint8Array[] = [];
@@ -349,9 +357,8 @@ export class State {
    * (a commit among them makes it `STORE_NOT_EMPTY`), and writes called
    * while it runs wait for it. A batch of puts and deletes not committed
    * yet is dropped: the loaded state replaces it. Records go in writes of the
-   * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB);
-   * `options.sortRecords` orders the entry records first (in Node, give
-   * it `sortEntries` of `@bpavl/store/sort`).
+   * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB), each
+   * chunk one record that holds its values.
    */
   async bulkLoad(entries: SortedEntries, options: BulkLoadOptions = {}): Promise<VersionInfo> {
     this.#writer();
@@ -913,6 +920,8 @@ export class State {
     let value: Uint8Array | null = null;
     await this.#reading(version, async () => {
       if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
+      else if ('value' in answer) value = answer.value;
+      else if ('held' in answer) value = await readHeld(this.#backend, answer.held, key, answer.hash);
       else for (const [entry, slotKey] of answer.absent) await readEntry(this.#backend, entry, slotKey);
     });
     this.#remember(record, key, value);
@@ -959,7 +968,9 @@ export class State {
     // A cached value is checked by the proof too.
     let value = this.#cached(record!, key);
     if (value === undefined || value === null) {
-      value = await this.#reading(version, () => readEntry(this.#backend, answer.found, key));
+      if ('value' in answer) value = answer.value;
+      else if ('held' in answer) value = await this.#reading(version, () => readHeld(this.#backend, answer.held, key, answer.hash));
+      else value = await this.#reading(version, () => readEntry(this.#backend, answer.found, key));
       this.#remember(record!, key, value);
     }
     proven(version, () => verifyExistence(record!.root, key, value, answer.proof));
@@ -1181,7 +1192,10 @@ export class State {
     const end = versionKey(keepFrom + 1);
     for (let batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end); batch.length > 0; batch = await keysFrom(this.#backend, 'stale', new Uint8Array(), end)) {
       // The records in key order, table by table: each table's pages are then met in order (44 s → 36 s in the run above).
-      const records = batch.map((k) => [staleTable(k), staleRecord(k)] as const).sort(([t, a], [u, b]) => (t < u ? -1 : t > u ? 1 : compareBytes(a, b)));
+      const stale = batch.map((k) => [staleTable(k), staleRecord(k)] as const);
+      // A full chunk record's values records go with it.
+      const values = stale.filter(([t]) => t === 'chunks').flatMap(([, k]) => valuesKeys(k, this.#capacity).map((v) => ['values', v] as const));
+      const records = [...stale, ...values].sort(([t, a], [u, b]) => (t < u ? -1 : t > u ? 1 : compareBytes(a, b)));
       const deletes = [...batch.map((k) => ['stale', k] as const), ...records];
       await this.#backend.write({ deletes });
     }

@@ -6,14 +6,10 @@
 // whose backend dies at any of its writes leaves an empty store with no
 // record. The SIGKILL of a real load is in crash.test.ts's bulk case.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { verifyChunk, verifyExistence, Tree } from '@bpavl/wasm';
 import type { MemoryDatabase } from '../../storage/src/memory.ts';
 import { openState, type State } from '../src/index.ts';
-import { sortEntries } from '../src/sort.node.ts';
 import type { BulkLoadOptions } from '../src/bulk-load.ts';
 import { inMemory, memoryBackend, onDisk } from './support/places.ts';
 import { hex as fromHex, loadVectors } from '../../bpavl-wasm/test/helpers.ts';
@@ -47,13 +43,7 @@ async function expectHolds(state: State, input: readonly (readonly [Uint8Array, 
 
 const places = [['memory', () => inMemory()], ['node', () => onDisk()]] as const;
 const made: { remove(): void }[] = [];
-const sortDir = mkdtempSync(join(tmpdir(), 'bpavl-bulk-sort-'));
-afterAll(() => {
-  made.forEach((p) => p.remove());
-  rmSync(sortDir, { recursive: true, force: true });
-});
-/** Entry records sorted on disk before they are written, in runs of 100 kB (many run files). */
-const sortRecords: BulkLoadOptions['sortRecords'] = (records) => sortEntries(records, { dir: sortDir, runBytes: 100_000 });
+afterAll(() => made.forEach((p) => p.remove()));
 
 const vectors = loadVectors('bulk_load');
 const pairsOf = (rows: [string, string][]) => rows.map(([k, v]) => [fromHex(k), fromHex(v)] as [Uint8Array, Uint8Array]);
@@ -129,18 +119,17 @@ describe.each(places)('a bulk load on the %s backend', (_, place) => {
     }
   });
 
-  it('gives the same root as the same entries loaded anywhere else, its entry records sorted first or not', async () => {
+  it('gives the same root as the same entries loaded anywhere else', async () => {
     const input = entries(1000);
     const roots: string[] = [];
-    for (const [backend, options] of [[inMemory(), {}], [place(), {}], [place(), { sortRecords }]] as const) {
+    for (const backend of [inMemory(), place()]) {
       made.push(backend);
       const state = await backend.open({ capacity: 16, cacheBytes: 0 });
-      roots.push(hex((await state.bulkLoad(input, options)).root));
+      roots.push(hex((await state.bulkLoad(input)).root));
       await expectHolds(state, input);
       await state.close();
     }
     expect(new Set(roots).size).toBe(1);
-    expect(readdirSync(sortDir)).toEqual([]);
     // Not an insert's shape: the tree built by puts holds chunks about 3/4 full.
     const tree = new Tree(16);
     for (const [k, v] of input) tree.insert(k, v);
@@ -198,7 +187,8 @@ describe.each(places)('a bulk load on the %s backend', (_, place) => {
   });
 });
 
-describe.each([['as they come', {}], ['sorted first', { sortRecords }]] as const)('a bulk load that writes its entry records %s is all or nothing', (_, options: BulkLoadOptions) => {
+describe('a bulk load is all or nothing', () => {
+  const options: BulkLoadOptions = {};
   // About 3 MB of entries in writes of 1 MiB (cacheBytes 0): a few writes before the last.
   const input = entries(3000);
 
@@ -213,8 +203,8 @@ describe.each([['as they come', {}], ['sorted first', { sortRecords }]] as const
       }
     }
     await expect(state.bulkLoad(failing(), { ...options, onProgress: () => writes++ })).rejects.toMatchObject({ code: 'SOURCE' });
-    // Entry records written as they come are written before the source fails; sorted ones only after it ends.
-    if (options.sortRecords === undefined) expect(writes).toBeGreaterThan(0);
+    // Chunk records are written before the source fails.
+    expect(writes).toBeGreaterThan(0);
     expect(recordCount(at.database)).toBe(0);
     await state.close();
     // Closed while it runs: the load stops before its next write (STORE_CLOSED) and removes what it wrote.
@@ -271,29 +261,19 @@ describe.each([['as they come', {}], ['sorted first', { sortRecords }]] as const
   });
 });
 
-it('a sorted load writes its entry records in key order, after its chunks', async () => {
+it('a load writes each chunk as its record and the values records of its groups: no entry records', async () => {
   const at = inMemory();
   const backend = memoryBackend(at.database);
   const write = backend.write.bind(backend);
-  const writes: (readonly [string, Uint8Array])[][] = [];
+  const tables = new Set<string>();
   backend.write = (batch) => {
-    writes.push((batch.puts ?? []).map(([table, key]) => [table, key] as const));
+    for (const [table] of batch.puts ?? []) tables.add(table);
     return write(batch);
   };
   const state = await openState({ backend, capacity: 8, cacheBytes: 0 });
   const input = entries(3000);
-  await state.bulkLoad(input, { sortRecords });
-  // The store record, writes of chunk records, writes of entry records in key order, then the last
-  // write: the last chunks' records, the nodes and the version record.
-  const kinds = writes.map((w) => [...new Set(w.map(([table]) => table))].join());
-  expect(kinds[0]).toBe('meta');
-  const firstEntries = kinds.indexOf('entries');
-  expect(firstEntries).toBeGreaterThan(1);
-  expect(kinds.slice(1, firstEntries).every((k) => k === 'chunks')).toBe(true);
-  expect(kinds.slice(firstEntries, -1).every((k) => k === 'entries')).toBe(true);
-  const keys = writes.slice(firstEntries, -1).flat().map(([, key]) => key);
-  expect(keys.every((k, i) => i === 0 || Buffer.compare(keys[i - 1]!, k) < 0)).toBe(true);
-  expect(kinds.at(-1)).toBe('entries,chunks,nodes,versions');
+  await state.bulkLoad(input);
+  expect([...tables].sort()).toEqual(['chunks', 'meta', 'nodes', 'values', 'versions']);
   await expectHolds(state, input);
   await state.close();
 });

@@ -259,14 +259,15 @@ describe('typed errors, the store unchanged', () => {
     expect(await state.get(key(5), { version: next.version })).toEqual(value(5, 1));
   });
 
-  // Layout 1 had no layout byte in its store record (chunks without group nodes); layout 2 kept keys in entry records.
-  for (const [layout, record] of [[1, [0x06, 0x04]], [2, [0x06, 0x04, 0x02]]] as const) {
+  // Layout 1 had no layout byte in its store record (chunks without group nodes); layout 2 kept keys in
+  // entry records; layout 3 held no values in chunk records.
+  for (const [layout, record] of [[1, [0x06, 0x04]], [2, [0x06, 0x04, 0x02]], [3, [0x06, 0x04, 0x03]]] as const) {
     it(`a store of layout ${layout} is refused at open`, async () => {
       const { place, state } = await sample();
       await state.close();
       const meta = place.database.table('meta');
       const storeKey = new TextEncoder().encode('store');
-      expect(meta.getElementByKey(storeKey)).toEqual(Uint8Array.of(0x06, 0x04, 0x03));
+      expect(meta.getElementByKey(storeKey)).toEqual(Uint8Array.of(0x06, 0x04, 0x04));
       meta.setElement(storeKey, Uint8Array.from(record));
       await expect(place.open()).rejects.toMatchObject({ name: 'StoreError', code: 'STORE_CORRUPT' });
       await expect(place.open({ readOnly: true })).rejects.toMatchObject({ code: 'STORE_CORRUPT' });

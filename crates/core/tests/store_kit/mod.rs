@@ -4,13 +4,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bpavl_core::record::{stale_key, Child, ChunkRecord, NodeRecord, Ref, Slot, Table, VersionRecord};
+use bpavl_core::record::{
+    encode_full, stale_key, values_ref, values_refs, Child, ChunkRecord, Entry, NodeRecord, Ref, Slot, Table,
+    VersionRecord,
+};
 use bpavl_core::{Loader, StoreError, Tree, WriteSet};
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
 
-const RECORD_TABLES: [Table; 3] = [Table::Nodes, Table::Chunks, Table::Entries];
+const RECORD_TABLES: [Table; 4] = [Table::Nodes, Table::Chunks, Table::Entries, Table::Values];
 
 /// The tables of one store, as a backend holds them.
 #[derive(Default, Clone)]
@@ -37,6 +40,25 @@ pub fn committed(capacity: usize, n: u16) -> (Store, Tree, u64) {
     (store, tree, commit.version)
 }
 
+/// Bulk-loads `entries` (ascending keys) into `store` as version 1, every
+/// chunk record holding its values; returns the root.
+pub fn bulk_load<'a>(
+    store: &mut Store,
+    capacity: usize,
+    entries: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> [u8; 32] {
+    let mut load = bpavl_core::BulkLoad::new(capacity, 1).unwrap();
+    for (k, v) in entries {
+        load.push(k, v).unwrap();
+    }
+    let mut puts = load.take_puts();
+    let (root, mut writes) = load.finish();
+    puts.append(&mut writes.puts);
+    writes.puts = puts;
+    store.write(&writes);
+    root
+}
+
 impl Store {
     /// A copy in which the first full chunk record whose slots `pick` takes
     /// (it names a slot) names another entry hash at that slot; with that
@@ -51,8 +73,8 @@ impl Store {
             let Ok(ChunkRecord::Full { slots, groups }) = ChunkRecord::decode(bytes, capacity) else { continue };
             let Some(at) = pick(&slots) else { continue };
             let mut flipped = slots.clone();
-            flipped[at].entry.hash[0] ^= 1;
-            bad.table(Table::Chunks).insert(key.clone(), ChunkRecord::Full { slots: flipped, groups }.encode());
+            flipped[at].entry = flip_hash(flipped[at].entry);
+            bad.table(Table::Chunks).insert(key.clone(), encode_full(&flipped, &groups));
             return (bad, slots);
         }
         panic!("no full chunk record that `pick` takes");
@@ -72,7 +94,9 @@ impl Store {
     pub fn write(&mut self, w: &WriteSet) {
         for (t, r) in &w.discarded {
             assert_eq!(r.birth, w.version, "only records born at the version are discarded");
-            assert!(self.table(*t).remove(r.key().as_slice()).is_some(), "a discarded record was written");
+            // A full chunk record's values records are discarded with it, those of every group.
+            let removed = self.table(*t).remove(r.key().as_slice()).is_some();
+            assert!(removed || *t == Table::Values, "a discarded record was written");
         }
         for (t, r, bytes) in &w.puts {
             self.table(*t).insert(r.key().to_vec(), bytes.clone());
@@ -105,6 +129,12 @@ impl Store {
         for k in due {
             let table = [Table::Nodes, Table::Chunks, Table::Entries][k[8] as usize - 1];
             self.table(table).remove(&k[9..]);
+            if table == Table::Chunks {
+                let r = Ref::from_key(&k[9..]).unwrap();
+                for v in values_refs(&r, 4096) {
+                    self.table(Table::Values).remove(v.key().as_slice());
+                }
+            }
             self.stale.remove(&k);
         }
         self.versions.retain(|k, _| k.as_slice() >= be(keep_from).as_slice());
@@ -160,19 +190,32 @@ impl Store {
                         continue;
                     }
                     out.insert((Table::Chunks as u8, r.key().to_vec()));
+                    // A full record reaches the values records of its groups that hold values.
+                    let mut values_of = |full: &Ref, slots: &[Slot]| {
+                        for (g, group) in slots.chunks(16).enumerate() {
+                            if group.iter().any(|s| matches!(s.entry, Entry::Held(_))) {
+                                out.insert((Table::Values as u8, values_ref(full, g).key().to_vec()));
+                            }
+                        }
+                    };
                     let slots = match ChunkRecord::decode(self.get(Table::Chunks, &r).unwrap(), capacity).unwrap() {
-                        ChunkRecord::Full { slots, .. } => slots,
+                        ChunkRecord::Full { slots, .. } => {
+                            values_of(&r, &slots);
+                            slots
+                        }
                         ChunkRecord::Delta(d) => {
-                            out.insert((Table::Chunks as u8, d.base.key().to_vec()));
                             let ChunkRecord::Full { slots: b, .. } =
                                 ChunkRecord::decode(self.get(Table::Chunks, &d.base).unwrap(), capacity).unwrap()
                             else {
                                 panic!("a delta's base is full")
                             };
+                            values_of(&d.base, &b);
+                            out.insert((Table::Chunks as u8, d.base.key().to_vec()));
                             bpavl_core::record::apply_edits(&b, &d.edits, capacity).unwrap()
                         }
                     };
-                    out.extend(slots.iter().map(|s| (Table::Entries as u8, s.entry.key().to_vec())));
+                    let records = slots.iter().filter_map(|s| s.entry.record());
+                    out.extend(records.map(|r| (Table::Entries as u8, r.key().to_vec())));
                 }
             }
         }
@@ -181,6 +224,18 @@ impl Store {
 
     pub fn present(&self) -> BTreeSet<(u8, Vec<u8>)> {
         self.records.iter().flat_map(|(t, recs)| recs.keys().map(move |k| (*t, k.clone()))).collect()
+    }
+}
+
+/// `entry` naming another entry hash (its first byte flipped).
+pub fn flip_hash(entry: Entry) -> Entry {
+    let flip = |mut h: [u8; 32]| {
+        h[0] ^= 1;
+        h
+    };
+    match entry {
+        Entry::Record(r) => Entry::Record(Ref { hash: flip(r.hash), ..r }),
+        Entry::Held(h) => Entry::Held(flip(h)),
     }
 }
 

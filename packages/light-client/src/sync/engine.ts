@@ -187,6 +187,8 @@ class SyncSession<Out, Result> {
   private verifiedBytes = 0;
   private rejected = 0;
   private finished = false;
+  /** Every chunk is verified and the sink is writing what is left: its writes are still reported. */
+  private completing = false;
   private wake: ReturnType<typeof setTimeout> | undefined;
   private resolve!: (r: Result) => void;
   private reject!: (e: unknown) => void;
@@ -216,9 +218,9 @@ class SyncSession<Out, Result> {
       if (this.opts.signal?.aborted) return this.onAbort(); // aborted while WASM loaded
       this.sink.watch(
         (chunks) => {
-          if (this.finished) return;
+          if (this.finished && !this.completing) return;
           this.emit({ type: 'stored', chunks });
-          this.pump(); // the backlog shrank
+          if (!this.finished) this.pump(); // the backlog shrank
         },
         (e) => this.failWith(e),
       );
@@ -554,6 +556,7 @@ class SyncSession<Out, Result> {
   /** Every chunk is in (or the root is an empty tree's): the sink finishes the state. */
   private complete(): void {
     this.cleanup();
+    this.completing = true;
     this.sink.finish().then(
       (out) => this.resolve(this.result(out)),
       (e: unknown) => {

@@ -14,7 +14,7 @@ export type SyncEvent =
   | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
   /** Chunks a store kept from an interrupted run of this sync: never fetched again (first, before any request). */
   | { type: 'restored'; chunks: number; chunkCount: number | undefined; indices: readonly number[] }
-  /** A sync into a store: chunks durably written so far (restored ones included); a crash now keeps them. */
+  /** A sync into a store: chunks durably written so far (restored ones included); a crash now keeps them. Reported until the last is written, after the last chunk is verified too. */
   | { type: 'stored'; chunks: number }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
