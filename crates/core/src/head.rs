@@ -265,9 +265,8 @@ impl Tree {
             changed_chunks(top, &mut |c| holders.extend(c.values_to_copy(version)));
         }
         self.paging.values_wanted = holders.iter().copied().collect();
-        let mut holders: Vec<Ref> = self.paging.held_unconfirmed.keys().chain(&holders).copied().collect();
-        holders.sort_unstable_by_key(Ref::key);
-        holders.dedup();
+        // Each once (in any order: `in_key_order` orders what is asked).
+        let holders: HashSet<Ref> = self.paging.held_unconfirmed.keys().chain(&holders).copied().collect();
         let capacity = self.capacity();
         let mut wanted: Vec<(Table, Ref)> = Vec::new();
         for h in holders {
