@@ -11,8 +11,8 @@
 import { accessSync, constants, createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { verifyRange } from '@bpavl/wasm';
-import { DEFAULT_BATCH_BYTES, openState, type State } from '@bpavl/store';
+import { verifyChunk, verifyRange } from '@bpavl/wasm';
+import { DEFAULT_BATCH_BYTES, openState, type State, StoreError } from '@bpavl/store';
 import { removeSortDirs, sortEntries } from '@bpavl/store/sort';
 import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
@@ -104,7 +104,8 @@ ${COMMON}`,
   check: `bpavl check --db DIR [--json]
 
 Reads every retained version whole, checking every record against the hash
-its parent names. Exit 0 when all verify; 1 with each damaged version and
+its parent names, and verifies each chunk's envelope against the version's
+root (as a client of a peer would). Exit 0 when all verify; 1 with each damaged version and
 what was found (STORE_CORRUPT) otherwise. A version that a writer beside
 the check prunes or rolls back meanwhile is gone, not damaged: listed
 apart. --json: {versions, damaged: [{version, code, message}], gone: [version]}.
@@ -300,6 +301,10 @@ async function runChecked(name: DbCommandName, argv: string[]): Promise<number> 
     process.stdout.write(`${DB_USAGE[name]}\n`);
     return 0;
   }
+  // The options a command takes are those its usage line names: another one would be ignored, so it is refused.
+  const takes = new Set([...DB_USAGE[name].split('\n')[0]!.matchAll(/--([a-z0-9-]+)/g)].map((m) => m[1]));
+  const stray = Object.keys(v).find((o) => !takes.has(o) && o !== 'help');
+  if (stray !== undefined) throw new UsageError(`--${stray} is not an option of bpavl ${name}`);
   if (v.db === undefined) throw new UsageError('--db DIR is required');
   const dir = v.db;
   const out: Out = (json, text) => process.stdout.write(v.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
@@ -464,12 +469,21 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         // Versions a writer beside this check pruned or rolled back meanwhile: gone, not damaged.
         const gone: number[] = [];
         const versions = state.versions();
-        for (const { version, chunkCount } of versions) {
+        for (const { version, root, chunkCount } of versions) {
           try {
             // Each chunk's envelope read through the cache checks every record on its way against
             // its hash (its path's nodes and their key copies, its chunk record and base, its
-            // entries): every record a version uses, with bounded memory.
-            for (let i = 0; i < chunkCount; i++) await state.exportChunk(i, { version });
+            // entries): every record a version uses, with bounded memory. Each envelope is then
+            // verified against the version's root, as a peer's client would: no hash covers the
+            // version record's counts against its tree's.
+            for (let i = 0; i < chunkCount; i++) {
+              const envelope = await state.exportChunk(i, { version });
+              try {
+                verifyChunk(root, i, envelope).free();
+              } catch (e) {
+                throw new StoreError('STORE_CORRUPT', `chunk ${i} does not verify against the version's root (${(e as { code?: string }).code})`);
+              }
+            }
           } catch (e) {
             const code = (e as { code?: unknown }).code;
             if (code === 'VERSION_UNKNOWN') gone.push(version);

@@ -215,6 +215,45 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     expect(opened.out).toEqual({ versions: null, damaged: [{ version: 'records', code: 'STORE_CORRUPT', message: expect.any(String) }], gone: [] });
   });
 
+  it('check finds a version record whose entry count is not its tree’s, though its root hashes the counts it states', async () => {
+    const db = join(dir, 'miscounted');
+    expect((await json(['generate', '--db', db, '--entries', '400', '--chunk', '8'])).code).toBe(0);
+    const sqlite = new DatabaseSync(join(db, 'data.sqlite'));
+    const { k, v } = sqlite.prepare('SELECT k, v FROM versions').get() as { k: Uint8Array; v: Uint8Array };
+    // The version record (spec/store-format.md): 0x07, capacity, chunk_count, entry_count (varints), top, top ref, root.
+    let at = 1;
+    const varint = () => {
+      let [n, shift] = [0, 0];
+      for (;;) {
+        const b = v[at++]!;
+        n += (b & 0x7f) * 2 ** shift;
+        shift += 7;
+        if (b < 0x80) return n;
+      }
+    };
+    const [capacity, chunks] = [varint(), varint()];
+    const countAt = at;
+    const entries = varint();
+    expect(entries).toBe(400);
+    at += 1; // top kind
+    varint(); // the top ref's birth
+    const top = v.subarray(at, at + 32);
+    const forged = Uint8Array.from(v);
+    forged.set([0x91, 0x03], countAt); // 401, in as many bytes as 400
+    const head = new Uint8Array(21);
+    const view = new DataView(head.buffer);
+    head[0] = 0x04;
+    view.setUint32(1, capacity);
+    view.setBigUint64(5, BigInt(chunks));
+    view.setBigUint64(13, 401n);
+    forged.set(createHash('sha256').update(head).update(top).digest(), forged.length - 32);
+    sqlite.prepare('UPDATE versions SET v = ? WHERE k = ?').run(forged, k);
+    sqlite.close();
+    const r = await json(['check', '--db', db]);
+    expect(r.code).toBe(1);
+    expect(r.out.damaged).toEqual([{ version: 1, code: 'STORE_CORRUPT', message: expect.stringContaining("does not verify against the version's root") }]);
+  });
+
   it('two serve --db processes share one database; a client syncs an old and the new version from them', async () => {
     const db = join(dir, 'served');
     expect((await json(['generate', '--db', db, '--entries', '3000', '--chunk', '32', '--batch', '1500'])).code).toBe(0);
@@ -263,7 +302,7 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
   });
 
   it('usage errors exit 2', async () => {
-    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x'), join(dir, 'no-such-file.jsonl')], ['generate', '--db', join(dir, 'x'), '--batch-mib', 'lots']]) {
+    for (const args of [['versions'], ['prune', '--db', join(dir, 'x')], ['get', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x')], ['import', '--db', join(dir, 'x'), join(dir, 'no-such-file.jsonl')], ['generate', '--db', join(dir, 'x'), '--batch-mib', 'lots'], ['versions', '--db', join(dir, 'x'), '--chunk', '8'], ['import', '--db', join(dir, 'x'), '--seed', '1', join(dir, 'x.jsonl')]]) {
       expect((await spawnCli(args, 'ignore', 30_000).done).code).toBe(2);
     }
   });
