@@ -1038,7 +1038,7 @@ impl CatchUp {
                 continue;
             }
             verify_group(&group.iter().map(|s| *s.entry.hash()).collect::<Vec<_>>(), &old.groups[g])?;
-            // A value a chunk record holds goes with that record: only entry records are marked.
+            // A value in a chunk record's values records goes with that record: only entry records are marked.
             let dropped = group.iter().enumerate().filter(|&(k, _)| !taken(k));
             self.stale.extend(dropped.filter_map(|(_, s)| s.entry.record()).map(|r| (Table::Entries, r)));
         }

@@ -461,7 +461,7 @@ impl Chunk {
 
     /// Slots as [`Chunk::slots`] makes them, but an entry with no record yet
     /// whose key and entry hash `stored` knows a place of (an entry record,
-    /// or a full chunk record that holds it) is referenced there, not written.
+    /// or a full chunk record whose values records hold it) is referenced there, not written.
     pub(crate) fn slots_reusing(
         &mut self,
         version: u64,

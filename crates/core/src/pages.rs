@@ -170,7 +170,7 @@ pub enum Lookup {
     Found(Value),
     /// The key is absent once these adjacent entry records check with these
     /// keys (one at either end of the tree, else two; a neighbour whose
-    /// value a chunk record holds was checked here, and is not listed).
+    /// value a values record holds was checked here, and is not listed).
     Absent(Vec<(Ref, Vec<u8>)>),
 }
 
@@ -852,7 +852,7 @@ impl Pages {
         let answer = match &place {
             Place::Found(d, i) => Lookup::Found(self.found(&self.chunks[&d.at], *i)?),
             Place::Between(left, right) => {
-                // Entry records are the caller's to read; a value a chunk record holds is checked here.
+                // Entry records are the caller's to read; a value a values record holds is checked here.
                 let mut records = Vec::new();
                 for (d, i) in left.iter().chain(right) {
                     let c = &self.chunks[&d.at];

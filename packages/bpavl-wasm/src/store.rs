@@ -518,7 +518,7 @@ export type Lookup =
   | { value: Uint8Array }
   /** The values record that holds the key's value (its record key) and the entry hash; `heldValue` checks it and gives the value. */
   | { held: Uint8Array; hash: Uint8Array }
-  /** Absent once each of these entry records checks with its slot's key (`entryValue`; a neighbour whose value a chunk record holds was checked already). */
+  /** Absent once each of these entry records checks with its slot's key (`entryValue`; a neighbour whose value a values record holds was checked already). */
   | { absent: [entryKey: Uint8Array, slotKey: Uint8Array][] };
 
 /** What `Pages.proveExistence` answers. */

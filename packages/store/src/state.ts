@@ -358,7 +358,7 @@ export class State {
    * while it runs wait for it. A batch of puts and deletes not committed
    * yet is dropped: the loaded state replaces it. Records go in writes of the
    * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB), each
-   * chunk one record that holds its values.
+   * chunk its record and the values records of its groups.
    */
   async bulkLoad(entries: SortedEntries, options: BulkLoadOptions = {}): Promise<VersionInfo> {
     this.#writer();
