@@ -96,7 +96,7 @@ impl BulkLoad {
     }
 
     /// The records of the chunks filled since the last call: each chunk's
-    /// full chunk record, holding its values, born at the load's version.
+    /// full chunk record and its values records, born at the load's version.
     pub fn take_puts(&mut self) -> Vec<(Table, Ref, Vec<u8>)> {
         self.puts_bytes = 0;
         std::mem::take(&mut self.puts)

@@ -67,7 +67,7 @@ pub(crate) enum Place {
     New,
     /// In the entry record born at this version.
     Record(u64),
-    /// In full chunk record `holders[i]`, under the slot's key.
+    /// In a values record of full chunk record `holders[i]`, under the slot's key.
     Held(u32),
 }
 
@@ -236,7 +236,7 @@ impl Chunk {
         }
     }
 
-    /// The full chunk record that holds entry `i`'s value, if one does.
+    /// The full chunk record whose values records hold entry `i`'s value, if one does.
     pub fn holder(&self, i: usize) -> Option<Ref> {
         match self.places[i] {
             Place::Held(h) => Some(self.holders[h as usize]),
@@ -359,20 +359,26 @@ impl Chunk {
     pub fn slots(&mut self, version: u64, mut new_entry: impl FnMut(&[u8], Ref)) -> Vec<Slot> {
         (0..self.len())
             .map(|i| {
-                let hash = self.entry_hashes[i].expect("chunk hashed at commit");
-                let entry = match self.places[i] {
-                    Place::Record(birth) => Entry::Record(Ref { birth, hash }),
-                    Place::Held(_) => Entry::Held(hash),
-                    Place::New => {
-                        self.places[i] = Place::Record(version);
-                        let entry = Ref { birth: version, hash };
-                        new_entry(self.value(i), entry);
-                        Entry::Record(entry)
-                    }
-                };
-                Slot::new(self.key(i), entry)
+                if self.places[i] == Place::New {
+                    self.places[i] = Place::Record(version);
+                    let hash = self.entry_hashes[i].expect("chunk hashed at commit");
+                    new_entry(self.value(i), Ref { birth: version, hash });
+                }
+                self.slot(i, version)
             })
             .collect()
+    }
+
+    /// Slot `i` as a record written at `version` lists it (an entry with no
+    /// record yet gets one born then). The chunk must be hashed.
+    fn slot(&self, i: usize, version: u64) -> Slot {
+        let hash = self.entry_hashes[i].expect("chunk hashed");
+        let entry = match self.places[i] {
+            Place::Record(birth) => Entry::Record(Ref { birth, hash }),
+            Place::New => Entry::Record(Ref { birth: version, hash }),
+            Place::Held(_) => Entry::Held(hash),
+        };
+        Slot::new(self.key(i), entry)
     }
 
     /// The chunk as the slots of a full record that holds every value (a
@@ -406,8 +412,8 @@ impl Chunk {
         out
     }
 
-    /// Takes the values that full chunk record `holder` holds (`held`, by
-    /// key, unchecked) for this chunk's slots: each must hash, with the
+    /// Takes the values that full chunk record `holder`'s values records
+    /// hold (`held`, by key, unchecked) for this chunk's slots: each must hash, with the
     /// slot's key, to the slot's entry hash. Confirms those slots' keys.
     pub(crate) fn take_held(&mut self, holder: &Ref, held: &HashMap<&[u8], &[u8]>) -> Result<(), StoreError> {
         for i in 0..self.len() {
@@ -437,17 +443,7 @@ impl Chunk {
             return Vec::new();
         }
         self.rehash();
-        let slots: Vec<Slot> = (0..self.len())
-            .map(|i| {
-                let hash = self.entry_hashes[i].expect("just hashed");
-                let entry = match self.places[i] {
-                    Place::Record(birth) => Entry::Record(Ref { birth, hash }),
-                    Place::New => Entry::Record(Ref { birth: version, hash }),
-                    Place::Held(_) => Entry::Held(hash),
-                };
-                Slot::new(self.key(i), entry)
-            })
-            .collect();
+        let slots: Vec<Slot> = (0..self.len()).map(|i| self.slot(i, version)).collect();
         // A base born at `version` was written ahead by this batch: the write drops it (`discard_unborn`).
         let stored = self.stored.as_ref().filter(|s| s.base.birth != version);
         let base = stored.map(|s| (&s.base, &*s.base_slots, &*s.base_groups));

@@ -38,8 +38,8 @@ pub(crate) struct Paging {
     /// Entry records to read before the commit, with the key their slot
     /// lists: they confirm where the batch's writes landed.
     unconfirmed: HashMap<Ref, Vec<u8>>,
-    /// The same for slots whose values full chunk records hold: each
-    /// record with the keys of the slots to confirm.
+    /// The same for slots whose values are in values records: each full
+    /// chunk record with the keys of its slots to confirm.
     held_unconfirmed: HashMap<Ref, Vec<Vec<u8>>>,
     /// Full chunk records whose values [`Tree::unconfirmed`] asked for, for
     /// those that changed chunks written whole must copy.
@@ -251,9 +251,9 @@ impl Tree {
     }
 
     /// The records to read and supply before the commit, in key order:
-    /// entry records (or full chunk records that hold values), each
+    /// entry records (or the values records of full chunk records), each
     /// confirming a slot key that a write of the batch relied on (slot keys
-    /// are not hashed); and the full chunk records that hold values a
+    /// are not hashed); and the values records of full chunk records that hold values a
     /// changed chunk written whole must copy. Read together, not one round
     /// per write; a record that does not hold its slot's key, or the value
     /// its slot's entry hash names, fails the commit (`STORE_CORRUPT`).

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::{entry_hash, Hash, GROUP_LEAVES};
+use crate::hash::{entry_hash, Hash};
 use crate::node::{Inner, KeyCopy, Node, Stub};
 use crate::record::{
-    decode_entry, held_values, values_ref, verify_slots, Child, ChunkRecord, Delta, Entry, NodeRecord, Ref, Slot,
-    Table, VersionRecord, WaitingDeltas,
+    decode_entry, held_groups, held_values, values_ref, verify_slots, Child, ChunkRecord, Delta, Entry, NodeRecord,
+    Ref, Slot, Table, VersionRecord, WaitingDeltas,
 };
 use crate::tree::Tree;
 
@@ -75,8 +75,8 @@ pub struct Loader {
     values: HashMap<Ref, Box<[u8]>>,
     /// The full record each values record asked for belongs to.
     values_of: HashMap<Ref, Ref>,
-    /// The values full records hold, by record and key: unchecked until a
-    /// chunk takes one.
+    /// The values that full records' values records hold, by full record
+    /// and key: unchecked until a chunk takes one.
     held: HashMap<(Ref, Vec<u8>), Box<[u8]>>,
 }
 
@@ -171,13 +171,9 @@ impl Loader {
             }
             Table::Chunks => match ChunkRecord::decode(bytes, self.record.capacity)? {
                 ChunkRecord::Full { slots, groups } => {
-                    // The values records of the groups that hold values.
-                    for (g, group) in slots.chunks(GROUP_LEAVES).enumerate() {
-                        if group.iter().any(|s| matches!(s.entry, Entry::Held(_))) {
-                            let v = values_ref(r, g);
-                            self.values_of.insert(v, *r);
-                            self.next.push((Table::Values, v));
-                        }
+                    for v in held_groups(&slots).map(|g| values_ref(r, g)) {
+                        self.values_of.insert(v, *r);
+                        self.next.push((Table::Values, v));
                     }
                     // A full record is the chunk itself, or the base some deltas wait for.
                     let (slots, groups): (Arc<[Slot]>, Arc<[Hash]>) = (slots.into(), groups.into());

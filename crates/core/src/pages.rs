@@ -390,13 +390,11 @@ impl Pages {
     /// chunk record was read for the question, else the record to read it
     /// from (a caller that holds the value already reads nothing).
     fn found(&self, c: &CachedChunk, i: usize) -> Result<Value, Step> {
-        match c.entry(i)? {
-            Entry::Record(r) => Ok(Value::Record(r)),
-            Entry::Held(hash) => match c.source(i)? {
-                (_, r) if !self.held.contains_key(&r) => Ok(Value::Held(r, hash)),
-                _ => Ok(Value::Here(self.value(c, i)??)),
-            },
-        }
+        Ok(match c.source(i)? {
+            (Table::Entries, r) => Value::Record(r),
+            (_, r) if !self.held.contains_key(&r) => Value::Held(r, *c.entries[i].hash()),
+            _ => Value::Here(self.value(c, i)??),
+        })
     }
 
     /// Drops the records supplied for a question once it is answered.

@@ -275,7 +275,8 @@ impl NodeRecord {
 pub enum Entry {
     /// In an entry record.
     Record(Ref),
-    /// In the chunk's full record (its own, or its delta's base), under the slot's key.
+    /// In a values record of the chunk's full record (its own, or its
+    /// delta's base), under the slot's key.
     Held(Hash),
 }
 
@@ -528,14 +529,10 @@ pub fn full_record_puts<'a>(
 ) -> Vec<(Table, Ref, Vec<u8>)> {
     let mut out = Vec::with_capacity(1 + groups.len());
     out.push((Table::Chunks, r, encode_full(slots, groups)));
-    for (g, group) in slots.chunks(GROUP_LEAVES).enumerate() {
-        let held_here: Vec<usize> = (0..group.len())
-            .filter(|&j| matches!(group[j].entry, Entry::Held(_)))
-            .map(|j| g * GROUP_LEAVES + j)
+    for g in held_groups(slots) {
+        let held_here: Vec<usize> = (g * GROUP_LEAVES..((g + 1) * GROUP_LEAVES).min(slots.len()))
+            .filter(|&i| matches!(slots[i].entry, Entry::Held(_)))
             .collect();
-        if held_here.is_empty() {
-            continue;
-        }
         let mut bytes =
             Vec::with_capacity(2 + held_here.iter().map(|&i| slots[i].key.len() + held(i).len() + 6).sum::<usize>());
         bytes.push(FORMAT_VALUES);
@@ -547,6 +544,13 @@ pub fn full_record_puts<'a>(
         out.push((Table::Values, values_ref(&r, g), bytes));
     }
     out
+}
+
+/// The groups of a full chunk record of `slots` that have a values record:
+/// those with a held slot.
+pub fn held_groups(slots: &[Slot]) -> impl Iterator<Item = usize> + '_ {
+    let held = |group: &[Slot]| group.iter().any(|s| matches!(s.entry, Entry::Held(_)));
+    slots.chunks(GROUP_LEAVES).enumerate().filter(move |(_, group)| held(group)).map(|(g, _)| g)
 }
 
 /// A full chunk record of `slots` and their `groups` (a held slot lists its

@@ -29,7 +29,7 @@ export interface LoadTarget {
 }
 
 /**
- * Writes the chunks of `entries` (full chunk records holding their values),
+ * Writes the chunks of `entries` (full chunk records and their values records),
  * born at `version`, about `writeBytes` a write, and returns the rest of
  * the version (its last chunks, its inner nodes and its version record)
  * for the caller to write. `check` runs before each write (it throws to

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bpavl_core::record::{
-    encode_full, stale_key, values_ref, values_refs, Child, ChunkRecord, Entry, NodeRecord, Ref, Slot, Table,
-    VersionRecord,
+    encode_full, held_groups, stale_key, values_ref, values_refs, Child, ChunkRecord, Entry, NodeRecord, Ref, Slot,
+    Table, VersionRecord,
 };
 use bpavl_core::{Loader, StoreError, Tree, WriteSet};
 
@@ -192,11 +192,9 @@ impl Store {
                     out.insert((Table::Chunks as u8, r.key().to_vec()));
                     // A full record reaches the values records of its groups that hold values.
                     let mut values_of = |full: &Ref, slots: &[Slot]| {
-                        for (g, group) in slots.chunks(16).enumerate() {
-                            if group.iter().any(|s| matches!(s.entry, Entry::Held(_))) {
-                                out.insert((Table::Values as u8, values_ref(full, g).key().to_vec()));
-                            }
-                        }
+                        out.extend(
+                            held_groups(slots).map(|g| (Table::Values as u8, values_ref(full, g).key().to_vec())),
+                        );
                     };
                     let slots = match ChunkRecord::decode(self.get(Table::Chunks, &r).unwrap(), capacity).unwrap() {
                         ChunkRecord::Full { slots, .. } => {
