@@ -2,7 +2,7 @@
 //! hashes and a cached chunk hash (`spec/hashing.md`, tags 0x00 and 0x02).
 //! Its keys live in one sorted byte buffer (`keys::Keys`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::error::StoreError;
@@ -11,7 +11,7 @@ use crate::hash::{
     sparse_multiproof, update_inchunk_leaf, Hash, GROUP_LEAVES,
 };
 use crate::keys::Keys;
-use crate::record::{chunk_record, ChunkRecord, Entry, Ref, Slot, Table};
+use crate::record::{chunk_record, ChunkRecord, Delta, Entry, Ref, Slot, Table};
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Chunk {
@@ -57,6 +57,19 @@ pub(crate) struct Chunk {
     /// chunk last changed: a batch asks after every piece and before its
     /// commit, and the answer costs a diff against the base.
     copy_checked: bool,
+    /// How [`Chunk::values_to_copy`] found the chunk is written, kept for
+    /// the commit ([`Chunk::record_at`]) while the chunk does not change:
+    /// that diff against the base was a third of a commit's time.
+    planned: Option<Planned>,
+}
+
+/// How a commit at `version`, over `base`, writes a chunk: as `delta`, or
+/// whole (`None`).
+#[derive(Clone, Debug)]
+struct Planned {
+    version: u64,
+    base: Option<Ref>,
+    delta: Option<Delta>,
 }
 
 /// Where a slot's value is stored.
@@ -216,6 +229,7 @@ impl Chunk {
         self.hash = None;
         self.persisted = false;
         self.copy_checked = false;
+        self.planned = None;
     }
 
     /// Whether slot `i`'s key is known to be its entry's.
@@ -321,6 +335,7 @@ impl Chunk {
     pub(crate) fn discard_unborn(&mut self, version: u64, out: &mut Vec<(Table, Ref)>) {
         crate::persist::take_born(&mut self.dropped, version, out);
         self.copy_checked = false;
+        self.planned = None;
         let Some(s) = &mut self.stored else { return };
         if s.base.birth == version {
             // A record born at `version` is a delta of a base born then too.
@@ -399,13 +414,25 @@ impl Chunk {
         self.holders = vec![record];
     }
 
-    /// The records that hold values of held slots not at hand.
-    fn missing_values(&self) -> Vec<Ref> {
-        let mut out: Vec<Ref> = Vec::new();
+    /// The group of its holder's values records that holds entry `i`'s
+    /// value, when this chunk lists the holder's slots (it is the chunk's
+    /// base): a full record's slots are in key order, 16 a group. `None`:
+    /// any group of the holder may (an entry moved in from another chunk).
+    pub fn held_group(&self, i: usize) -> Option<usize> {
+        let stored = self.stored.as_ref().filter(|s| self.holder(i) == Some(s.base))?;
+        let at = stored.base_slots.binary_search_by(|s| (*s.key).cmp(self.key(i))).ok()?;
+        Some(at / GROUP_LEAVES)
+    }
+
+    /// The values records that hold values of held slots not at hand: each
+    /// holder, with the group when this chunk knows it.
+    fn missing_values(&self) -> Vec<(Ref, Option<usize>)> {
+        let mut out = Vec::new();
         for i in 0..self.len() {
             if let (Some(holder), None) = (self.holder(i), &self.values[i]) {
-                if !out.contains(&holder) {
-                    out.push(holder);
+                let wanted = (holder, self.held_group(i));
+                if !out.contains(&wanted) {
+                    out.push(wanted);
                 }
             }
         }
@@ -413,12 +440,24 @@ impl Chunk {
     }
 
     /// Takes the values that full chunk record `holder`'s values records
-    /// hold (`held`, by key, unchecked) for this chunk's slots: each must hash, with the
-    /// slot's key, to the slot's entry hash. Confirms those slots' keys.
-    pub(crate) fn take_held(&mut self, holder: &Ref, held: &HashMap<&[u8], &[u8]>) -> Result<(), StoreError> {
+    /// of groups `fetched` (`None`: all of them) hold (`held`, by key,
+    /// unchecked) for this chunk's slots: each must hash, with the slot's
+    /// key, to the slot's entry hash. Confirms those slots' keys. A slot in
+    /// a group not fetched, or in one this chunk cannot tell, is left.
+    pub(crate) fn take_held(
+        &mut self,
+        holder: &Ref,
+        fetched: Option<&BTreeSet<usize>>,
+        held: &HashMap<&[u8], &[u8]>,
+    ) -> Result<(), StoreError> {
         for i in 0..self.len() {
             if self.holder(i) != Some(*holder) || self.values[i].is_some() {
                 continue;
+            }
+            if let Some(groups) = fetched {
+                if !self.held_group(i).is_some_and(|g| groups.contains(&g)) {
+                    continue;
+                }
             }
             let value = *held.get(self.key(i)).ok_or(StoreError::Corrupt)?;
             if Some(entry_hash(self.key(i), value)) != self.entry_hashes[i] {
@@ -435,10 +474,11 @@ impl Chunk {
         self.entry_hashes[i]
     }
 
-    /// The holders of the values a commit of this changed chunk must copy
-    /// and does not have: those of its held slots, when it would be written
-    /// whole (`record::chunk_record` at `version`; a delta keeps them in its base).
-    pub(crate) fn values_to_copy(&mut self, version: u64) -> Vec<Ref> {
+    /// The values records of the values a commit of this changed chunk
+    /// must copy and does not have ([`Chunk::missing_values`]): those of
+    /// its held slots, when it would be written whole
+    /// (`record::chunk_record` at `version`; a delta keeps them in its base).
+    pub(crate) fn values_to_copy(&mut self, version: u64) -> Vec<(Ref, Option<usize>)> {
         if self.copy_checked || !self.places.iter().any(|p| matches!(p, Place::Held(_))) {
             return Vec::new();
         }
@@ -446,13 +486,33 @@ impl Chunk {
         let slots: Vec<Slot> = (0..self.len()).map(|i| self.slot(i, version)).collect();
         // A base born at `version` was written ahead by this batch: the write drops it (`discard_unborn`).
         let stored = self.stored.as_ref().filter(|s| s.base.birth != version);
-        let base = stored.map(|s| (&s.base, &*s.base_slots, &*s.base_groups));
-        let missing = match chunk_record(base, &slots, self.group_roots()) {
-            ChunkRecord::Full { .. } => self.missing_values(),
-            ChunkRecord::Delta(_) => Vec::new(),
+        let delta = match chunk_record(
+            stored.map(|s| (&s.base, &*s.base_slots, &*s.base_groups)),
+            &slots,
+            self.group_roots(),
+        ) {
+            ChunkRecord::Full { .. } => None,
+            ChunkRecord::Delta(delta) => Some(delta),
         };
+        let base = stored.map(|s| s.base);
+        let missing = if delta.is_some() { Vec::new() } else { self.missing_values() };
+        self.planned = Some(Planned { version, base, delta });
         self.copy_checked = missing.is_empty();
         missing
+    }
+
+    /// How a commit at `version` writes this changed chunk, whose `slots`
+    /// then are given: `record::chunk_record` over its stored base, or what
+    /// [`Chunk::values_to_copy`] found for the same version and base.
+    pub(crate) fn record_at(&mut self, version: u64, slots: &[Slot]) -> ChunkRecord {
+        let stored = self.stored.as_ref();
+        match self.planned.take() {
+            Some(p) if p.version == version && p.base == stored.map(|s| s.base) => match p.delta {
+                Some(delta) => ChunkRecord::Delta(delta),
+                None => ChunkRecord::Full { slots: slots.to_vec(), groups: self.group_roots() },
+            },
+            _ => chunk_record(stored.map(|s| (&s.base, &*s.base_slots, &*s.base_groups)), slots, self.group_roots()),
+        }
     }
 
     /// Slots as [`Chunk::slots`] makes them, but an entry with no record yet
@@ -616,7 +676,8 @@ impl Chunk {
         const PER_ENTRY: usize = 4 + 8 + 16 + 33 + 16;
         let values: usize = self.values.iter().flatten().map(|v| v.len()).sum();
         let base = self.stored.as_ref().map_or(0, |s| s.base_bytes);
-        256 + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
+        let planned = self.planned.as_ref().and_then(|p| p.delta.as_ref()).map_or(0, |d| d.bytes());
+        256 + planned + self.keys.byte_len() + values + self.len() * PER_ENTRY + self.tree.len() * 32 + base
     }
 
     pub fn entries(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> + '_ {

@@ -12,17 +12,18 @@
 //! A loaded chunk holds keys, entry hashes and records, not values: a
 //! commit writes new entries by hash and never reads an old one back.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::chunk::{Chunk, StoredChunk};
 use crate::error::StoreError;
-use crate::hash::{entry_hash, group_count, preorder_above_groups, Hash};
+use crate::hash::{entry_hash, preorder_above_groups, Hash};
 use crate::keys::prefix;
 use crate::limits::min_fill;
 use crate::node::{KeyCopy, Node, Stub};
 use crate::record::{
-    decode_entry, held_values, in_key_order, values_refs, verify_groups, ChunkRecord, Ref, Slot, Table, WaitingDeltas,
+    decode_entry, held_values, in_key_order, values_ref, values_refs, verify_groups, ChunkRecord, Ref, Slot, Table,
+    WaitingDeltas,
 };
 use crate::tree::{search, Tree};
 
@@ -39,22 +40,46 @@ pub(crate) struct Paging {
     /// lists: they confirm where the batch's writes landed.
     unconfirmed: HashMap<Ref, Vec<u8>>,
     /// The same for slots whose values are in values records: each full
-    /// chunk record with the keys of its slots to confirm.
-    held_unconfirmed: HashMap<Ref, Vec<Vec<u8>>>,
+    /// chunk record with the keys of its slots to confirm, and the group
+    /// that holds each (`None`: not known, any may).
+    held_unconfirmed: HashMap<Ref, Vec<HeldKey>>,
     /// Full chunk records whose values [`Tree::unconfirmed`] asked for, for
     /// those that changed chunks written whole must copy.
     values_wanted: HashSet<Ref>,
     /// The full chunk record each values record asked for belongs to.
     values_of: HashMap<Ref, Ref>,
-    /// The values records of each full chunk record, as they arrive, and
-    /// how many are still to come: its values are taken once all are here
-    /// (a group that holds none has no record).
-    values_got: HashMap<Ref, (usize, Vec<Vec<u8>>)>,
+    /// The values records asked for of each full chunk record, as they
+    /// arrive: how many are still to come, and which groups were asked
+    /// (`None`: all). Its values are taken once all are here (a group that
+    /// holds none has no record).
+    values_got: HashMap<Ref, ValuesAsked>,
     /// Counts loads, so that the oldest loaded chunks are evicted first.
     clock: u64,
     /// Whether the batch wrote a piece ahead ([`Tree::write_ahead`]): its
     /// records born at the coming version may have been dropped since.
     pub(crate) wrote_ahead: bool,
+}
+
+/// A slot key to confirm from a values record, with the group that holds
+/// its value (`None`: not known).
+type HeldKey = (Vec<u8>, Option<usize>);
+
+/// The values records of one full chunk record that a batch asked for.
+#[derive(Clone, Debug, Default)]
+struct ValuesAsked {
+    left: usize,
+    groups: Option<BTreeSet<usize>>,
+    got: Vec<Vec<u8>>,
+}
+
+/// Notes that the values record of `group` of full chunk record `holder`
+/// is wanted (`None`: the group is not known, so every one is).
+fn want_group(wanted: &mut HashMap<Ref, Option<BTreeSet<usize>>>, holder: Ref, group: Option<usize>) {
+    let groups = wanted.entry(holder).or_insert_with(|| Some(BTreeSet::new()));
+    match (groups.as_mut(), group) {
+        (Some(set), Some(g)) => drop(set.insert(g)),
+        _ => *groups = None,
+    }
 }
 
 /// Walks from `node` to chunk `index`: the chunk, with the key copies that
@@ -137,14 +162,14 @@ impl Tree {
         // on: an updated entry's, every group of a chunk whose entries may
         // move or whose slots place the key, and the next chunk's first.
         let mut checks: Vec<(u64, Option<usize>)> = Vec::new();
-        let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Table, Ref, Vec<u8>)>| {
+        let confirm = |c: &Chunk, i: usize, entries: &mut Vec<(Table, Ref, Vec<u8>, Option<usize>)>| {
             if c.is_trusted(i) {
                 return;
             }
             if let Some(r) = c.stored_entry(i) {
-                entries.push((Table::Entries, r, c.key(i).to_vec()));
+                entries.push((Table::Entries, r, c.key(i).to_vec(), None));
             } else if let Some(holder) = c.holder(i) {
-                entries.push((Table::Chunks, holder, c.key(i).to_vec()));
+                entries.push((Table::Chunks, holder, c.key(i).to_vec(), c.held_group(i)));
             }
         };
         match search(top, key) {
@@ -194,10 +219,10 @@ impl Tree {
             }
             _ => unreachable!("a search ends at a chunk"),
         }
-        for (table, r, key) in entries {
+        for (table, r, key, group) in entries {
             match table {
                 Table::Entries => drop(self.paging.unconfirmed.insert(r, key)),
-                _ => self.paging.held_unconfirmed.entry(r).or_default().push(key),
+                _ => self.paging.held_unconfirmed.entry(r).or_default().push((key, group)),
             }
         }
         if stubs.is_empty() {
@@ -259,19 +284,27 @@ impl Tree {
     /// its slot's entry hash names, fails the commit (`STORE_CORRUPT`).
     pub fn unconfirmed(&mut self) -> Vec<(Table, Ref)> {
         let version = self.head().version() + 1;
-        let mut holders = Vec::new();
+        let mut copies = Vec::new();
         // Changed chunks are the working tree's own: walking them copies nothing the committed snapshot shares.
         if let Some(top) = self.top_mut() {
-            changed_chunks(top, &mut |c| holders.extend(c.values_to_copy(version)));
+            changed_chunks(top, &mut |c| copies.extend(c.values_to_copy(version)));
         }
-        self.paging.values_wanted = holders.iter().copied().collect();
-        // Each once (in any order: `in_key_order` orders what is asked).
-        let holders: HashSet<Ref> = self.paging.held_unconfirmed.keys().chain(&holders).copied().collect();
+        self.paging.values_wanted = copies.iter().map(|(h, _)| *h).collect();
+        // Only the groups that hold a value wanted: a full record has up to 16 (`values_refs`).
+        let mut groups = HashMap::new();
+        let keys = self.paging.held_unconfirmed.iter().flat_map(|(h, keys)| keys.iter().map(|(_, g)| (*h, *g)));
+        for (holder, group) in copies.into_iter().chain(keys) {
+            want_group(&mut groups, holder, group);
+        }
         let capacity = self.capacity();
         let mut wanted: Vec<(Table, Ref)> = Vec::new();
-        for h in holders {
-            self.paging.values_got.insert(h, (group_count(capacity), Vec::new()));
-            for v in values_refs(&h, capacity) {
+        for (h, groups) in groups {
+            let refs: Vec<Ref> = match &groups {
+                Some(set) => set.iter().map(|&g| values_ref(&h, g)).collect(),
+                None => values_refs(&h, capacity).collect(),
+            };
+            self.paging.values_got.insert(h, ValuesAsked { left: refs.len(), groups, got: Vec::new() });
+            for v in refs {
                 self.paging.values_of.insert(v, h);
                 wanted.push((Table::Values, v));
             }
@@ -313,14 +346,14 @@ impl Tree {
     /// here, the values they hold.
     fn supply_values(&mut self, r: &Ref, bytes: Option<&[u8]>) -> Result<(), StoreError> {
         let holder = self.paging.values_of.remove(r).ok_or(StoreError::Corrupt)?;
-        let (left, got) = self.paging.values_got.get_mut(&holder).ok_or(StoreError::Corrupt)?;
-        *left -= 1;
-        got.extend(bytes.map(<[u8]>::to_vec));
-        if *left > 0 {
+        let asked = self.paging.values_got.get_mut(&holder).ok_or(StoreError::Corrupt)?;
+        asked.left -= 1;
+        asked.got.extend(bytes.map(<[u8]>::to_vec));
+        if asked.left > 0 {
             return Ok(());
         }
-        let (_, got) = self.paging.values_got.remove(&holder).expect("just seen");
-        self.take_held(&holder, &got)
+        let asked = self.paging.values_got.remove(&holder).expect("just seen");
+        self.take_held(&holder, asked.groups.as_ref(), &asked.got)
     }
 
     /// Confirms the slot key of `key` without reading its value's record,
@@ -337,7 +370,7 @@ impl Tree {
             self.paging.unconfirmed.remove(&r);
         }
         if let Some(keys) = holder.and_then(|h| self.paging.held_unconfirmed.get_mut(&h)) {
-            keys.retain(|k| k.as_slice() != key);
+            keys.retain(|(k, _)| k.as_slice() != key);
         }
     }
 
@@ -347,11 +380,11 @@ impl Tree {
         self.trust_if(key, |c, i| c.stored_entry(i) == Some(*r));
     }
 
-    /// Takes what the values `records` of full chunk record `r` hold, which
-    /// [`Tree::unconfirmed`] asked for: the values that confirm the slot keys waiting for it
-    /// (each must give its slot's entry hash), and those that changed chunks
-    /// written whole copy.
-    fn take_held(&mut self, r: &Ref, records: &[Vec<u8>]) -> Result<(), StoreError> {
+    /// Takes what the values `records` of full chunk record `r` hold (of
+    /// `groups`; `None`: all), which [`Tree::unconfirmed`] asked for: the
+    /// values that confirm the slot keys waiting for it (each must give its
+    /// slot's entry hash), and those that changed chunks written whole copy.
+    fn take_held(&mut self, r: &Ref, groups: Option<&BTreeSet<usize>>, records: &[Vec<u8>]) -> Result<(), StoreError> {
         let keys = self.paging.held_unconfirmed.remove(r).unwrap_or_default();
         if keys.is_empty() && !self.paging.values_wanted.remove(r) {
             return Ok(());
@@ -360,7 +393,7 @@ impl Tree {
         for bytes in records {
             held.extend(held_values(bytes)?);
         }
-        for key in keys {
+        for (key, _) in keys {
             let hash = held.get(key.as_slice()).map(|v| entry_hash(&key, v));
             // A slot that still names the record must find its value there.
             let named = |c: &Chunk, i: usize| c.holder(i) == Some(*r);
@@ -375,7 +408,7 @@ impl Tree {
             let mut result = Ok(());
             changed_chunks(top, &mut |c| {
                 if result.is_ok() {
-                    result = c.take_held(r, &held);
+                    result = c.take_held(r, groups, &held);
                 }
             });
             result?;

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use crate::chunk::{Chunk, StoredChunk};
 use crate::node::{Node, Stub};
 use crate::record::{
-    chunk_record, encode_entry, full_record_puts, values_refs, Child, ChunkRecord, NodeRecord, Ref, Table,
-    VersionRecord,
+    encode_entry, full_record_puts, values_refs, Child, ChunkRecord, NodeRecord, Ref, Table, VersionRecord,
 };
 use crate::tree::{Commit, Tree};
 
@@ -221,9 +220,7 @@ fn persist(node: &mut Node, version: u64, out: &mut WriteSet) -> Child {
 /// values: the head read them first, `Chunk::missing_values`).
 fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     let slots = c.slots(version, |v, entry| out.puts.push((Table::Entries, entry, encode_entry(v))));
-    let groups = c.group_roots();
-    let base = c.stored.as_ref().map(|s| (&s.base, &*s.base_slots, &*s.base_groups));
-    let record = chunk_record(base, &slots, groups.clone());
+    let record = c.record_at(version, &slots);
     let stored = Ref { birth: version, hash: c.hash() };
     let old = c.stored.take();
     let keep_base = matches!(record, ChunkRecord::Delta(_));
@@ -250,7 +247,7 @@ fn persist_chunk(c: &mut Chunk, version: u64, out: &mut WriteSet) {
     c.held_by(holder);
     c.stored = Some(match old {
         Some(old) if keep_base => StoredChunk { record: stored, ..old },
-        _ => StoredChunk::new(stored, stored, slots.into(), groups.into()),
+        _ => StoredChunk::new(stored, stored, slots.into(), c.group_roots().into()),
     });
     c.persisted = true;
 }

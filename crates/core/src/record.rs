@@ -361,6 +361,14 @@ impl Delta {
         Some(Delta { base: *base, edits: diff_slots(base_slots, now)?, group_count: groups.len(), changed_groups })
     }
 
+    /// About the bytes it holds in memory, for a bound.
+    pub fn bytes(&self) -> usize {
+        let key = |e: &Edit| if let Edit::Insert { key, .. } = e { key.len() } else { 0 };
+        size_of::<Delta>()
+            + self.edits.iter().map(|e| size_of::<Edit>() + key(e)).sum::<usize>()
+            + 40 * self.changed_groups.len()
+    }
+
     /// The chunk's slots and group nodes, from its base's: still to check
     /// against the chunk hash (`verify_groups`, `verify_slots`).
     pub fn apply(
