@@ -20,12 +20,13 @@ import { MAX_TIMER_MS } from '@bpavl/light-client/sync';
 import { init, type Snapshot, type Tree } from '@bpavl/wasm';
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEMORY_BUDGET_BYTES, WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import type { ServerHook } from './hook.ts';
-import { type AnyServedTree, CachedTree, fromHex, MovingHead, toHex } from './source.ts';
+import { CachedTree, fromHex, MovingHead, toHex, type TreeSource } from './source.ts';
+import { FollowedState } from './followed.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_HELP, RANGE_HELP, runGet, runRange } from './query-command.ts';
 import { runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
-import { DB_USAGE, hasDb, runDbCommand, storedVersions } from './db-commands.ts';
+import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
 import { openState, type State } from '@bpavl/store';
 
 /** A usage error: printed with the command's usage, exit code 2. */
@@ -62,9 +63,13 @@ Tree:
   --root HEX           with --file: refuse the file unless it holds this root
   --db DIR             serve every retained version of a state directory instead (opened
                        read-only: other servers and one writer share it; answers are read
-                       through the store's chunk cache, every record checked against its hash;
-                       versions committed later are served after a restart; a version
-                       another process prunes stops being served, answered UNKNOWN_ROOT)
+                       through the store's chunk cache, every record checked against its hash).
+                       The directory is followed, without a restart: a version another process
+                       commits later (import, generate --db, sync --db) is served; one it prunes
+                       or rolls back stops being served, answered UNKNOWN_ROOT; a version whose
+                       record fails its checks is not served (said on stderr). The version
+                       records are read again before a ROOTS answer and before an UNKNOWN_ROOT
+                       one, at most every 250 ms
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -149,8 +154,8 @@ export interface ServeContext {
   readonly workload: WorkloadArgs;
   /** Whether the tree came from `--file`. */
   readonly fromFile: boolean;
-  /** The served versions; a harness may add newer ones. */
-  readonly source: MovingHead;
+  /** The served versions of the tree in memory (not with `--db`, whose versions follow the directory); a harness may add newer ones. */
+  readonly source?: MovingHead;
   /** The tree in memory whose head is served (not with `--db`). */
   readonly tree?: Tree;
 }
@@ -235,18 +240,21 @@ export function serveCommand(ext?: ServeExtension): Command {
 
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
       await init();
-      let served: AnyServedTree[];
+      const log = v.verbose ? (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) : undefined;
+      let source: TreeSource;
+      let moving: MovingHead | undefined;
+      let followed: FollowedState | undefined;
       let tree: Tree | undefined;
       let state: State | undefined;
       let workload: WorkloadArgs;
       if (v.db !== undefined) {
         // Read as asked, through the store's chunk cache: memory stays bounded at any size.
         state = await openState({ path: v.db, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES });
-        served = storedVersions(state);
-        if (served.length === 0) {
+        if (state.head() === undefined) {
           await state.close();
           throw Object.assign(new Error(`${v.db} holds no committed version`), { code: 'VERSION_UNKNOWN' });
         }
+        source = followed = new FollowedState(state, { ...(log && { log }), warn: (m) => process.stderr.write(`bpavl serve: ${m}\n`) });
         workload = { entryCount: state.head()!.entryCount, capacity: state.capacity, seed: 0n };
       } else {
         let snapshot: Snapshot;
@@ -260,11 +268,11 @@ export function serveCommand(ext?: ServeExtension): Command {
           tree = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity);
           snapshot = tree.head();
         }
-        served = [v['cache-chunks'] ? new CachedTree(snapshot) : snapshot];
+        source = moving = new MovingHead([v['cache-chunks'] ? new CachedTree(snapshot) : snapshot]);
       }
+      const served = source.trees();
       const head = served.at(-1)!;
-      const source = new MovingHead(served);
-      const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined, source, ...(tree ? { tree } : {}) })) ?? {
+      const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined, ...(moving && { source: moving }), ...(tree ? { tree } : {}) })) ?? {
         info: {},
         lines: [],
       };
@@ -278,7 +286,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         idleTimeoutMs,
         memoryBudget,
         ...(extra.hook ? { hook: extra.hook } : {}),
-        ...(v.verbose ? { log: (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) } : {}),
+        ...(log && { log }),
       });
       const { collectAfterBursts } = await import('./release.ts');
       const stopCollecting = collectAfterBursts(() => peer.server.stats.answerBytes);
@@ -320,6 +328,7 @@ export function serveCommand(ext?: ServeExtension): Command {
       });
       const closed = peer
         .close()
+        .then(() => followed?.close())
         .then(() => state?.close())
         .then(
           () => 0,

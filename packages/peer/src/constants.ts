@@ -64,3 +64,12 @@ export const MAX_STREAMS_PER_LIBP2P_CONNECTION = 8;
  * 13.4 s against 38.9 s (docs/storage.md, "The memory map, measured again").
  */
 export const WHOLE_STATE_MMAP_BYTES = 1 << 30;
+
+/**
+ * The least time between two reads of a state directory's version records
+ * by `serve --db` (`./followed.ts`), which reads them before a `ROOTS`
+ * answer and before an `UNKNOWN_ROOT` one: requests for roots it does not
+ * serve, however many, cost the database at most four such reads a second,
+ * and one of them waits at most this long for its read.
+ */
+export const FOLLOW_INTERVAL_MS = 250;

@@ -12,7 +12,7 @@ import { accessSync, constants, createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyChunk, verifyRange } from '@bpavl/wasm';
-import { DEFAULT_BATCH_BYTES, openState, type State, StoreError } from '@bpavl/store';
+import { DEFAULT_BATCH_BYTES, openState, type State, StoreError, type VersionInfo } from '@bpavl/store';
 import { removeSortDirs, sortEntries } from '@bpavl/store/sort';
 import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
@@ -188,9 +188,9 @@ async function proveKey(state: State, key: Uint8Array, version: number): Promise
   }
 }
 
-/** Every retained version of `state`, served from storage as asked (`bpavl serve --db`). */
-export function storedVersions(state: State): StoredTree[] {
-  return state.versions().map(({ version, root, chunkCount }) => ({
+/** The retained `version` of `state`, served from storage as asked (`bpavl serve --db`). */
+export function storedVersion(state: State, { version, root, chunkCount }: VersionInfo): StoredTree {
+  return {
     stored: true,
     root,
     version,
@@ -201,7 +201,7 @@ export function storedVersions(state: State): StoredTree[] {
     exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, { version }),
     exportLeaves: (path) => state.exportLeaves(path, { version }),
     exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, { version }),
-  }));
+  };
 }
 
 function rootOf(state: State, version: number): Uint8Array {

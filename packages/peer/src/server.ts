@@ -57,7 +57,7 @@ import {
   OUTPUT_LOW_WATER_BYTES,
   REQUESTS_PER_TURN,
 } from './constants.ts';
-import type { StoredTree, TreeSource } from './source.ts';
+import type { AnyServedTree, StoredTree, TreeSource } from './source.ts';
 
 /** Options of `SyncServer`; every field has a default. */
 export interface SyncServerOptions {
@@ -331,13 +331,43 @@ export class SyncServer {
    * rejects.
    */
   answer(req: Request): Answer | Promise<Answer> {
+    if (req.kind === Kind.Roots) {
+      // A source that follows storage lists what other processes committed, pruned or rolled back meanwhile.
+      const updated = this.source.update?.(false);
+      return updated === undefined ? this.#roots(req) : updated.then(() => this.#roots(req));
+    }
+    const known = this.#lookedUp(req);
+    if (known !== undefined) return known;
+    // The root may have been committed by another process since the source last looked.
+    const updated = this.source.update?.(true);
+    if (updated === undefined) return { status: Status.UnknownRoot };
+    return updated.then(() => this.#lookedUp(req) ?? { status: Status.UnknownRoot });
+  }
+
+  /** The answer from the tree `req` names, or `undefined` if the source serves no such root. */
+  #lookedUp(req: Exclude<Request, { kind: typeof Kind.Roots }>): Answer | Promise<Answer> | undefined {
+    let tree: AnyServedTree | undefined;
     try {
-      if (req.kind === Kind.Roots) {
-        const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunkCount: t.chunkCount }));
-        return { status: Status.Ok, payload: encodeRootsPayload(roots) };
-      }
-      const tree = this.source.lookup(req.root);
-      if (tree === undefined) return { status: Status.UnknownRoot };
+      tree = this.source.lookup(req.root);
+    } catch (e) {
+      return this.#failed(req, e);
+    }
+    return tree === undefined ? undefined : this.#answerTree(req, tree);
+  }
+
+  /** The `ROOTS` answer: every served root. */
+  #roots(req: Request): Answer {
+    try {
+      const roots = this.source.trees().map((t) => ({ root: t.root, version: t.version, chunkCount: t.chunkCount }));
+      return { status: Status.Ok, payload: encodeRootsPayload(roots) };
+    } catch (e) {
+      return this.#failed(req, e);
+    }
+  }
+
+  /** `answer` from the served `tree` that `req` names. */
+  #answerTree(req: Exclude<Request, { kind: typeof Kind.Roots }>, tree: AnyServedTree): Answer | Promise<Answer> {
+    try {
       if ('stored' in tree) return this.#answerStored(req, tree);
       let payload: Uint8Array;
       switch (req.kind) {

@@ -54,6 +54,13 @@ export interface TreeSource {
   lookup(root: Uint8Array): AnyServedTree | undefined;
   /** Stops serving `tree` (a stored version another process pruned or rolled back). */
   drop?(tree: AnyServedTree): void;
+  /**
+   * Brings `trees()` and `lookup()` up to date with storage that another
+   * process writes (`./followed.ts`): with `fresh`, with what it held when
+   * called (the server asks so before it answers `UNKNOWN_ROOT`), else with
+   * what it held a moment ago (before `ROOTS`). Never rejects.
+   */
+  update?(fresh: boolean): Promise<void>;
 }
 
 /** Lower-case hex of `bytes`. */

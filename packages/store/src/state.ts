@@ -778,7 +778,8 @@ export class State {
    * Whether the database still holds `version` as this state knows it (the
    * same root): read from storage, so that a read-only state learns of a
    * prune or a rollback by the writer (its own list of versions is the one
-   * it opened with). A version this state does not know counts if stored.
+   * it opened or last refreshed with). A version this state does not know
+   * counts if stored.
    */
   async isRetained(version: number): Promise<boolean> {
     this.#open();
@@ -790,6 +791,53 @@ export class State {
     } catch {
       return true; // damaged, not gone: the read's own error stands
     }
+  }
+
+  /**
+   * Reads the version records again, for a state opened read-only beside a
+   * writer (its list is otherwise the one it opened with): versions the
+   * writer committed since join the list, and those it pruned or rolled
+   * back leave it, as does one committed again under its number with
+   * another root (the new record takes its place). Each record is checked
+   * as at open, but a record that fails is left out, not thrown: it is
+   * returned with its `STORE_CORRUPT`, and the other versions stay
+   * readable. A writable state holds the writer's lock, so its list is the
+   * database's already: it returns at once.
+   */
+  async refresh(): Promise<{ version: number; error: StoreError }[]> {
+    this.#open();
+    if (!this.#backend.readOnly) return [];
+    const meta = await this.#backend.get('meta', STORE_KEY);
+    // An empty store takes the capacity of the first tree synced into it (`commitSynced`).
+    if (meta !== undefined && this.#versions.size === 0) {
+      const capacity = decodeStoreRecord(meta);
+      if (capacity !== this.#capacity) {
+        this.#pages.free();
+        this.#pages = new Pages(capacity, this.#cacheBytes);
+        this.#capacity = capacity;
+      }
+    }
+    const versions = new Map<number, VersionRecord>();
+    const damaged: { version: number; error: StoreError }[] = [];
+    for await (const [key, record] of this.#backend.scan('versions')) {
+      if (key.length !== 8) throw new StoreError('STORE_CORRUPT', 'a version key is not 8 bytes');
+      const version = versionOf(key);
+      try {
+        versions.set(version, decodeVersionRecord(record, this.#capacity));
+      } catch (e) {
+        if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT') throw e;
+        damaged.push({ version, error: new StoreError('STORE_CORRUPT', `the record of version ${version}: ${(e as Error).message}`) });
+      }
+    }
+    this.#open();
+    for (const [version, held] of [...this.#versions]) {
+      const stored = versions.get(version);
+      if (stored === undefined || compareBytes(stored.root, held.root) !== 0) this.#forget(version);
+      else versions.set(version, held); // unchanged: the value cache still knows its root without comparing bytes
+    }
+    this.#versions = versions;
+    this.#head = lastKey(versions);
+    return damaged;
   }
 
   /**

@@ -19,7 +19,7 @@ import { decodeRootsPayload, encodeRootsPayload, Kind, type Request, Status } fr
 import { withoutCatchUp } from '../../peer/test/support.ts';
 import { Byzantine, type ByzantineMode } from '../../testnet/src/byzantine.ts';
 import { type RunningPeer, startPeer } from '../../testnet/src/peer.ts';
-import { storedVersions } from '../../peer/src/db-commands.ts';
+import { storedVersion } from '../../peer/src/db-commands.ts';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { versionKey } from '../src/records.ts';
 import { openState, TABLES } from '../src/index.ts';
@@ -296,7 +296,7 @@ it('peers that serve a stored state (bpavl serve --db) serve the catch-up too, a
   await run(served, next, [(await serve(next)).wsUrl!]);
   const shared = await openState({ path: served, readOnly: true, cacheBytes: 1 << 16 });
   try {
-    const fromDb = await Promise.all([0, 1].map(() => startPeer(new StaticTreeSource(storedVersions(shared)), { libp2pPort: null })));
+    const fromDb = await Promise.all([0, 1].map(() => startPeer(new StaticTreeSource(shared.versions().map((v) => storedVersion(shared, v))), { libp2pPort: null })));
     peers.push(...fromDb);
     const path = await storeOf(base);
     const result = await run(path, next, fromDb.map((p) => p.wsUrl!));
@@ -366,7 +366,7 @@ async function servedFromStorage() {
   const path = await storeOf(base);
   await run(path, next, [(await serve(next)).wsUrl!]);
   const shared = await openState({ path, readOnly: true, cacheBytes: 1 << 16 });
-  const peer = await startPeer(new MovingHead(storedVersions(shared)), { libp2pPort: null });
+  const peer = await startPeer(new MovingHead(shared.versions().map((v) => storedVersion(shared, v))), { libp2pPort: null });
   peers.push(peer);
   const conn = await connectWebSocket(peer.wsUrl!);
   const chunk = (root: Uint8Array) => conn.request({ kind: Kind.Chunk, root, index: 3 }, { timeoutMs: 5000 });

@@ -94,6 +94,50 @@ describe('on the Node backend, by path', () => {
     await again.close();
   });
 
+  it('refresh: a reader takes the versions a writer commits, drops those it rolls back, prunes or commits again with another root, and leaves out a damaged record', async () => {
+    const { DatabaseSync } = await import('node:sqlite');
+    const at = place();
+    const writer = await at.open({ capacity: 4 });
+    for (let v = 1; v <= 3; v++) {
+      await writer.put(key(v), value(v, v));
+      await writer.commit();
+    }
+    const reader = await at.open({ readOnly: true });
+    const listed = () => reader.versions().map((v) => [v.version, hex(v.root)]);
+    const stored = () => writer.versions().map((v) => [v.version, hex(v.root)]);
+    try {
+      await writer.put(key(4), value(4, 4));
+      await writer.commit();
+      expect(listed()).toHaveLength(3); // the list it opened with, until it looks again
+      expect(await reader.refresh()).toEqual([]);
+      expect(listed()).toEqual(stored());
+      expect(reader.head()).toEqual(writer.head());
+      expect(await reader.get(key(4))).toEqual(value(4, 4));
+      await writer.rollback(3);
+      await writer.put(key(5), value(5, 5));
+      await writer.commit();
+      await writer.prune({ keepLast: 2 });
+      expect(await reader.refresh()).toEqual([]);
+      expect(listed()).toEqual(stored());
+      expect(await reader.get(key(5))).toEqual(value(5, 5));
+      expect(await reader.get(key(4))).toBeUndefined();
+      await expect(reader.get(key(1), { version: 1 })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+      const db = new DatabaseSync(join(at.path, 'data.sqlite'));
+      db.prepare('INSERT INTO versions (k, v) VALUES (?, ?)').run(Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 9), Uint8Array.of(0x07, 1, 2));
+      db.close();
+      const damaged = await reader.refresh();
+      expect(damaged).toEqual([{ version: 9, error: expect.objectContaining({ name: 'StoreError', code: 'STORE_CORRUPT' }) }]);
+      expect(listed()).toEqual(stored());
+      expect(await reader.get(key(5))).toEqual(value(5, 5));
+      // The writer's list is the database's (it holds the lock): nothing to read again.
+      expect(await writer.refresh()).toEqual([]);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+    await expect(reader.refresh()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+
   it('a store a writer was killed making reads as empty, or as not made yet, never as damaged or foreign; the next writer makes it', async () => {
     const { DatabaseSync } = await import('node:sqlite');
     // Killed after the tables, before the store record: readers see an empty store.

@@ -134,7 +134,7 @@ export const testnetServe: ServeExtension = {
       if (link) lines.push(`link      ${delayMs} ms one way (responses +${2 * delayMs} ms), ${rateMBs === undefined ? 'unlimited' : `${rateMBs} MB/s`} per connection (emulated)`);
       if (byzantine) lines.push(`byzantine ${byzantine.mode}:${byzantine.rate}  (this peer LIES)`);
       const started =
-        commands && tree
+        commands && tree && source
           ? () =>
               commands.start(tree, source, { seed: workload.seed, entryCount: workload.entryCount, writes, keep }, (a) =>
                 v.json === true ? JSON.stringify(a) : `advanced  step ${a.step}: version ${a.version}, root ${a.root}, ${a.entryCount} entries`,

@@ -1,0 +1,168 @@
+// `bpavl serve --db DIR` follows DIR while other processes write it: a real
+// serve child on 127.0.0.1, real `bpavl import`, `rollback`, `prune` and
+// `sync` children, and a raw WebSocket client. A version committed after
+// serve started is listed in ROOTS and served (chunks, proofs, ranges, a
+// whole sync and a catch-up, each verified against its root); a version
+// rolled back or pruned is answered UNKNOWN_ROOT and no longer listed; a
+// version record that fails its checks is not served, and the rest is.
+// Every wait is bounded.
+
+import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { decodeProofPayload, decodeRootsPayload, Kind, Status } from '@bpavl/light-client/wire';
+import { verifyChunk, verifyExistence, verifyRange } from '@bpavl/light-client/verify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, sleep, spawnCli, wasmReady, type WireClient, wsClient } from './support.ts';
+
+let dir: string;
+beforeAll(async () => {
+  await wasmReady();
+  dir = await mkdtemp(join(tmpdir(), 'bpavl-serve-follows-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+const hex = (s: string) => Buffer.from(s).toString('hex');
+const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
+
+/** `bpavl ARGS --json`: the exit code and the parsed last line of stdout. */
+async function json(args: string[]): Promise<{ code: number | null; out: Record<string, any>; stderr: string }> {
+  const { code, stdout, stderr } = await spawnCli([...args, '--json'], 'ignore', 60_000).done;
+  return { code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null'), stderr };
+}
+
+/** Imports `entries` (UTF-8 keys and values) into `db` as its next version; resolves to the new root. */
+async function importEntries(db: string, name: string, entries: Record<string, string>): Promise<string> {
+  const file = join(dir, `${name}.jsonl`);
+  await writeFile(file, Object.entries(entries).map(([key, value]) => `${JSON.stringify({ key: hex(key), value: hex(value) })}\n`).join(''));
+  const r = await json(['import', '--db', db, file]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.out.root;
+}
+
+/** `bpavl serve --db db` as a child: its first JSON line, and its stderr so far. */
+async function serveDb(db: string): Promise<{ child: ChildProcess; info: { ws: string; root: string; versions: number }; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--db', db, '--json', '--verbose', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  const info = await new Promise<{ ws: string; root: string; versions: number }>((resolve, reject) => {
+    let buf = '';
+    const t = setTimeout(() => reject(new Error(`serve --db did not start: ${err}`)), 30_000);
+    child.stdout!.on('data', (d) => {
+      buf += d;
+      if (buf.includes('\n')) {
+        clearTimeout(t);
+        resolve(JSON.parse(buf.split('\n')[0]!));
+      }
+    });
+  });
+  return { child, info, stderr: () => err };
+}
+
+/** The roots `ROOTS` lists, as hex, oldest first. */
+async function roots(c: WireClient): Promise<string[]> {
+  const r = await c.request({ kind: Kind.Roots });
+  expect(r.status).toBe(Status.Ok);
+  return decodeRootsPayload(r.payload).map((x) => Buffer.from(x.root).toString('hex'));
+}
+
+/** Asks ROOTS until it lists exactly `want` (the server reads the records again at most every 250 ms), for at most 3 s. */
+async function rootsBecome(c: WireClient, want: string[]): Promise<void> {
+  const until = Date.now() + 3000;
+  let listed = await roots(c);
+  while (JSON.stringify(listed) !== JSON.stringify(want) && Date.now() < until) {
+    await sleep(50);
+    listed = await roots(c);
+  }
+  expect(listed).toEqual(want);
+}
+
+describe('bpavl serve --db follows the directory', { timeout: 120_000 }, () => {
+  it('serves versions other processes commit, stops serving those they roll back or prune, and skips a damaged version record', async () => {
+    const db = join(dir, 'followed');
+    const v1 = await importEntries(db, 'v1', Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`key-${String(i).padStart(4, '0')}`, `value ${i}`])));
+    const { child, info, stderr } = await serveDb(db);
+    const c = await wsClient(info.ws);
+    try {
+      expect(info).toMatchObject({ versions: 1, root: v1 });
+      expect(await roots(c)).toEqual([v1]);
+
+      // Committed by another process: asked for at once by its root (no ROOTS first), it is served.
+      const v2 = await importEntries(db, 'v2', { 'key-0100': 'changed', 'new key': 'new value' });
+      const chunk = await c.request({ kind: Kind.Chunk, root: bytes(v2), index: 0 });
+      expect(chunk.status).toBe(Status.Ok);
+      verifyChunk(bytes(v2), 0, chunk.payload);
+      expect(await roots(c)).toEqual([v1, v2]);
+      const proof = await c.request({ kind: Kind.Proof, root: bytes(v2), key: Buffer.from('new key') });
+      expect(proof.status).toBe(Status.Ok);
+      const p = decodeProofPayload(proof.payload);
+      expect(Buffer.from(p.value!).toString()).toBe('new value');
+      verifyExistence(bytes(v2), Buffer.from('new key'), p.value!, p.proof);
+      const range = await c.request({ kind: Kind.Range, root: bytes(v2), start: Buffer.from('key-0099'), end: Buffer.from('key-0102'), limit: 10 });
+      expect(range.status).toBe(Status.Ok);
+      const page = verifyRange(bytes(v2), Buffer.from('key-0099'), Buffer.from('key-0102'), 10, range.payload);
+      expect(page.entries.map(([, value]) => Buffer.from(value).toString())).toEqual(['value 99', 'changed', 'value 101']);
+
+      // A whole sync of v2, then a catch-up of that copy to v3, committed later, all from this peer.
+      const copy = join(dir, 'copy');
+      const synced = await json(['sync', '--root', v2, '--peer', info.ws, '--db', copy]);
+      expect(synced.code, synced.stderr).toBe(0);
+      expect(synced.out.root).toBe(v2);
+      const v3 = await importEntries(db, 'v3', { 'key-0200': 'changed again' });
+      await rootsBecome(c, [v1, v2, v3]);
+      const caughtUp = await json(['sync', '--root', v3, '--peer', info.ws, '--db', copy]);
+      expect(caughtUp.code, caughtUp.stderr).toBe(0);
+      expect(caughtUp.out).toMatchObject({ root: v3, caughtUpFrom: 1 });
+      const read = await json(['get', '--db', copy, hex('key-0200')]);
+      expect(read.out.results).toEqual([{ key: hex('key-0200'), value: hex('changed again') }]);
+
+      // Rolled back by another process: no longer listed, and answered UNKNOWN_ROOT.
+      expect((await json(['rollback', '--db', db, '--to', '2'])).code).toBe(0);
+      await rootsBecome(c, [v1, v2]);
+      expect((await c.request({ kind: Kind.Chunk, root: bytes(v3), index: 1 })).status).toBe(Status.UnknownRoot);
+      // Version 3 committed again, with another root: that one is served, the old one still is not.
+      const v3b = await importEntries(db, 'v3b', { 'key-0201': 'another change' });
+      expect(v3b).not.toBe(v3);
+      const again = await c.request({ kind: Kind.Chunk, root: bytes(v3b), index: 1 });
+      expect(again.status).toBe(Status.Ok);
+      verifyChunk(bytes(v3b), 1, again.payload);
+      expect((await c.request({ kind: Kind.Chunk, root: bytes(v3), index: 1 })).status).toBe(Status.UnknownRoot);
+
+      // Pruned by another process: the same.
+      expect((await json(['prune', '--db', db, '--keep', '2'])).code).toBe(0);
+      await rootsBecome(c, [v2, v3b]);
+      expect((await c.request({ kind: Kind.Chunk, root: bytes(v1), index: 0 })).status).toBe(Status.UnknownRoot);
+
+      // A version record that fails its checks (written here past the store's checks): not served, said
+      // once on stderr; the other versions still are.
+      const sqlite = new DatabaseSync(join(db, 'data.sqlite'));
+      const key = new Uint8Array(8);
+      key[7] = 4;
+      sqlite.prepare('INSERT INTO versions (k, v) VALUES (?, ?)').run(key, new Uint8Array([7, 1, 2, 3]));
+      sqlite.close();
+      await sleep(300);
+      expect(await roots(c)).toEqual([v2, v3b]);
+      expect(stderr()).toMatch(/version 4 is not served: STORE_CORRUPT/);
+      const head = await c.request({ kind: Kind.Chunk, root: bytes(v3b), index: 0 });
+      expect(head.status).toBe(Status.Ok);
+      verifyChunk(bytes(v3b), 0, head.payload);
+    } finally {
+      c.close();
+      child.kill('SIGTERM');
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const t = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve();
+        }, 10_000);
+        child.once('exit', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  });
+});
