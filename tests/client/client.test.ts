@@ -243,6 +243,20 @@ describe('getMany: many keys per MULTIPROOF request (spec/wire.md)', () => {
     expect(c.banned).toEqual(code === null ? [] : [{ peer: liar.address, code }]);
   });
 
+  it('a peer that never answers holds no key past the hedge: its round trips are asked again of the others, and nobody waits for its timeout', async () => {
+    const silent = await serve('ws', { mode: 'silent' });
+    const events: QueryEvent[] = [];
+    // A timeout far beyond the test's own: only a hedge can finish the call in time.
+    const c = client([silent.address, ...honest.map((s) => s.address)], { requestTimeoutMs: 60_000, deadlineMs: 60_000, onEvent: (e) => events.push(e) });
+    for (let i = 0; i < 3; i++) {
+      const keys = mixed();
+      expect(shown(await c.getMany(keys))).toEqual(expected(keys));
+    }
+    expect(events.some((e) => e.type === 'request' && e.peer === silent.address)).toBe(true);
+    expect(events.some((e) => e.type === 'request' && e.hedge && e.peer !== silent.address)).toBe(true);
+    expect(c.banned).toEqual([]);
+  }, 20_000);
+
   it('a peer from before MULTIPROOF (it answers BAD_REQUEST) is asked one PROOF per key, and not banned', async () => {
     const old = honest[0]!.address;
     const kinds: number[] = [];

@@ -34,7 +34,7 @@ export interface ClientOptions {
   requestTimeoutMs?: number;
   /** Whole-read deadline in ms, after which a read fails with `NO_HONEST_PEERS` (default 10,000). */
   deadlineMs?: number;
-  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0; each at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` at `createClient`). `getMany`'s multi-key requests are not hedged: a peer's unanswered share goes to another peer at `requestTimeoutMs`. */
+  /** An unanswered request is also asked of a second peer after max(this, 4 × the peer's latency) ms (default 50; ≥ 0, the other durations > 0; each at most 2^31 − 1 ms: a bad number is a `TypeError` or `RangeError` at `createClient`). `getMany` hedges in its endgame: once every key is asked, a peer with nothing left asks an overdue round trip of another peer again. */
   hedgeAfterMs?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;
@@ -191,11 +191,57 @@ export function createClient(opts: ClientOptions): Client {
       slot[i] = asked.length - 1;
     }
     const values: (Uint8Array | undefined)[] = new Array(asked.length);
+    /** Whether each asked key's value is verified (a value may be `undefined`: proven absent). */
+    const done: boolean[] = new Array(asked.length).fill(false);
+    let remaining = asked.length;
+    /** Resolves once every key is verified, or the call is aborted: a lane still waiting on a stalled peer is not waited for. */
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    if (remaining === 0) settle();
+    const onAbort = () => settle();
+    o?.signal?.addEventListener('abort', onAbort, { once: true });
+    const verified = (i: number, value: Uint8Array | undefined) => {
+      values[i] = value;
+      if (done[i]) return;
+      done[i] = true;
+      if (--remaining === 0) settle();
+    };
+    /** Waits `ms`, or less if the call settles first. */
+    const pause = (ms: number) => Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, ms))]);
     /** Keys given back by a lane (a lie, a cut answer, trouble): taken before new ones. */
     const requeued: number[] = [];
     let next = 0;
-    const take = (): number | undefined => requeued.pop() ?? (next < asked.length ? next++ : undefined);
-    const anyLeft = () => requeued.length > 0 || next < asked.length;
+    const take = (): number | undefined => {
+      // A requeued key may have been answered since by a hedge of its round trip.
+      for (let i = requeued.pop(); i !== undefined; i = requeued.pop()) if (!done[i]) return i;
+      return next < asked.length ? next++ : undefined;
+    };
+    const anyLeft = () => requeued.some((i) => !done[i]) || next < asked.length;
+    /** Round trips in flight, for the endgame: a lane with nothing left to take asks an overdue one of another peer again. */
+    const inflight = new Set<{ peer: PoolPeer; groups: number[][]; since: number; hedged: boolean }>();
+    /** When `trip`'s answer is overdue: as `ask` hedges, after max(hedgeAfterMs, 4 × its peer's latency). */
+    const overdueAt = (trip: { peer: PoolPeer; since: number }) => trip.since + Math.max(ctx.hedgeAfterMs, 4 * (trip.peer.latencyMs ?? 0));
+    /**
+     * A round trip of another peer to ask again, once every key is taken:
+     * the first one overdue, marked so that it is hedged once; or, while
+     * some are not overdue yet, how long until the first is; `undefined`:
+     * nothing left in flight elsewhere.
+     */
+    const hedgeFor = (peer: PoolPeer): number[][] | number | undefined => {
+      let wait: number | undefined;
+      for (const trip of inflight) {
+        if (trip.peer === peer || trip.hedged) continue;
+        const groups = trip.groups.map((g) => g.filter((i) => !done[i])).filter((g) => g.length > 0);
+        if (groups.length === 0) continue;
+        const ms = overdueAt(trip) - performance.now();
+        if (ms <= 0) {
+          trip.hedged = true;
+          return groups;
+        }
+        wait = Math.min(wait ?? ms, ms);
+      }
+      return wait;
+    };
 
     /** A round trip's groups of keys: one `MULTIPROOF` request filled to the request limit (keys in order), or one key per `PROOF`. */
     const window = (single: boolean): number[][] => {
@@ -233,15 +279,28 @@ export function createClient(opts: ClientOptions): Client {
         return;
       }
       // A lane ends at its peer's first trouble (ban, back-off): its keys go to another lane, or to `ask`, which fails over.
-      const usable = () => anyLeft() && !o?.signal?.aborted && peer.status === 'active' && performance.now() >= peer.notBefore;
       const trips = async (): Promise<void> => {
-        while (usable()) {
+        for (;;) {
+          if (o?.signal?.aborted || peer.status !== 'active' || performance.now() < peer.notBefore) return;
           const single = singleProofPeers.has(peer);
-          const groups = window(single);
-          if (groups.length === 0) return;
+          let groups = anyLeft() ? window(single) : [];
+          const hedge = groups.length === 0;
+          if (hedge) {
+            // The endgame: keys another peer holds past their due time are asked here too, and the first verified answer counts.
+            const found = hedgeFor(peer);
+            if (found === undefined) return;
+            if (typeof found === 'number') {
+              await pause(found);
+              continue;
+            }
+            // A peer from before MULTIPROOF is asked one key per PROOF.
+            groups = single ? found.flat().map((i) => [i]) : found;
+          }
           const count = groups.reduce((n, g) => n + g.length, 0);
           const t0 = performance.now();
-          emit({ type: 'request', peer: peer.address, kind: 'proof', count, hedge: false });
+          const trip = { peer, groups, since: t0, hedged: hedge };
+          inflight.add(trip);
+          emit({ type: 'request', peer: peer.address, kind: 'proof', count, hedge });
           peer.inflight += groups.length;
           const answers = await Promise.allSettled(
             groups.map((g) =>
@@ -251,7 +310,8 @@ export function createClient(opts: ClientOptions): Client {
             ),
           );
           peer.inflight -= groups.length;
-          const failed = checkWindow(peer, single, groups, answers);
+          inflight.delete(trip);
+          const failed = checkWindow(peer, single, groups, answers).filter((i) => !done[i]);
           requeued.push(...failed);
           if (failed.length === 0) {
             pool.onSuccess(peer, performance.now() - t0);
@@ -286,12 +346,12 @@ export function createClient(opts: ClientOptions): Client {
         }
         try {
           if (single) {
-            values[group[0]!] = checkProof(at, asked[group[0]!]!, res.payload).value;
+            verified(group[0]!, checkProof(at, asked[group[0]!]!, res.payload).value);
             continue;
           }
           const { count, proof: bytes } = decodeMultiproofPayload(res.payload, group.length);
           const proven = verifier.verifyMultiproof(at, group.slice(0, count).map((i) => asked[i]!), bytes);
-          for (const [n, v] of proven.values.entries()) values[group[n]!] = v;
+          for (const [n, v] of proven.values.entries()) verified(group[n]!, v);
           retry.push(...group.slice(count)); // a cut answer: the rest is asked again
         } catch (e) {
           if (!(e instanceof WireError) && !isProofError(e)) throw e;
@@ -309,7 +369,11 @@ export function createClient(opts: ClientOptions): Client {
 
     const peers = pool.usable();
     if (peers.length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
-    await Promise.all(peers.map(lane));
+    try {
+      await Promise.race([Promise.all(peers.map(lane)), settled]);
+    } finally {
+      o?.signal?.removeEventListener('abort', onAbort);
+    }
     if (o?.signal?.aborted) throw o.signal.reason;
     // What no lane finished (every lane ended early) is asked key by key,
     // with failover: a few keys at a time, so that peers answering BUSY are
@@ -321,7 +385,7 @@ export function createClient(opts: ClientOptions): Client {
       for (let i = left.pop(); i !== undefined && failure === undefined; i = left.pop()) {
         const key = asked[i]!;
         try {
-          values[i] = (await ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal)).value;
+          verified(i, (await ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal)).value);
         } catch (error) {
           failure ??= { error };
         }
