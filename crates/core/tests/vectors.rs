@@ -2,14 +2,21 @@
 //! API: valid cases verify with exactly the recorded outputs, invalid cases
 //! fail with exactly the recorded code, and every tree in `trees.json`
 //! replays to the recorded root, shape and entries (and rebuilds from its
-//! chunk envelopes), as does every bulk load of `bulk_load.json`.
+//! chunk envelopes), as does every bulk load of `bulk_load.json`; every
+//! store record of `store_records.json` decodes to its recorded fields and
+//! encodes back to its bytes.
 
 use std::path::PathBuf;
 
-use bpavl_core::record::VersionRecord;
+use bpavl_core::record::{
+    decode_entry, decode_store, encode_entry, encode_full, encode_store, full_record_puts, held_value, held_values,
+    slot_groups, stale_key, values_ref, values_refs, verify_slots, Child, ChunkRecord, Delta, Edit, Entry, NodeRecord,
+    Ref, Slot, Table, VersionRecord,
+};
 use bpavl_core::{
     verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, AbsenceProof,
-    BulkLoad, ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder, Tree,
+    BulkLoad, ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder,
+    StoreError, Tree,
 };
 use serde_json::Value;
 
@@ -83,6 +90,7 @@ fn every_vector_file_is_checked() {
             "multiproof.json",
             "range.json",
             "rebuild.json",
+            "store_records.json",
             "trees.json",
             // The wire's byte rules: checked by the TypeScript codec and server
             // (packages/light-client/test/wire-vectors.test.ts); the core has no wire code.
@@ -435,5 +443,221 @@ fn bulk_load_vectors() {
             Err((at, e)) => assert_eq!((at, e.code()), (c["at"].as_u64(), code), "case {}", label(c)),
             Ok(()) => panic!("case {}: expected {code}, every push succeeded", label(c)),
         }
+    }
+}
+
+/// Checks that `result` failed with exactly the case's code (a stored record's).
+fn expect_store_code<T: std::fmt::Debug>(c: &Value, result: Result<T, StoreError>) {
+    let code = c["code"].as_str().expect("code");
+    match result {
+        Err(e) => assert_eq!(e.code(), code, "case {}", label(c)),
+        Ok(v) => panic!("case {}: expected {code}, decoded: {v:?}", label(c)),
+    }
+}
+
+fn store_ref(v: &Value) -> Ref {
+    let r = Ref { birth: num(&v["birth"]), hash: hash(&v["hash"]) };
+    assert_eq!(r.key().to_vec(), bytes(&v["key"]), "a ref's record key is u64be(birth) ‖ hash");
+    r
+}
+
+fn store_child(v: &Value) -> Child {
+    match v["table"].as_str() {
+        Some("chunks") => Child::Chunk(store_ref(v)),
+        Some("nodes") => Child::Node(store_ref(v)),
+        other => panic!("a child's table: {other:?}"),
+    }
+}
+
+fn store_slot(v: &Value) -> Slot {
+    match num(&v["kind"]) {
+        0 => Slot::new(&bytes(&v["key"]), store_ref(&v["entry"])),
+        1 => Slot::new(&bytes(&v["key"]), Entry::Held(hash(&v["entry_hash"]))),
+        kind => panic!("slot kind {kind}"),
+    }
+}
+
+fn store_slots(v: &Value) -> Vec<Slot> {
+    v.as_array().expect("slots").iter().map(store_slot).collect()
+}
+
+fn hash_list(v: &Value) -> Vec<Hash> {
+    v.as_array().expect("hashes").iter().map(hash).collect()
+}
+
+fn full_chunk(record: &[u8], capacity: usize) -> Result<(Vec<Slot>, Vec<Hash>), StoreError> {
+    match ChunkRecord::decode(record, capacity)? {
+        ChunkRecord::Full { slots, groups } => Ok((slots, groups)),
+        ChunkRecord::Delta(_) => Err(StoreError::Corrupt),
+    }
+}
+
+/// A chunk delta decoded and applied to its base: the delta and the
+/// result's slots, checked against the chunk hash.
+fn applied_delta(c: &Value) -> Result<(Delta, Vec<Slot>), StoreError> {
+    let capacity = num(&c["capacity"]) as usize;
+    let (base_slots, base_groups) = full_chunk(&bytes(&c["base_record"]), capacity).expect("a full base");
+    let delta = match ChunkRecord::decode(&bytes(&c["record"]), capacity)? {
+        ChunkRecord::Delta(d) => d,
+        ChunkRecord::Full { .. } => return Err(StoreError::Corrupt),
+    };
+    let (slots, groups) = delta.apply(&base_slots, &base_groups, capacity)?;
+    verify_slots(&slots, &groups, &hash(&c["chunk_hash"]))?;
+    Ok((delta, slots))
+}
+
+#[test]
+fn store_record_vectors() {
+    let file = load("store_records.json");
+    let part = |name: &str| &file[name];
+
+    for c in cases(part("store"), "valid") {
+        let (record, capacity) = (bytes(&c["record"]), num(&c["capacity"]) as usize);
+        assert_eq!(decode_store(&record), Ok(capacity), "{}", label(c));
+        assert_eq!(record.last().copied(), Some(num(&c["layout"]) as u8), "{}", label(c));
+        assert_eq!(encode_store(capacity).unwrap(), record, "{}", label(c));
+    }
+    for c in cases(part("store"), "invalid") {
+        expect_store_code(c, decode_store(&bytes(&c["record"])));
+    }
+
+    for c in cases(part("version"), "valid") {
+        let record = bytes(&c["record"]);
+        let v = VersionRecord::decode(&record, num(&c["capacity"]) as usize).unwrap();
+        let top = (!c["top"].is_null()).then(|| store_child(&c["top"]));
+        assert_eq!(
+            (v.chunk_count, v.entry_count, v.top, v.root),
+            (num(&c["chunk_count"]), num(&c["entry_count"]), top, hash(&c["root"])),
+            "{}",
+            label(c)
+        );
+        assert_eq!(v.encode(), record, "{}", label(c));
+    }
+    for c in cases(part("version"), "invalid") {
+        expect_store_code(c, VersionRecord::decode(&bytes(&c["record"]), num(&c["capacity"]) as usize));
+    }
+
+    for c in cases(part("node"), "valid") {
+        let record = bytes(&c["record"]);
+        let node = NodeRecord::decode(&record, &hash(&c["hash"])).unwrap();
+        let expected = NodeRecord {
+            height: num(&c["height"]) as u8,
+            chunk_count: num(&c["chunk_count"]),
+            entry_count: num(&c["entry_count"]),
+            left: store_child(&c["left"]),
+            right: store_child(&c["right"]),
+            key_copy: bytes(&c["key_copy"]),
+        };
+        assert_eq!(node, expected, "{}", label(c));
+        assert_eq!(Ref::from_key(&bytes(&c["key"])).map(|r| r.hash), Some(hash(&c["hash"])), "{}", label(c));
+        assert_eq!(node.encode(), record, "{}", label(c));
+    }
+    for c in cases(part("node"), "invalid") {
+        expect_store_code(c, NodeRecord::decode(&bytes(&c["record"]), &hash(&c["hash"])));
+    }
+
+    for c in cases(part("full_chunk"), "valid") {
+        let record = bytes(&c["record"]);
+        let (slots, groups) = full_chunk(&record, num(&c["capacity"]) as usize).unwrap();
+        assert_eq!((&slots, &groups), (&store_slots(&c["slots"]), &hash_list(&c["groups"])), "{}", label(c));
+        verify_slots(&slots, &groups, &hash(&c["chunk_hash"])).unwrap();
+        assert_eq!(Ref::from_key(&bytes(&c["key"])).map(|r| r.hash), Some(hash(&c["chunk_hash"])), "{}", label(c));
+        assert_eq!(encode_full(&slots, &groups), record, "{}", label(c));
+    }
+    for c in cases(part("full_chunk"), "invalid") {
+        let result = full_chunk(&bytes(&c["record"]), num(&c["capacity"]) as usize)
+            .and_then(|(slots, groups)| verify_slots(&slots, &groups, &hash(&c["chunk_hash"])));
+        expect_store_code(c, result);
+    }
+
+    for c in cases(part("chunk_delta"), "valid") {
+        let (delta, slots) = applied_delta(c).unwrap();
+        let edits: Vec<Edit> = c["edits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let position = num(&e["position"]) as usize;
+                match e["op"].as_str().unwrap() {
+                    "set" => Edit::Set { position, entry: store_ref(&e["entry"]) },
+                    "insert" => Edit::Insert { position, key: bytes(&e["key"]), entry: store_ref(&e["entry"]) },
+                    "delete" => Edit::Delete { position },
+                    op => panic!("edit op {op}"),
+                }
+            })
+            .collect();
+        let changed_groups: Vec<(usize, Hash)> =
+            c["changed_groups"].as_array().unwrap().iter().map(|g| (num(&g[0]) as usize, hash(&g[1]))).collect();
+        let expected =
+            Delta { base: store_ref(&c["base"]), edits, group_count: num(&c["group_count"]) as usize, changed_groups };
+        assert_eq!(delta, expected, "{}", label(c));
+        assert_eq!(slots, store_slots(&c["slots"]), "{}", label(c));
+        assert_eq!(ChunkRecord::Delta(delta).encode(), bytes(&c["record"]), "{}", label(c));
+    }
+    for c in cases(part("chunk_delta"), "invalid") {
+        expect_store_code(c, applied_delta(c));
+    }
+
+    for c in cases(part("values"), "valid") {
+        let record = bytes(&c["record"]);
+        let chunk = Ref::from_key(&bytes(&c["chunk_key"])).expect("a record key");
+        assert_eq!(values_ref(&chunk, num(&c["group"]) as usize).key().to_vec(), bytes(&c["key"]), "{}", label(c));
+        let listed: Vec<(Vec<u8>, Vec<u8>, Hash)> = c["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (bytes(&v["key"]), bytes(&v["value"]), hash(&v["entry_hash"])))
+            .collect();
+        let decoded: Vec<(Vec<u8>, Vec<u8>)> =
+            held_values(&record).unwrap().into_iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+        assert_eq!(decoded, listed.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect::<Vec<_>>());
+        for (key, value, entry_hash) in &listed {
+            assert_eq!(held_value(&record, key, entry_hash), Ok(value.as_slice()), "{}", label(c));
+        }
+        // The writer's encoding of these slots' values: the record's bytes
+        // do not depend on the group's index.
+        let slots: Vec<Slot> = listed.iter().map(|(k, _, h)| Slot::new(k, Entry::Held(*h))).collect();
+        let puts = full_record_puts(chunk, &slots, &slot_groups(&slots), |i| &listed[i].1);
+        assert_eq!(puts[1].2, record, "{}", label(c));
+    }
+    for c in cases(part("values"), "invalid") {
+        expect_store_code(c, held_value(&bytes(&c["record"]), &bytes(&c["key"]), &hash(&c["entry_hash"])));
+    }
+
+    for c in cases(part("entry"), "valid") {
+        let (record, value) = (bytes(&c["record"]), bytes(&c["value"]));
+        assert_eq!(decode_entry(&record, &hash(&c["entry_hash"]), &bytes(&c["key"])), Ok(value.as_slice()));
+        assert_eq!(encode_entry(&value), record, "{}", label(c));
+    }
+    for c in cases(part("entry"), "invalid") {
+        expect_store_code(c, decode_entry(&bytes(&c["record"]), &hash(&c["entry_hash"]), &bytes(&c["key"])));
+    }
+
+    let keys = part("keys");
+    for r in keys["record_keys"].as_array().unwrap() {
+        let at = store_ref(r);
+        assert_eq!(Ref::from_key(&at.key()), Some(at));
+    }
+    for v in keys["versions"].as_array().unwrap() {
+        assert_eq!(num(&v["version"]).to_be_bytes().to_vec(), bytes(&v["key"]));
+    }
+    for c in keys["values_keys"].as_array().unwrap() {
+        let chunk = Ref::from_key(&bytes(&c["chunk_key"])).unwrap();
+        let got: Vec<Vec<u8>> = values_refs(&chunk, num(&c["capacity"]) as usize).map(|r| r.key().to_vec()).collect();
+        let listed: Vec<Vec<u8>> = c["keys"].as_array().unwrap().iter().map(bytes).collect();
+        assert_eq!(got, listed, "capacity {}", c["capacity"]);
+    }
+    // The core writes stale keys and reads none (the store's TypeScript
+    // does), so only the valid ones are checked here.
+    for c in cases(&keys["stale"], "valid") {
+        let table = match c["table"].as_str().unwrap() {
+            "nodes" => Table::Nodes,
+            "chunks" => Table::Chunks,
+            "entries" => Table::Entries,
+            t => panic!("a stale key's table {t}"),
+        };
+        assert_eq!(table as u64, num(&c["table_id"]));
+        let record = Ref::from_key(&bytes(&c["record_key"])).unwrap();
+        assert_eq!(stale_key(num(&c["since"]), table, &record).to_vec(), bytes(&c["key"]));
     }
 }

@@ -26,6 +26,7 @@ mod json;
 mod multiproof;
 mod range;
 mod rebuild;
+mod store_records;
 mod trees;
 
 use std::fs;
@@ -79,6 +80,7 @@ fn main() {
         write(&out, &name, &file.json());
     }
     write(&out, "catchup.json", &catchup::catchup(&t));
+    write(&out, "store_records.json", &store_records::store_records());
 }
 
 fn write(dir: &Path, name: &str, j: &Value) {
