@@ -35,8 +35,13 @@ const DEFAULT_PORT = 5180;
 const DEFAULT_BYZANTINE = 'corrupt-value,wrong-index';
 const DEFAULT_FOLLOW_SECONDS = 5;
 const DEFAULT_FOLLOW_WRITES = 100;
-/** Versions each peer serves while the head moves. */
-const KEEP_VERSIONS = 8;
+/**
+ * Versions each peer serves while the head moves: at the default 5 s a root
+ * stays served for a minute, so a first sync of the default state (~55 MB)
+ * finishes on a link of ~1 MB/s. Each kept version costs a peer ~12 MB at
+ * 100,000 entries (RSS ~240 MB with 3 versions, ~655 MB with 36).
+ */
+const DEFAULT_KEEP_VERSIONS = 12;
 /** Heads /head.json lists, newest last. */
 const FEED_HEADS = 64;
 
@@ -59,6 +64,8 @@ or the fixed root with --follow 0). Ctrl-C stops it all.
                                                          (BPAVL_DEMO_FOLLOW, default ${DEFAULT_FOLLOW_SECONDS})
   --follow-writes K writes per new version (updates, inserts, deletes)
                                                          (BPAVL_DEMO_FOLLOW_WRITES, default ${DEFAULT_FOLLOW_WRITES})
+  --keep-versions V versions each peer keeps serving while the head moves; a sync of an older root
+                    fails (UNKNOWN_ROOT)                 (BPAVL_DEMO_KEEP_VERSIONS, default ${DEFAULT_KEEP_VERSIONS})
   --port P          the page's port on 127.0.0.1; 0 = any free port
                                                          (BPAVL_DEMO_PORT, default ${DEFAULT_PORT}, or a free
                                                          port when ${DEFAULT_PORT} is taken and none was asked for)
@@ -92,6 +99,7 @@ function options(argv) {
         seed: { type: 'string' },
         follow: { type: 'string' },
         'follow-writes': { type: 'string' },
+        'keep-versions': { type: 'string' },
         port: { type: 'string' },
         'no-build': { type: 'boolean' },
         'build-only': { type: 'boolean' },
@@ -116,6 +124,7 @@ function options(argv) {
   const peers = int('peers', v.peers ?? env.BPAVL_DEMO_PEERS, 8, 1, 64);
   const follow = int('follow', v.follow ?? env.BPAVL_DEMO_FOLLOW, DEFAULT_FOLLOW_SECONDS, 0, 3600);
   const followWrites = int('follow-writes', v['follow-writes'] ?? env.BPAVL_DEMO_FOLLOW_WRITES, DEFAULT_FOLLOW_WRITES, 1, 100_000);
+  const keepVersions = int('keep-versions', v['keep-versions'] ?? env.BPAVL_DEMO_KEEP_VERSIONS, DEFAULT_KEEP_VERSIONS, 1, 10_000);
   const portText = v.port ?? env.BPAVL_DEMO_PORT;
   const port = int('port', portText, DEFAULT_PORT, 0, 65535);
   const seed = v.seed ?? env.BPAVL_DEMO_SEED ?? '0';
@@ -143,6 +152,7 @@ function options(argv) {
     seed,
     follow,
     followWrites,
+    keepVersions,
     byzantine,
     build: !v['no-build'],
     buildOnly: !!v['build-only'],
@@ -526,7 +536,7 @@ async function main() {
       const spec = modeOf(i);
       const args = ['serve', '--file', treeFile, '--root', tree.root, '--json', '--exit-on-stdin-end'];
       if (spec) args.push('--byzantine', spec);
-      if (opt.follow > 0) args.push('--advance-on-stdin', '--advance-writes', String(opt.followWrites), '--keep-versions', String(KEEP_VERSIONS));
+      if (opt.follow > 0) args.push('--advance-on-stdin', '--advance-writes', String(opt.followWrites), '--keep-versions', String(opt.keepVersions));
       return bpavl(args, { name: `peer ${i + 1} (bpavl serve)`, children, onLine: (line) => head?.onLine(i, line) });
     });
     const infos = await Promise.all(started.map((s) => s.first));
@@ -549,7 +559,7 @@ async function main() {
         head?.peerExited();
       });
     }
-    const follow = opt.follow > 0 ? { seconds: opt.follow, writes: opt.followWrites } : null;
+    const follow = opt.follow > 0 ? { seconds: opt.follow, writes: opt.followWrites, keepVersions: opt.keepVersions } : null;
     if (follow) {
       // A full sync fetches about the tree file's bytes (its chunk envelopes); later heads, in proportion to their entries.
       const bytes = statSync(treeFile).size;
@@ -584,7 +594,7 @@ async function main() {
       const lines = [
         '',
         `bpavl demo: ${opt.peers} peers serving ${tree.entryCount.toLocaleString('en-US')} entries in ${tree.chunkCount} chunks (capacity ${tree.capacity}), ready in ${seconds} s`,
-        follow ? `head          moves every ${follow.seconds} s (${follow.writes} writes each); the page shows the newest root` : `trusted root  ${tree.root}`,
+        follow ? `head          moves every ${follow.seconds} s (${follow.writes} writes each; the peers serve the last ${follow.keepVersions}); the page shows the newest root` : `trusted root  ${tree.root}`,
         '',
         ...peers.map((p) => {
           const mode = p.mode ? `${p.mode}${p.rate !== null && p.rate !== 1 ? `:${p.rate}` : ''}` : 'honest';

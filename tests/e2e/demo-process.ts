@@ -14,7 +14,7 @@ export interface DemoInfo {
   entryCount: number;
   chunk: number;
   chunkCount: number;
-  follow: { seconds: number; writes: number } | null;
+  follow: { seconds: number; writes: number; keepVersions: number } | null;
   peers: { name: string; ws: string; libp2p: string; mode: string | null; pid: number }[];
 }
 

@@ -41,7 +41,7 @@ const catchUps = (page: Page) => page.locator('#follow-log li');
 test('the page syncs, then follows the moving head: each catch-up fetches a fraction of the state, and the liars are banned', async ({ page }) => {
   test.setTimeout(180_000);
   const problems = watch(page);
-  expect(info.follow).toEqual({ seconds: 2, writes: WRITES });
+  expect(info.follow).toMatchObject({ seconds: 2, writes: WRITES });
   await page.goto(info.url);
   await expect(page.locator('body')).toHaveAttribute('data-ready', 'true');
   await expect(page.locator('#follow')).toBeVisible();

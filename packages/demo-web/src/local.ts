@@ -12,6 +12,7 @@ import { openState, type State, TABLES } from '@bpavl/store';
 
 const PREFIX = 'bpavl-demo-';
 const NAME = `${PREFIX}state`;
+const WRITER_LOCK = `bpavl-storage-writer:${NAME}`;
 
 /** The page's one kept state (a page is its one writer). */
 export class LocalState {
@@ -29,7 +30,24 @@ export class LocalState {
     return this.#state;
   }
 
-  /** Closes the state and deletes every database of this demo. */
+  /** The chunks an unfinished sync keeps, once a stopped sync's last writes landed (closing the state waits for them; `open` opens it again). */
+  async pendingChunks(): Promise<number> {
+    await this.#close();
+    return (await (await this.open()).pendingSync())?.chunksStored ?? 0;
+  }
+
+  /**
+   * Whether another tab holds the store's writer lock (a Web Lock that
+   * `@bpavl/storage/indexeddb` takes for each writer, named after the database).
+   */
+  async heldElsewhere(): Promise<boolean> {
+    // This page's own lock is let go first: a held lock left is another tab's.
+    await this.#close();
+    const { held = [] } = await navigator.locks.query();
+    return held.some((lock) => lock.name === WRITER_LOCK);
+  }
+
+  /** Closes the state and deletes every database of this demo (call `heldElsewhere` first: a tab that has it open loses it). */
   async clear(): Promise<void> {
     await this.#close();
     const names = (await indexedDB.databases()).map((d) => d.name).filter((n): n is string => n?.startsWith(PREFIX) ?? false);

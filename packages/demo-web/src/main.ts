@@ -42,7 +42,7 @@ const followBox = $<HTMLInputElement>('#follow-head');
 
 let config: DemoConfig | undefined;
 let current: { ctl: AbortController; model: SyncModel; dials: Map<string, Dial>; timer: ReturnType<typeof setInterval> } | undefined;
-/** The model of the last sync (kept after it ends, for the grid's tooltips). */
+/** The model the grid shows: the last sync's, or the kept state's after a reload (kept after it ends, for the grid's tooltips). */
 let lastModel: SyncModel | undefined;
 let lastDials = new Map<string, Dial>();
 /** Where syncs are written, and caught up: one store in IndexedDB. */
@@ -54,6 +54,11 @@ let heads: PublishedHead[] = [];
 const catchUps = new CatchUpList($<HTMLOListElement>('#follow-log'));
 /** The kept state whose head is the trusted root, once one is. */
 let synced: State | undefined;
+/** Versions the kept state keeps while it follows the head: older ones are pruned after each catch-up. */
+const KEEP_LAST = 3;
+/** Failed catch-ups in a row, and the timer of the next try (none is started meanwhile). */
+let failures = 0;
+let retryTimer: ReturnType<typeof setTimeout> | undefined;
 
 function transport(): Transport {
   return (form.elements.namedItem('transport') as RadioNodeList).value as Transport;
@@ -164,12 +169,15 @@ function renderProgress(m: SyncModel): void {
 function renderLog(m: SyncModel): void {
   const items = m.log.map((e) => {
     const li = document.createElement('li');
-    li.dataset.index = String(e.index);
+    if (e.index !== undefined) li.dataset.index = String(e.index);
     li.dataset.code = e.code;
+    const what = e.index === undefined ? `catch-up ${esc(e.kind ?? '')} request` : `chunk <strong>${e.index}</strong>`;
     li.innerHTML =
-      `<span class="t">${e.at.toFixed(2)} s</span> chunk <strong>${e.index}</strong> from ${esc(peerLabel(e.peer))}: ` +
+      `<span class="t">${e.at.toFixed(2)} s</span> ${what} from ${esc(peerLabel(e.peer))}: ` +
       `<code class="code">${esc(e.code)}</code>` +
-      (e.late
+      (e.index === undefined
+        ? ' <span class="muted">→ asked of another peer</span>'
+        : e.late
         ? ` <span class="refetch">(already verified from ${esc(peerLabel(e.refetchedFrom))})</span>`
         : e.refetchedFrom
           ? ` <span class="refetch">→ refetched from ${esc(peerLabel(e.refetchedFrom))}, verified</span>`
@@ -180,7 +188,7 @@ function renderLog(m: SyncModel): void {
   });
   logList.replaceChildren(...items);
   logEmpty.hidden = items.length > 0;
-  logEmpty.textContent = 'No rejected chunks yet.';
+  logEmpty.textContent = 'No rejected answers yet.';
 }
 
 /** Draws what changed in `m`. */
@@ -246,14 +254,28 @@ async function start(): Promise<void> {
   }
   if (!root) return rootInput.focus();
   if (ds.length === 0) return peerList.focus();
-  // A kept state at another root catches up to this one: only what changed is fetched.
   const kept = await local.open().catch(() => undefined);
   const keptHead = kept?.head();
-  const other = kept !== undefined && keptHead !== undefined && toHex(keptHead.root) !== toHex(root) && !(await kept.pendingSync());
+  const pending = await kept?.pendingSync();
   // Another run may have started while the store was opened.
   if (current || catching) return;
-  if (other) return follow(kept, root, ds);
+  if (kept && keptHead && !pending) {
+    // A kept state at another root catches up to this one: only what changed is fetched.
+    if (toHex(keptHead.root) !== toHex(root)) return follow(kept, root, ds);
+    // Already kept at this root: nothing to fetch, and the last run's result stays on the page.
+    await showLocal();
+    progressText.textContent = `Nothing to sync: this browser already keeps the state at this root (version ${keptHead.version}).`;
+    return;
+  }
+  // The head moves faster than a sync finishes: while following it, an unfinished sync of an older head is
+  // resumed first (the catch-up to the newest head follows), as long as the peers still serve its root.
+  const resume = pending && heads.length > 0 && followBox.checked && toHex(pending.root) !== toHex(root);
+  if (resume) rootInput.value = toHex(pending.root);
+  return sync(resume ? pending.root : root, ds);
+}
 
+/** Syncs the state at `root` from the peers `ds` into the kept state (resuming an unfinished sync of `root`). */
+async function sync(root: Uint8Array, ds: Dial[]): Promise<void> {
   synced = undefined;
   query.setTreeAvailable(false);
   banner.hidden = true;
@@ -275,7 +297,6 @@ async function start(): Promise<void> {
   grid.reset();
   chart.reset();
   renderLog(model);
-  logEmpty.textContent = 'No rejected chunks yet.';
   setRunning(true);
   requestAnimationFrame(frame);
 
@@ -308,10 +329,25 @@ async function start(): Promise<void> {
     query.setTreeAvailable(ok);
   } catch (e) {
     model.end(performance.now());
+    // What the store holds once its last writes landed: the progress line's count misses them.
+    const keptChunks = await local.pendingChunks().catch(() => model.stored);
+    model.stored = keptChunks;
     if (ctl.signal.aborted) {
       showBanner(
         'stopped',
-        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.chunkCount === undefined ? '?' : count(model.chunkCount)} chunks verified. The verified chunks are kept in this browser: Start sync resumes from them.</p>`,
+        `<h2>■ Stopped</h2><p>You stopped the sync after ${secondsText(model.seconds(performance.now()))} with ${count(model.done)} of ${model.chunkCount === undefined ? '?' : count(model.chunkCount)} chunks verified, <strong data-field="kept">${count(model.stored)}</strong> of them kept in this browser: Start sync resumes from them.</p>`,
+      );
+    } else if (e instanceof SyncError && heads.length > 0 && rootExpired(e)) {
+      // The peers serve only the last versions of the moving head: this root will never be served again.
+      await (await local.open()).discardSync();
+      const newest = heads.at(-1)!;
+      rootInput.value = newest.root;
+      const keep = config?.follow?.keepVersions;
+      showBanner(
+        'failed',
+        `<h2>✗ Root no longer served: <code data-field="code">UNKNOWN_ROOT</code></h2>
+         <p>The peers serve only the last ${keep ?? 'few'} versions of the moving head${keep && config?.follow ? ` (${secondsText(keep * config.follow.seconds)})` : ''}, and this sync of root <code>${shortHex(toHex(root))}</code> did not finish in that time.
+         Its ${count(keptChunks)} kept chunks were dropped, and the trusted root moved to the newest head (version ${newest.version}): Start sync syncs it.</p>`,
       );
     } else if (e instanceof SyncError) {
       showBanner(
@@ -324,7 +360,7 @@ async function start(): Promise<void> {
       const corrupt = code === 'STORE_CORRUPT' ? '<p>The state kept in this browser cannot be used (damaged, or written by an older version of this page): Clear local data, then start the sync again.</p>' : '';
       showBanner(
         'failed',
-        `<h2>✗ Sync failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>${corrupt}`,
+        `<h2>✗ Sync failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>${corrupt}${code === 'STORE_LOCKED' ? `<p>${ANOTHER_TAB}</p>` : ''}`,
       );
     }
   } finally {
@@ -335,10 +371,16 @@ async function start(): Promise<void> {
     chart.update(model.samples, true);
     const focus = document.activeElement;
     setRunning(false);
+    takeNewestHead();
     void showLocal().then(followHead);
     // Move focus to the outcome only if the user was on the sync's buttons (not typing elsewhere).
     if (focus === stopButton || focus === startButton || focus === document.body || focus === null) banner.focus();
   }
+}
+
+/** Whether every peer not banned answered `UNKNOWN_ROOT`: the root is no longer served (it was, when it was published). */
+function rootExpired(e: SyncError): boolean {
+  return e.code === 'NO_HONEST_PEERS' && e.peers.some((p) => p.code === 'UNKNOWN_ROOT') && e.peers.every((p) => p.code === 'UNKNOWN_ROOT' || p.outcome === 'banned');
 }
 
 form.addEventListener('submit', (e) => {
@@ -350,6 +392,9 @@ followBox.addEventListener('change', followHead);
 clearButton.addEventListener('click', () => void clearLocal());
 
 // ---------------------------------------------------------------- local state
+
+/** What the page says when another tab holds the kept state (the store has one writer: `STORE_LOCKED`). */
+const ANOTHER_TAB = 'Another tab of this page has the state kept in this browser open: use that tab, or close it and reload this one.';
 
 /** Says what this browser keeps, and lets the query panel read it when its root is the trusted root. */
 async function showLocal(): Promise<void> {
@@ -364,21 +409,44 @@ async function showLocal(): Promise<void> {
     const partial = pending !== undefined && toHex(pending.root) === asked;
     synced = have ? state : undefined;
     query.setTreeAvailable(have);
-    localStatus.dataset.kept = have ? 'synced' : head ? 'other' : partial ? 'partial' : 'none';
+    localStatus.dataset.kept = have ? 'synced' : head ? 'other' : partial ? 'partial' : pending ? 'other-partial' : 'none';
     localStatus.dataset.chunks = String(head ? head.chunkCount : (pending?.chunksStored ?? 0));
-    localStatus.textContent = have
-      ? `This browser keeps the synced state of this root (${count(head.entryCount)} entries): the query panel reads it without syncing again.`
-      : head
-        ? `This browser keeps the state at another root (${count(head.entryCount)} entries, root ${shortHex(toHex(head.root))}): Start sync catches it up to the trusted root, fetching only what changed.`
-        : partial
-          ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of this root: Start sync resumes from them.`
-          : pending
-            ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of another root: Start sync drops them.`
-            : 'Nothing of this state is kept in this browser yet.';
+    localStatus.dataset.versions = String(state.versions().length);
+    const versions = heads.length > 0 && head ? ` While it follows the head it keeps its last ${KEEP_LAST} versions (now ${state.versions().length}); older ones are pruned.` : '';
+    localStatus.textContent =
+      (have
+        ? `This browser keeps the synced state of this root (${count(head.entryCount)} entries): the query panel reads it without syncing again.`
+        : head
+          ? `This browser keeps the state at another root (${count(head.entryCount)} entries, root ${shortHex(toHex(head.root))}): Start sync catches it up to the trusted root, fetching only what changed.`
+          : partial
+            ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of this root: Start sync resumes from them.`
+            : pending
+              ? heads.length > 0 && followBox.checked
+                ? `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of an older head (root ${shortHex(toHex(pending.root))}): Start sync resumes it if the peers still serve that root, then catches up to the newest head.`
+                : `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of another root: Start sync drops them.`
+              : 'Nothing of this state is kept in this browser yet.') + versions;
+    // After a reload the grid shows the kept chunks, not "chunk count unknown" (unless a run has drawn its own meanwhile).
+    if (head && !lastModel && !current && !catching) showKept(head.chunkCount, head.version);
   } catch (e) {
+    const code = (e as { code?: string }).code;
     localStatus.dataset.kept = 'error';
-    localStatus.textContent = `The local state cannot be read: ${(e as { code?: string }).code ?? (e as Error).message}. Clear local data to start over.`;
+    localStatus.textContent = `The local state cannot be read: ${code ?? (e as Error).message}. ${code === 'STORE_LOCKED' ? ANOTHER_TAB : 'Clear local data to start over.'}`;
   }
+}
+
+/** Draws a kept state of `chunkCount` chunks: every cell restored from this browser. */
+function showKept(chunkCount: number, version: number): void {
+  const now = performance.now();
+  const model = new SyncModel([], now);
+  model.apply({ type: 'restored', chunks: chunkCount, chunkCount, indices: Array.from({ length: chunkCount }, (_, i) => i) }, now);
+  model.end(now);
+  model.dirtyProgress = false;
+  lastModel = model;
+  render(model);
+  progressBar.max = chunkCount;
+  progressBar.value = chunkCount;
+  // A catch-up's line, if one already ran, says more.
+  if (progressText.textContent === 'Not started.') progressText.textContent = `${count(chunkCount)} / ${count(chunkCount)} chunks kept in this browser (its version ${version}).`;
 }
 
 // ---------------------------------------------------------------- catch-up
@@ -387,17 +455,32 @@ async function showLocal(): Promise<void> {
 async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void> {
   const ctl = new AbortController();
   catching = ctl;
+  clearTimeout(retryTimer);
+  retryTimer = undefined;
   synced = undefined;
   query.setTreeAvailable(false);
-  banner.hidden = true;
-  delete banner.dataset.state;
+  // The last result (the sync's "Root verified", or a failure with its code) stays shown until this one ends.
   lastDials = new Map(ds.map((d) => [d.address, d]));
+  // The peer table and the rejection log show this catch-up: its requests, rejections and bans.
+  const model = new SyncModel(
+    ds.map((d) => d.address),
+    performance.now(),
+  );
+  table.setDials(ds);
+  renderLog(model);
+  const drawPeers = () => {
+    const seconds = model.seconds(performance.now());
+    for (const p of model.peers.values()) table.update(p, seconds);
+    if (model.dirtyLog) renderLog(model);
+    model.dirtyLog = false;
+  };
   setRunning(true);
   const hex = toHex(root);
   const published = heads.find((h) => h.root === hex);
   const from = state.head()!;
   const what = published ? `head ${published.version}` : `root ${shortHex(hex)}`;
   progressText.textContent = `Catching up from version ${from.version} to ${what}…`;
+  let ok = false;
   try {
     // The user (or the head) asked for this root: an unfinished catch-up to another root is dropped.
     const other = state.pendingCatchUp();
@@ -408,9 +491,15 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
       peers: ds.map((d) => d.address),
       signal: ctl.signal,
       onEvent: (e) => {
+        model.applyCatchUp(e, performance.now());
         if (e.type === 'progress') progressText.textContent = `Catching up to ${what}: ${mb(e.bytes)} fetched, ${count(e.changedChunks)} changed chunks found so far`;
+        else if (e.type === 'banned' || e.type === 'rejected') drawPeers();
       },
     });
+    // Following, the kept state would grow by every version: only the last few are kept.
+    await state.prune({ keepLast: KEEP_LAST });
+    ok = true;
+    failures = 0;
     const head = state.head()!;
     synced = state;
     query.setTreeAvailable(true);
@@ -430,6 +519,8 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
        <p class="muted">The state kept in this browser moved from version ${r.fromVersion} to version ${r.version}: the chunks and nodes that did not change are shared with the old version, and every new piece was verified against the trusted root on arrival.</p>`,
     );
   } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    const failed = `<h2>✗ Catch-up failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>`;
     if (ctl.signal.aborted) {
       // Stopped by the user: not restarted by the next head.
       followBox.checked = false;
@@ -437,19 +528,31 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
         'stopped',
         '<h2>■ Stopped</h2><p>You stopped the catch-up, and following the head is off. What it verified is kept in this browser: the next catch-up to this root takes it back.</p>',
       );
+      progressText.textContent = `The catch-up to ${what} did not finish.`;
+    } else if (typeof code === 'string' && code.startsWith('STORE_')) {
+      // The kept state itself failed (deleted by another tab, or damaged): trying again cannot help.
+      followBox.checked = false;
+      showBanner('failed', `${failed}<p>The state kept in this browser cannot be used any more (deleted or damaged): following the head stopped. Clear local data, then Start sync.</p>`);
+      progressText.textContent = `The catch-up to ${what} did not finish, and following the head stopped.`;
     } else {
-      const code = (e as { code?: unknown }).code;
-      showBanner(
-        'failed',
-        `<h2>✗ Catch-up failed${typeof code === 'string' ? `: <code data-field="code">${esc(code)}</code>` : ''}</h2><p>${esc((e as Error)?.message ?? String(e))}</p>`,
-      );
+      // Peers down or all lying: try again later, waiting longer after each failure (2, 4, 8 … 60 s).
+      failures += 1;
+      const seconds = Math.min(60, 2 ** failures);
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined;
+        followHead();
+      }, seconds * 1000);
+      showBanner('failed', failed);
+      progressText.textContent = `The catch-up to ${what} did not finish (failure ${failures} in a row): trying again in ${seconds} s.`;
     }
-    progressText.textContent = `The catch-up to ${what} did not finish.`;
   } finally {
+    model.end(performance.now());
+    drawPeers();
     catching = undefined;
     setRunning(false);
+    takeNewestHead();
     await showLocal();
-    followHead();
+    if (ok) followHead();
   }
 }
 
@@ -466,14 +569,15 @@ function caughtUpRow(r: CatchUpResult, published: PublishedHead | undefined, chu
   };
 }
 
-/** With "Follow the head" on and nothing running: catches the kept state up to the newest published root. */
+/** With "Follow the head" on and nothing running (nor waiting to try again): catches the kept state up to the newest published root. */
 function followHead(): void {
   const newest = heads.at(-1);
-  if (!newest || !followBox.checked || current || catching) return;
+  if (!newest || !followBox.checked || current || catching || retryTimer) return;
   void local.open().then(
     async (state) => {
       const head = state.head();
-      if (!followBox.checked || !head || toHex(head.root) === newest.root || current || catching || (await state.pendingSync())) return;
+      // An unfinished sync is resumed by Start sync, not here.
+      if (!followBox.checked || !head || toHex(head.root) === newest.root || current || catching || retryTimer || (await state.pendingSync())) return;
       const ds = currentDials();
       if (ds.length > 0) await follow(state, fromHex(newest.root)!, ds);
     },
@@ -482,31 +586,57 @@ function followHead(): void {
 }
 
 /**
- * A new head was published: while "Follow the head" is on, the trusted root
- * field follows it (unless the user typed another root), and so does the
- * kept state. An empty field takes it in any case.
+ * While "Follow the head" is on and nothing runs, the trusted root field
+ * follows the feed: it moves to the newest head from any root the feed
+ * published (not from one the user typed). An empty field takes it in any case.
  */
+function takeNewestHead(): void {
+  const newest = heads.at(-1);
+  if (!newest || current || catching || rootInput.value === newest.root) return;
+  const published = heads.some((h) => h.root === rootInput.value);
+  if (rootInput.value === '' || (followBox.checked && published)) rootInput.value = newest.root;
+}
+
+/** A new head was published: the trusted root field follows it (`takeNewestHead`), and so does the kept state. */
 function onHeads(next: PublishedHead[]): void {
-  const previous = heads.at(-1)?.root;
   heads = next;
   const newest = next.at(-1)!;
   const ago = Math.max(0, (Date.now() - newest.at) / 1000);
   headStatus.innerHTML = `Head: <strong data-field="head-version">version ${newest.version}</strong>, root <code data-field="head-root">${newest.root}</code> (${count(newest.entryCount)} entries; ${ago < 1 ? 'just published' : `published ${ago.toFixed(0)} s ago`})`;
   headStatus.dataset.version = String(newest.version);
-  if (!current && !catching && (rootInput.value === '' || (followBox.checked && rootInput.value === previous))) {
-    rootInput.value = newest.root;
-    void showLocal();
-  }
+  if (config) showWorkload(config, newest);
+  const before = rootInput.value;
+  takeNewestHead();
+  if (rootInput.value !== before) void showLocal();
   followHead();
 }
 
 async function clearLocal(): Promise<void> {
   if (current || catching) return;
+  // The store has one writer: deleting its database under another tab would pull the state from under it.
+  if (await local.heldElsewhere()) {
+    localStatus.dataset.kept = 'error';
+    localStatus.textContent = `Not cleared. ${ANOTHER_TAB}`;
+    return;
+  }
+  clearTimeout(retryTimer);
+  retryTimer = undefined;
+  failures = 0;
   synced = undefined;
   query.setTreeAvailable(false);
   catchUps.clear();
   await local.clear();
   await showLocal();
+}
+
+/** The "This demo" line: the launcher's state, or the newest head's once the head moves. */
+function showWorkload(c: DemoConfig, head?: PublishedHead): void {
+  const byz = c.peers.filter((p) => p.mode).map((p) => `${p.name}: ${modeText(p.mode)}`);
+  const workload = $('#workload');
+  workload.textContent =
+    `This demo: ${count(head?.entryCount ?? c.entryCount)} entries in ${count(head?.chunkCount ?? c.chunkCount)} chunks of ≤ ${c.chunk}${head ? ` (head version ${head.version})` : ''}, ` +
+    `${c.peers.length} peers${byz.length ? `, ${byz.length} of them lying (${byz.join(', ')})` : ''}.`;
+  workload.hidden = false;
 }
 peerList.addEventListener('input', renderIdleTable);
 form.addEventListener('change', (e) => {
@@ -538,11 +668,8 @@ async function loadConfig(): Promise<void> {
   }
   if (config) {
     peerList.value = peerListText(config.peers);
-    const byz = config.peers.filter((p) => p.mode).map((p) => `${p.name}: ${modeText(p.mode)}`);
     document.title = `bpavl demo: ${count(config.entryCount)} entries, ${config.peers.length} peers`;
-    const workload = $('#workload');
-    workload.textContent = `This demo: ${count(config.entryCount)} entries in ${count(config.chunkCount)} chunks of ≤ ${config.chunk}, ${config.peers.length} peers${byz.length ? `, ${byz.length} of them lying (${byz.join(', ')})` : ''}.`;
-    workload.hidden = false;
+    showWorkload(config, heads.at(-1));
   }
   const t = params.get('transport');
   if (t === 'ws' || t === 'libp2p' || t === 'both') {

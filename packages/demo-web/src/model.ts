@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PeerStatus, SyncEvent } from '@bpavl/light-client/sync';
+import type { CatchUpEvent, PeerStatus, SyncEvent } from '@bpavl/light-client/sync';
 
 export type CellState = 'pending' | 'inflight' | 'verified' | 'rejected' | 'restored';
 
@@ -46,7 +46,9 @@ export interface PeerStats {
 /** One line of the rejection log. */
 export interface LogEntry {
   at: number;
-  index: number;
+  /** The chunk of a sync; a catch-up asks for pieces (`kind`), not chunks. */
+  index?: number;
+  kind?: string;
   peer: string;
   code: string;
   /** Who then served the chunk that verified. */
@@ -216,14 +218,42 @@ export class SyncModel {
     }
   }
 
+  /**
+   * Folds a catch-up's event (`CatchUpEvent`): its pieces are not chunks,
+   * so only the peer table and the rejection log move.
+   */
+  applyCatchUp(e: CatchUpEvent, now: number): void {
+    const at = (now - this.started) / 1000;
+    if (e.type === 'request' || e.type === 'verified') {
+      const p = this.peer(e.peer);
+      if (p.status === 'connecting') p.status = 'active';
+    } else if (e.type === 'rejected') {
+      this.peer(e.peer).rejected += 1;
+      this.rejected += 1;
+      this.log.push({ at, kind: e.kind, peer: e.peer, code: e.code });
+      this.dirtyLog = true;
+    } else if (e.type === 'banned') {
+      const p = this.peer(e.peer);
+      p.status = 'banned';
+      p.reason = e.reason;
+      p.code = e.code;
+    }
+  }
+
   /** Adds a throughput sample (call on a timer while the sync runs). */
   sample(now: number): void {
     this.samples.push({ t: this.seconds(now), bytes: this.bytes });
   }
 
-  /** The sync ended without finishing: cells still in flight go back to pending. */
+  /** The run ended: cells still in flight go back to pending, peers never reached are idle again. */
   end(now: number): void {
     this.endedAt ??= (now - this.started) / 1000;
+    for (const p of this.peers.values()) {
+      if (p.status === 'connecting') {
+        p.status = 'idle';
+        this.dirtyPeers.add(p.address);
+      }
+    }
     for (const [i, c] of this.cells) {
       if (c.state === 'inflight') {
         c.state = 'pending';

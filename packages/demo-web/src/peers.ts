@@ -25,8 +25,8 @@ export interface DemoConfig {
   chunkCount: number;
   seed: string;
   peers: DemoPeer[];
-  /** The moving head (`/head.json`): a new version every `seconds`, `writes` writes each; `null`: a fixed state. */
-  follow?: { seconds: number; writes: number } | null;
+  /** The moving head (`/head.json`): a new version every `seconds`, `writes` writes each, the last `keepVersions` served; `null`: a fixed state. */
+  follow?: { seconds: number; writes: number; keepVersions: number } | null;
 }
 
 export type Transport = 'ws' | 'libp2p' | 'both';

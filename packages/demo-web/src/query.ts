@@ -72,7 +72,10 @@ export class QueryPanel {
     });
     this.askPeer.addEventListener('click', () => void this.lookUpAtPeer());
     this.askLocal.addEventListener('click', () => void this.lookUpLocally());
-    this.keyInput.addEventListener('input', () => this.showKeyError(undefined));
+    this.keyInput.addEventListener('input', () => {
+      this.keyInput.removeAttribute('title');
+      this.showKeyError(undefined);
+    });
     if (!crypto.subtle) this.pickExisting.disabled = true;
   }
 
@@ -99,6 +102,8 @@ export class QueryPanel {
 
   private setKey(key: Uint8Array): void {
     this.keyInput.value = toHex(key);
+    // The hover text names a workload entry: pickExistingKey sets it again after this.
+    this.keyInput.removeAttribute('title');
     this.showKeyError(undefined);
   }
 
