@@ -7,12 +7,11 @@
  * @module
  */
 
-import { openIndexedDbBackend } from '@bpavl/storage/indexeddb';
+import { openIndexedDbBackend, writerHolds } from '@bpavl/storage/indexeddb';
 import { openState, type State, TABLES } from '@bpavl/store';
 
 const PREFIX = 'bpavl-demo-';
 const NAME = `${PREFIX}state`;
-const WRITER_LOCK = `bpavl-storage-writer:${NAME}`;
 
 /** The page's one kept state (a page is its one writer). */
 export class LocalState {
@@ -36,15 +35,11 @@ export class LocalState {
     return (await (await this.open()).pendingSync())?.chunksStored ?? 0;
   }
 
-  /**
-   * Whether another tab holds the store's writer lock (a Web Lock that
-   * `@bpavl/storage/indexeddb` takes for each writer, named after the database).
-   */
+  /** Whether another tab has the state open for writing (the store's one writer). */
   async heldElsewhere(): Promise<boolean> {
-    // This page's own lock is let go first: a held lock left is another tab's.
+    // This page's own writer lets go first: a writer left is another tab's.
     await this.#close();
-    const { held = [] } = await navigator.locks.query();
-    return held.some((lock) => lock.name === WRITER_LOCK);
+    return writerHolds(NAME);
   }
 
   /** Closes the state and deletes every database of this demo (call `heldElsewhere` first: a tab that has it open loses it). */

@@ -145,13 +145,25 @@ async function openDatabase(name: string, tables: ReadonlySet<string>, readOnly:
   });
 }
 
+/** The Web Lock a writer of database `name` holds, in every tab of the origin. */
+const writerLock = (name: string) => `bpavl-storage-writer:${name}`;
+
+/**
+ * Whether a writer holds database `name` now, in this tab or another of the
+ * same origin: deleting the database then pulls it from under that writer.
+ */
+export async function writerHolds(name: string): Promise<boolean> {
+  const { held = [] } = await navigator.locks.query();
+  return held.some((lock) => lock.name === writerLock(name));
+}
+
 /** Holds the Web Lock `name` until `release`, or resolves `undefined` at once when it is taken. */
 async function takeWriterLock(name: string): Promise<{ release(): void } | undefined> {
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
   const granted = await new Promise<boolean>((resolve, reject) => {
     navigator.locks
-      .request(`bpavl-storage-writer:${name}`, { ifAvailable: true }, (lock) => {
+      .request(writerLock(name), { ifAvailable: true }, (lock) => {
         resolve(lock !== null);
         return lock ? held : undefined;
       })
