@@ -334,8 +334,6 @@ impl Chunk {
     /// no record born at `version` serves as another's base.
     pub(crate) fn discard_unborn(&mut self, version: u64, out: &mut Vec<(Table, Ref)>) {
         crate::persist::take_born(&mut self.dropped, version, out);
-        self.copy_checked = false;
-        self.planned = None;
         let Some(s) = &mut self.stored else { return };
         if s.base.birth == version {
             // A record born at `version` is a delta of a base born then too.
@@ -347,7 +345,13 @@ impl Chunk {
         } else if s.record.birth == version {
             out.push((Table::Chunks, s.record));
             s.record = s.base;
+        } else {
+            // Nothing of this chunk's changed: the copy check stands (every piece
+            // of a batch written ahead calls this on every changed chunk).
+            return;
         }
+        self.copy_checked = false;
+        self.planned = None;
     }
 
     /// Builds a chunk from verified sorted entries, their in-chunk tree
