@@ -65,6 +65,9 @@ export class Lie extends Error {
   }
 }
 
+/** Roots a peer denied and then listed that it remembers (`PoolPeer.listed`). */
+const LISTED_ROOTS = 8;
+
 /** Why an attempt produced nothing; the ask moves on. */
 const FAILED = Symbol('failed');
 
@@ -130,7 +133,17 @@ export function ask<T>(
       }
       try {
         if (res.status === Status.UnknownRoot) {
-          if (await lists(peer, req.root)) throw new Lie('UNKNOWN_ROOT', 'denied a root it lists');
+          const listedBefore = peer.listed.find((l) => equalBytes(l.root, req.root) && l.at < t0);
+          if (await lists(peer, req.root)) {
+            // Listed before the request was sent and after the denial: a lie. Listed only after, the
+            // root may have been committed meanwhile (a peer that follows its storage): asked again, it must serve it.
+            if (listedBefore) throw new Lie('UNKNOWN_ROOT', 'denied a root it listed before and after');
+            peer.listed = [...peer.listed.filter((l) => !equalBytes(l.root, req.root)).slice(1 - LISTED_ROOTS), { root: req.root, at: performance.now() }];
+            pool.onRefused(peer, 'UNKNOWN_ROOT');
+            ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
+            return FAILED;
+          }
+          peer.listed = peer.listed.filter((l) => !equalBytes(l.root, req.root));
           denied.add(peer);
           pool.onRefused(peer, 'UNKNOWN_ROOT');
           ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });

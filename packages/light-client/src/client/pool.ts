@@ -37,6 +37,12 @@ export interface PoolPeer {
   failedSince: number;
   /** The status it last refused a request with (`UNKNOWN_ROOT`, `BAD_REQUEST`), until it answers. */
   refused?: string;
+  /**
+   * Roots it denied (`UNKNOWN_ROOT`) and then listed in `ROOTS`, with when
+   * that list came (ms): denying one again in a request sent after it is a
+   * lie (`ask`). The last few only.
+   */
+  listed: { root: Uint8Array; at: number }[];
   /** Why the pool gave it up (banned or dropped), once it did. */
   report?: PeerReport;
 }
@@ -106,6 +112,7 @@ export class PeerPool {
         lastProgress: now,
         busySince: 0,
         failedSince: 0,
+        listed: [],
       };
       this.#entries.set(peer, { peer, conn: undefined });
     }
