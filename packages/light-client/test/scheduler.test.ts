@@ -63,6 +63,14 @@ describe('Scheduler', () => {
     expect(s.refetches).toBe(1);
   });
 
+  it('puts a chunk answered BUSY back last: the chunks still queued are asked first', () => {
+    const s = new Scheduler<string>([], 4);
+    s.requested('a', s.next('a', true, 0)!.index, 0);
+    s.settled('a', 0);
+    s.requeue(0, true);
+    expect(drain(s, 'a', 1)).toEqual([1, 2, 3, 0]);
+  });
+
   it('hedges in the endgame only once a request is overdue, oldest first, with at most two fetchers and never the same peer', () => {
     const s = new Scheduler<string>([], 3);
     s.requested('a', s.next('a', true, 0)!.index, 0); // 0 since t = 0

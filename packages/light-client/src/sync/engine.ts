@@ -407,7 +407,7 @@ class SyncSession<Out, Result> {
         break;
       case Status.Busy:
         p.onBusy(performance.now());
-        this.schedule.requeue(index);
+        this.schedule.requeue(index, true);
         break;
       case Status.OutOfRange:
         // The root proves the chunk exists (chunk 0 always does in a non-empty tree).

@@ -117,11 +117,18 @@ export class Scheduler<Peer> {
     else if (who !== undefined) this.#noHedgeBefore = 0; // a hedged pair lost one: it may be due now
   }
 
-  /** Puts `index` back, first, unless it is in or still being fetched. */
-  requeue(index: number): void {
+  /**
+   * Puts `index` back, unless it is in or still being fetched: first (a
+   * lie's or a lost request's chunk is asked of another peer at once), or
+   * with `last` after every queued chunk (a `BUSY` one: a peer that cannot
+   * serve that chunk now, say a damaged record, is not asked for it again
+   * before the chunks it can serve).
+   */
+  requeue(index: number, last = false): void {
     if (this.#received.has(index) || (this.#fetchers.get(index)?.size ?? 0) > 0) return;
     this.refetches += 1;
-    this.#queue.unshift(index);
+    if (last) this.#queue.push(index);
+    else this.#queue.unshift(index);
   }
 
   /**
