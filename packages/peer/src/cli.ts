@@ -24,7 +24,7 @@ import { CachedTree, fromHex, MovingHead, toHex, type TreeSource } from './sourc
 import { FollowedState } from './followed.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_HELP, RANGE_HELP, runGet, runRange } from './query-command.ts';
-import { runSync, SYNC_USAGE } from './sync-command.ts';
+import { hintFor, runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
 import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
 import { openState, type State } from '@bpavl/store';
@@ -472,7 +472,7 @@ export async function main(argv: string[], commands: Record<string, Command> = C
       return 2;
     }
     const code = (e as { code?: unknown } | null)?.code;
-    process.stderr.write(`${program} ${name}: ${e instanceof Error ? e.message : String(e)}${typeof code === 'string' ? ` (${code})` : ''}\n`);
+    process.stderr.write(`${program} ${name}: ${e instanceof Error ? e.message : String(e)}${typeof code === 'string' ? ` (${code})` : ''}\n${hintFor(code)}`);
     return 1;
   }
 }

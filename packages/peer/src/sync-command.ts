@@ -343,11 +343,18 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     const message = e instanceof Error ? e.message : String(e);
     const peers = e instanceof SyncError ? e.peers : [];
     if (opts.json) process.stdout.write(`${JSON.stringify({ error: code, message, peers })}\n`);
-    else process.stderr.write(`sync failed: ${message} (${code})\n${peers.map((p) => `  ${p.outcome} ${p.peer}: ${p.reason} (${p.code})\n`).join('')}`);
+    else process.stderr.write(`sync failed: ${message} (${code})\n${peers.map((p) => `  ${p.outcome} ${p.peer}: ${p.reason} (${p.code})\n`).join('')}${hintFor(code)}`);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);
     await closeTransports();
     await state?.close();
   }
+}
+
+/** What to do about an error code, for a person reading the CLI's error line ('' when the message says it all). */
+export function hintFor(code: unknown): string {
+  return code === 'SYNC_PENDING'
+    ? 'An unfinished sync or catch-up holds the directory: run the same `bpavl sync` again to finish it, or give up on it with `bpavl sync --db DIR --root ROOT --discard-unfinished` for the root you want.\n'
+    : '';
 }

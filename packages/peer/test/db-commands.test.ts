@@ -105,6 +105,19 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     expect((await json(['get', '--db', db, hex('b'), hex('c')])).out.results.map((r: { value: string | null }) => r.value)).toEqual([hex('2'), hex('3')]);
   });
 
+  it('an unfinished sync holds the directory: another write says SYNC_PENDING and how to finish or discard it', async () => {
+    const db = join(dir, 'pending');
+    // A sync of a root no peer serves (here: no peer at all) leaves its unfinished state behind.
+    const sync = await spawnCli(['sync', '--db', db, '--root', '22'.repeat(32), '--peer', 'ws://127.0.0.1:9'], 'ignore', 60_000).done;
+    expect(sync.code).toBe(1);
+    const file = join(dir, 'one.jsonl');
+    await writeFile(file, lines({ [hex('a')]: hex('1') }));
+    const { code, stderr } = await spawnCli(['import', '--db', db, file], 'ignore', 60_000).done;
+    expect(code).toBe(1);
+    expect(stderr).toContain('(SYNC_PENDING)');
+    expect(stderr).toContain('--discard-unfinished');
+  });
+
   it('import into an empty state is a bulk load: sorted on disk, one version, the root of the entries alone', async () => {
     // 3,000 entries of 300 bytes in random order, the first 100 keys written twice (the second line wins).
     const entries = Array.from({ length: 3000 }, (_, i) => [createHash('sha256').update(`k${i}`).digest('hex'), Buffer.alloc(300, i & 0xff).toString('hex')]);
