@@ -12,6 +12,12 @@ import { nodeFlagsFor, tunedEnv } from './tuning.mjs';
 
 const here = realpathSync(fileURLToPath(import.meta.url));
 
+// Older Node fails later with a raw module error (the store's exports are TypeScript; package.json "engines").
+if (Number(process.versions.node.split('.')[0]) < 22) {
+  process.stderr.write(`bpavl: needs Node 22 or later; this is Node ${process.versions.node}\n`);
+  process.exit(1);
+}
+
 // The commands that work through a whole state start again, once, in this
 // same process (`process.execve`: same PID, same stdio), with a small V8
 // young generation (a sync also with its old one collected sooner), and
