@@ -67,9 +67,9 @@ Tree:
                        The directory is followed, without a restart: a version another process
                        commits later (import, generate --db, sync --db) is served; one it prunes
                        or rolls back stops being served, answered UNKNOWN_ROOT; a version whose
-                       record fails its checks is not served (said on stderr). The version
-                       records are read again before a ROOTS answer and before an UNKNOWN_ROOT
-                       one, at most every 250 ms
+                       record fails its checks is not served (said on stderr, at startup too)
+                       and the others are. The version records are read again before a ROOTS
+                       answer and before an UNKNOWN_ROOT one, at most every 250 ms
 
 Listening:
   --host H             interface (default 127.0.0.1)

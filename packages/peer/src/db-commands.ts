@@ -85,12 +85,16 @@ START ≤ key < END, with a range proof verified against the version's root.
 ${COMMON}`,
   versions: `bpavl versions --db DIR [--json]
 
-Lists the retained versions with their roots, oldest first.
+Lists the retained versions with their roots, oldest first, and each version
+whose record is damaged (STORE_CORRUPT: not readable; see "bpavl check").
+--json: {versions: [{version, root}], damaged: [{version, code, message}]}.
 
 ${COMMON}`,
   prune: `bpavl prune --db DIR --keep N [--vacuum] [--json]
 
 Keeps the last N versions and gives back the space of what only older ones used.
+A version whose record is damaged counts among them; while one is kept, the
+state takes no change (STORE_CORRUPT names it), so keep fewer to drop it.
 --vacuum also rewrites the database packed (SQLite VACUUM): the file shrinks to
 about what the kept versions hold, but the rewrite takes as long as writing the
 whole database and needs about twice its size free on disk meanwhile.
@@ -98,7 +102,8 @@ whole database and needs about twice its size free on disk meanwhile.
 ${COMMON}`,
   rollback: `bpavl rollback --db DIR --to V [--json]
 
-Makes version V the head and discards every later version.
+Makes version V the head and discards every later version: the way to drop a
+damaged record above an intact V (the state takes no other change meanwhile).
 
 ${COMMON}`,
   check: `bpavl check --db DIR [--json]
@@ -106,7 +111,8 @@ ${COMMON}`,
 Reads every retained version whole, checking every record against the hash
 its parent names, and verifies each chunk's envelope against the version's
 root (as a client of a peer would). Exit 0 when all verify; 1 with each damaged version and
-what was found (STORE_CORRUPT) otherwise. A version that a writer beside
+what was found (STORE_CORRUPT) otherwise, a damaged version record among
+them (the other versions are still checked). A version that a writer beside
 the check prunes or rolls back meanwhile is gone, not damaged: listed
 apart. --json: {versions, damaged: [{version, code, message}], gone: [version]}.
 
@@ -172,10 +178,13 @@ async function withState<T>(dir: string, readOnly: boolean, body: (state: State)
   }
 }
 
-/** The version a read names (`--version`), or the head. */
+/** The version a read names (`--version`), or the head: not a lower version while the head's record is damaged. */
 function versionOf(v: Values, state: State): number {
-  const head = state.head();
-  return v.version === undefined ? (head?.version ?? 0) : int(v, 'version', 0, 0, Number.MAX_SAFE_INTEGER);
+  if (v.version !== undefined) return int(v, 'version', 0, 0, Number.MAX_SAFE_INTEGER);
+  const head = state.head()?.version ?? 0;
+  const above = state.damagedVersions().at(-1);
+  if (above !== undefined && above.version > head) throw above.error;
+  return head;
 }
 
 /** `key`'s value (`undefined`: absent) and the proof of it at `version`, verified by the store. */
@@ -206,6 +215,8 @@ export function storedVersion(state: State, { version, root, chunkCount }: Versi
 
 function rootOf(state: State, version: number): Uint8Array {
   const info = state.versions().find((x) => x.version === version);
+  const damaged = state.damagedVersions().find((d) => d.version === version);
+  if (damaged !== undefined) throw damaged.error;
   if (info === undefined) throw Object.assign(new Error(`version ${version} is not retained`), { code: 'VERSION_UNKNOWN' });
   return info.root;
 }
@@ -434,7 +445,10 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
     case 'versions':
       return withState(dir, true, async (state) => {
         const versions = state.versions().map((x) => ({ version: x.version, root: toHex(x.root) }));
-        out({ versions }, versions.map((x) => `${x.version} ${x.root}`).join('\n') || '(no versions)');
+        const damaged = state.damagedVersions().map(({ version, error }) => ({ version, code: error.code, message: error.message }));
+        const lines = [...versions.map((x) => ({ version: x.version, text: `${x.version} ${x.root}` })), ...damaged.map((d) => ({ version: d.version, text: `${d.version} damaged: ${d.code} ${d.message}` }))];
+        lines.sort((a, b) => a.version - b.version);
+        out({ versions, damaged }, lines.map((l) => l.text).join('\n') || '(no versions)');
         return 0;
       });
     case 'prune': {
@@ -456,16 +470,18 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       });
     }
     case 'check': {
-      // Opening decodes every version record: a damaged one is found before any version is listed.
-      const opened = await openState({ path: dir, readOnly: true }).catch((e: unknown) => e as Error & { code?: string });
+      // Opening decodes every version record: one that fails names its version and is left out,
+      // but a failure that names none (the store record, a version key) leaves nothing to check.
+      const opened = await openState({ path: dir, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES }).catch((e: unknown) => e as Error & { code?: string });
       if (!('versions' in opened)) {
         if (opened.code !== 'STORE_CORRUPT') throw opened;
         out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }], gone: [] }, `the version records: ${opened.code} ${opened.message}`);
         return 1;
       }
-      await opened.close();
-      return withState(dir, true, async (state) => {
-        const damaged: { version: number; code: string; message: string }[] = [];
+      const state = opened;
+      try {
+        const records = state.damagedVersions();
+        const damaged: { version: number; code: string; message: string }[] = records.map(({ version, error }) => ({ version, code: error.code, message: error.message }));
         // Versions a writer beside this check pruned or rolled back meanwhile: gone, not damaged.
         const gone: number[] = [];
         const versions = state.versions();
@@ -490,14 +506,20 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
             else damaged.push({ version, code: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e) });
           }
         }
-        const verified = versions.length - gone.length - damaged.length;
+        damaged.sort((a, b) => a.version - b.version);
+        const verified = versions.length + records.length - gone.length - damaged.length;
         const goneText = gone.length === 0 ? '' : `; ${gone.length} pruned or rolled back meanwhile by another process (${gone.join(', ')})`;
         out(
-          { versions: versions.length - gone.length, damaged, gone },
-          damaged.length === 0 ? `${verified} versions verified${goneText}` : damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`).join('\n'),
+          // `versions`: every version with a record, damaged or not, less those gone.
+          { versions: versions.length + records.length - gone.length, damaged, gone },
+          damaged.length === 0
+            ? `${verified} versions verified${goneText}`
+            : [...damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`), `${verified} other versions verified${goneText}`].join('\n'),
         );
         return damaged.length === 0 ? 0 : 1;
-      }, { mmapBytes: WHOLE_STATE_MMAP_BYTES });
+      } finally {
+        await state.close();
+      }
     }
   }
 }

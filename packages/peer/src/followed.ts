@@ -15,7 +15,7 @@
  * @module
  */
 
-import type { State, VersionInfo } from '@bpavl/store';
+import type { DamagedVersion, State, VersionInfo } from '@bpavl/store';
 import { FOLLOW_INTERVAL_MS } from './constants.ts';
 import { storedVersion } from './db-commands.ts';
 import { type AnyServedTree, StaticTreeSource, toHex, type TreeSource } from './source.ts';
@@ -52,11 +52,12 @@ export class FollowedState implements TreeSource {
   #next: Promise<void> | undefined;
   #closed = false;
 
-  /** Serves the versions `state` holds now. */
+  /** Serves the versions `state` holds now, and reports those whose records failed their checks (`damagedVersions()`). */
   constructor(state: State, report: FollowLog) {
     this.#state = state;
     this.#report = report;
     this.#served = new StaticTreeSource(state.versions().map((v) => storedVersion(state, v)));
+    this.#warnDamaged(state.damagedVersions());
   }
 
   trees(): readonly AnyServedTree[] {
@@ -106,17 +107,21 @@ export class FollowedState implements TreeSource {
   /** One read of the version records; a failure leaves the list as it was, and the next read tries again. */
   async #read(): Promise<void> {
     try {
-      const damaged = await this.#state.refresh();
-      for (const { version, error } of damaged) {
-        if (!this.#damaged.has(version)) this.#report.warn(`version ${version} is not served: ${describe(error)}`);
-      }
-      this.#damaged = new Set(damaged.map((d) => d.version));
+      this.#warnDamaged(await this.#state.refresh());
       this.#serve(this.#state.versions());
       this.#failing = false;
     } catch (e) {
       if (!this.#closed && !this.#failing) this.#report.warn(`reading the version records failed, serving the versions as before: ${describe(e)}`);
       this.#failing = true;
     }
+  }
+
+  /** Reports each damaged version not reported at the last read. */
+  #warnDamaged(damaged: DamagedVersion[]): void {
+    for (const { version, error } of damaged) {
+      if (!this.#damaged.has(version)) this.#report.warn(`version ${version} is not served: ${describe(error)}`);
+    }
+    this.#damaged = new Set(damaged.map((d) => d.version));
   }
 
   /** Serves `versions`, keeping the served tree of each version already served with the same root. */

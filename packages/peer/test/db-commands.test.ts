@@ -3,9 +3,11 @@
 // trip import → versions → get/prove/range at the head and at an old
 // version → import more → prune → rollback → check; a malformed import line;
 // an import into an empty state as a bulk load;
-// `generate --db` against the workload's own tree; damage that `check` finds.
+// `generate --db` against the workload's own tree; damage that `check` finds;
+// a damaged version record, which leaves the other versions readable.
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { cpSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +15,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
-import { BIN, spawnCli, wasmReady } from './support.ts';
+import { BIN, damageVersionRecord, spawnCli, wasmReady } from './support.ts';
 import { spawn } from 'node:child_process';
 
 let dir: string;
@@ -218,14 +220,75 @@ describe('bpavl on a state directory', { timeout: 120_000 }, () => {
     const r = await json(['check', '--db', db]);
     expect(r.code).toBe(1);
     expect(r.out.damaged).toEqual([1, 2].map((version) => ({ version, code: 'STORE_CORRUPT', message: expect.any(String) })));
-    // A damaged version record: found as the state opens, before any version is listed.
+    // A damaged version record: named by its version, and the other version is still checked.
+    damageVersionRecord(db, 1);
+    const named = await json(['check', '--db', db]);
+    expect(named.code).toBe(1);
+    expect(named.out).toEqual({
+      versions: 2,
+      damaged: [
+        { version: 1, code: 'STORE_CORRUPT', message: expect.stringContaining('the record of version 1') },
+        { version: 2, code: 'STORE_CORRUPT', message: expect.any(String) },
+      ],
+      gone: [],
+    });
+    // A version key that names no version: found as the state opens, before any version is listed.
     const records = new DatabaseSync(join(db, 'data.sqlite'));
-    const version = records.prepare('SELECT k FROM versions LIMIT 1').get() as { k: Uint8Array };
-    records.prepare('UPDATE versions SET v = ? WHERE k = ?').run(new Uint8Array([1, 2, 3]), version.k);
+    records.prepare('INSERT INTO versions (k, v) VALUES (?, ?)').run(new Uint8Array([1, 2, 3]), new Uint8Array([7]));
     records.close();
     const opened = await json(['check', '--db', db]);
     expect(opened.code).toBe(1);
     expect(opened.out).toEqual({ versions: null, damaged: [{ version: 'records', code: 'STORE_CORRUPT', message: expect.any(String) }], gone: [] });
+  });
+
+  it('a damaged version record: the other versions read, versions and check name it, writes are refused naming it, and a prune or a rollback past it repairs', async () => {
+    const db = join(dir, 'damaged-record');
+    const roots: string[] = [];
+    for (let v = 1; v <= 4; v++) {
+      const file = join(dir, `record-${v}.jsonl`);
+      await writeFile(file, lines({ [hex(`key ${v}`)]: hex(`value ${v}`) }));
+      const r = await json(['import', '--db', db, '--batch', '1', file]);
+      expect(r.code, r.stderr).toBe(0);
+      roots.push(r.out.root);
+    }
+    damageVersionRecord(db, 2);
+    const CORRUPT_2 = expect.stringContaining('the record of version 2');
+
+    const listed = await json(['versions', '--db', db]);
+    expect(listed.code).toBe(0);
+    expect(listed.out).toEqual({ versions: [1, 3, 4].map((version) => ({ version, root: roots[version - 1] })), damaged: [{ version: 2, code: 'STORE_CORRUPT', message: CORRUPT_2 }] });
+    const text = await spawnCli(['versions', '--db', db]).done;
+    expect(text.stdout.trim().split('\n').map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual([`1 ${roots[0]}`, '2 damaged:', `3 ${roots[2]}`, `4 ${roots[3]}`]);
+
+    for (const v of [1, 3, 4]) expect((await json(['get', '--db', db, '--version', String(v), hex(`key ${v}`)])).out.results).toEqual([{ key: hex(`key ${v}`), value: hex(`value ${v}`) }]);
+    expect(await json(['get', '--db', db, '--version', '2', hex('key 1')])).toMatchObject({ code: 1, out: { error: 'STORE_CORRUPT', message: CORRUPT_2 } });
+
+    const checked = await json(['check', '--db', db]);
+    expect(checked.code).toBe(1);
+    expect(checked.out).toEqual({ versions: 4, damaged: [{ version: 2, code: 'STORE_CORRUPT', message: CORRUPT_2 }], gone: [] });
+    const checkText = await spawnCli(['check', '--db', db]).done;
+    expect(checkText.code).toBe(1);
+    expect(checkText.stdout).toMatch(/^version 2: STORE_CORRUPT the record of version 2: .*\n3 other versions verified\n$/);
+
+    // Writes are refused, naming the version; so are a prune that keeps it and a rollback onto it.
+    const more = join(dir, 'record-more.jsonl');
+    await writeFile(more, lines({ [hex('key 5')]: hex('value 5') }));
+    for (const args of [['import', '--db', db, more], ['prune', '--db', db, '--keep', '3'], ['rollback', '--db', db, '--to', '2']]) {
+      expect(await json(args)).toMatchObject({ code: 1, out: { error: 'STORE_CORRUPT', message: CORRUPT_2 } });
+    }
+    // A rollback below it (on a copy) repairs the state, as does a prune past it.
+    const copy = join(dir, 'damaged-record-copy');
+    cpSync(db, copy, { recursive: true });
+    // There, the head's record damaged too: a read of the head is refused, not answered from version 3.
+    damageVersionRecord(copy, 4);
+    expect(await json(['get', '--db', copy, hex('key 3')])).toMatchObject({ code: 1, out: { error: 'STORE_CORRUPT', message: expect.stringContaining('the record of version 4') } });
+    expect((await json(['get', '--db', copy, '--version', '3', hex('key 3')])).out.results).toEqual([{ key: hex('key 3'), value: hex('value 3') }]);
+    expect(await json(['rollback', '--db', copy, '--to', '1'])).toMatchObject({ code: 0, out: { version: 1, root: roots[0] } });
+    expect((await json(['check', '--db', copy])).out).toEqual({ versions: 1, damaged: [], gone: [] });
+    expect(await json(['prune', '--db', db, '--keep', '2'])).toMatchObject({ code: 0, out: { kept: [3, 4] } });
+    expect((await json(['versions', '--db', db])).out).toEqual({ versions: [3, 4].map((version) => ({ version, root: roots[version - 1] })), damaged: [] });
+    expect((await json(['check', '--db', db])).out).toEqual({ versions: 2, damaged: [], gone: [] });
+    expect(await json(['import', '--db', db, more])).toMatchObject({ code: 0, out: { version: 5 } });
   });
 
   it('check finds a version record whose entry count is not its tree’s, though its root hashes the counts it states', async () => {

@@ -4,7 +4,8 @@
 // serve started is listed in ROOTS and served (chunks, proofs, ranges, a
 // whole sync and a catch-up, each verified against its root); a version
 // rolled back or pruned is answered UNKNOWN_ROOT and no longer listed; a
-// version record that fails its checks is not served, and the rest is.
+// version record that fails its checks is not served, and the rest is,
+// whether it is damaged while serve runs or before serve starts.
 // Every wait is bounded.
 
 import type { ChildProcess } from 'node:child_process';
@@ -16,7 +17,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { decodeProofPayload, decodeRootsPayload, Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyExistence, verifyRange } from '@bpavl/light-client/verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, sleep, spawnCli, wasmReady, type WireClient, wsClient } from './support.ts';
+import { BIN, damageVersionRecord, sleep, spawnCli, wasmReady, type WireClient, wsClient } from './support.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -151,18 +152,51 @@ describe('bpavl serve --db follows the directory', { timeout: 120_000 }, () => {
       verifyChunk(bytes(v3b), 0, head.payload);
     } finally {
       c.close();
-      child.kill('SIGTERM');
-      await new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        const t = setTimeout(() => {
-          child.kill('SIGKILL');
-          resolve();
-        }, 10_000);
-        child.once('exit', () => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+      await stop(child);
+    }
+  });
+
+  it('a server started on a directory with a damaged version record serves every other version and says which is not served', async () => {
+    const db = join(dir, 'damaged-at-start');
+    const rootsOf: string[] = [];
+    for (let v = 1; v <= 4; v++) rootsOf.push(await importEntries(db, `d${v}`, Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`key-${String(i * v).padStart(4, '0')}`, `value ${v}`]))));
+    damageVersionRecord(db, 2);
+    const [v1, v2, v3, v4] = rootsOf as [string, string, string, string];
+    const { child, info, stderr } = await serveDb(db);
+    const c = await wsClient(info.ws);
+    try {
+      expect(info).toMatchObject({ versions: 3, root: v4 });
+      expect(await roots(c)).toEqual([v1, v3, v4]);
+      expect(stderr()).toMatch(/version 2 is not served: STORE_CORRUPT the record of version 2/);
+      for (const root of [v1, v3, v4]) {
+        const chunk = await c.request({ kind: Kind.Chunk, root: bytes(root), index: 0 });
+        expect(chunk.status).toBe(Status.Ok);
+        verifyChunk(bytes(root), 0, chunk.payload);
+      }
+      expect((await c.request({ kind: Kind.Chunk, root: bytes(v2), index: 0 })).status).toBe(Status.UnknownRoot);
+      // Said once, not again at each read of the records.
+      await sleep(300);
+      await roots(c);
+      expect(stderr().match(/version 2 is not served/g)).toHaveLength(1);
+    } finally {
+      c.close();
+      await stop(child);
     }
   });
 });
+
+/** Stops a serve child: SIGTERM, then SIGKILL after 10 s. */
+async function stop(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  await new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve();
+    }, 10_000);
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}

@@ -21,7 +21,7 @@ export { NODES_LEVELS, type CatchUpPiece, type StoreCatchUp } from './catchup.ts
 export { TABLES } from './records.ts';
 export type { BulkLoadOptions, SortedEntries } from './bulk-load.ts';
 export { DEFAULT_VALUE_CACHE_BYTES } from './value-cache.ts';
-export { DEFAULT_BATCH_BYTES, DEFAULT_CACHE_BYTES, type AtVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StateSizes, type StoreStats, type VersionInfo } from './state.ts';
+export { DEFAULT_BATCH_BYTES, DEFAULT_CACHE_BYTES, type AtVersion, type DamagedVersion, type PendingSync, type PruneOptions, type RangeOptions, type State, type StateSizes, type StoreStats, type VersionInfo } from './state.ts';
 
 /** Where the state lives: a directory (the Node backend) or any backend. */
 export type StateLocation =

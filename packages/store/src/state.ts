@@ -54,6 +54,15 @@ export interface VersionInfo {
   readonly entryCount: number;
 }
 
+/**
+ * A version whose record fails its checks: left out of the versions, so
+ * that the others stay readable, with the `STORE_CORRUPT` that names it.
+ */
+export interface DamagedVersion {
+  readonly version: number;
+  readonly error: StoreError;
+}
+
 /** Which version a read is taken from; the head when omitted. */
 export interface AtVersion {
   readonly version?: number;
@@ -195,6 +204,28 @@ async function loadTree(backend: StorageBackend, version: number, record: Uint8A
   throw new StoreError('STORE_CORRUPT', `version ${version} is deeper than any tree`);
 }
 
+/**
+ * Every version record `backend` holds, each checked at `capacity`. One
+ * that fails is returned apart, not thrown (one damaged record leaves the
+ * other versions readable); a key that is not 8 bytes names no version,
+ * so it fails the whole read.
+ */
+async function readVersions(backend: StorageBackend, capacity: number): Promise<{ versions: Map<number, VersionRecord>; damaged: DamagedVersion[] }> {
+  const versions = new Map<number, VersionRecord>();
+  const damaged: DamagedVersion[] = [];
+  for await (const [key, record] of backend.scan('versions')) {
+    if (key.length !== 8) throw new StoreError('STORE_CORRUPT', 'a version key is not 8 bytes');
+    const version = versionOf(key);
+    try {
+      versions.set(version, decodeVersionRecord(record, capacity));
+    } catch (e) {
+      if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT') throw e;
+      damaged.push({ version, error: new StoreError('STORE_CORRUPT', `the record of version ${version}: ${(e as Error).message}`) });
+    }
+  }
+  return { versions, damaged };
+}
+
 /** The value of the entry record `key` names, checked against `slotKey`. */
 async function readEntry(backend: StorageBackend, key: Uint8Array, slotKey: Uint8Array): Promise<Uint8Array> {
   const record = await backend.get('entries', key);
@@ -240,6 +271,8 @@ export class State {
   #wroteAhead = false;
   /** Every retained version's record (checked when decoded), ascending. */
   #versions: Map<number, VersionRecord>;
+  /** The version records that failed their checks at open or at the last refresh, ascending. */
+  #damaged: DamagedVersion[];
   /** The head version (0: nothing committed). */
   #head: number;
   /** The head plus the pending batch, paged, loaded at the first write; a failed load is not kept. */
@@ -273,6 +306,7 @@ export class State {
     backend: StorageBackend,
     capacity: number,
     versions: Map<number, VersionRecord>,
+    damaged: DamagedVersion[],
     sizes: Required<StateSizes>,
     syncing: Uint8Array | undefined,
     catchUpRoot: Uint8Array | undefined,
@@ -284,6 +318,7 @@ export class State {
     this.#batchBytes = batchBytes;
     this.#pieceBytes = Math.min(COMMIT_PIECE_BYTES.max, Math.max(COMMIT_PIECE_BYTES.min, cacheBytes));
     this.#versions = versions;
+    this.#damaged = damaged;
     this.#head = lastKey(versions);
     this.#pages = new Pages(capacity, cacheBytes);
     this.#values = new ValueCache(valueCacheBytes);
@@ -299,7 +334,10 @@ export class State {
   /**
    * Opens the state a backend holds, or starts one (`capacity`, default
    * 256). Reads only the version records: the records they name are
-   * checked when a read or a write reaches them.
+   * checked when a read or a write reaches them. A version record that
+   * fails its checks is left out (`damagedVersions()`), as by `refresh`;
+   * while one is, a writable state takes no change but a prune or a
+   * rollback that drops every damaged one.
    */
   static async open(backend: StorageBackend, capacity = 256, sizes: StateSizes = {}): Promise<State> {
     // First, whether the store is new or not: a capacity outside 2 … 4096 is TreeError
@@ -312,35 +350,55 @@ export class State {
       if (!backend.readOnly) await backend.write({ puts: [['meta', STORE_KEY, meta]] });
     }
     const stored = decodeStoreRecord(meta);
-    const versions = new Map<number, VersionRecord>();
-    for await (const [key, record] of backend.scan('versions')) {
-      if (key.length !== 8) throw new StoreError('STORE_CORRUPT', 'a version key is not 8 bytes');
-      versions.set(versionOf(key), decodeVersionRecord(record, stored));
-    }
+    const { versions, damaged } = await readVersions(backend, stored);
     const syncing = await backend.get('meta', SYNC_KEY);
     const catchingUp = await backend.get('meta', CATCHUP_KEY);
     if (!backend.readOnly) {
       // An unfinished sync's or catch-up's records are born at the next version: kept for its resume.
-      await removeUnborn(backend, lastKey(versions) + (syncing === undefined && catchingUp === undefined ? 0 : 1));
+      // After the last record, damaged or not: a damaged head's records stay for a rollback or a resync to judge.
+      await removeUnborn(backend, lastStored(versions, damaged) + (syncing === undefined && catchingUp === undefined ? 0 : 1));
       if (syncing === undefined) await removeProgress(backend);
       if (catchingUp === undefined) await removeKeys(backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
     }
     const { cacheBytes = DEFAULT_CACHE_BYTES, valueCacheBytes = DEFAULT_VALUE_CACHE_BYTES, batchBytes = DEFAULT_BATCH_BYTES } = sizes;
-    return new State(backend, stored, versions, { cacheBytes, valueCacheBytes, batchBytes }, syncing, catchingUp);
+    return new State(backend, stored, versions, damaged, { cacheBytes, valueCacheBytes, batchBytes }, syncing, catchingUp);
   }
 
   #open(): void {
     if (this.#closed) throw new StoreError('STORE_CLOSED', 'the store is closed');
   }
 
-  /** Checks that the state may change: open, writable, and no sync unfinished. */
-  #writer(): void {
+  /**
+   * Checks that the state may change: open, writable, no sync unfinished,
+   * and no damaged version record but those `drops` (a prune or a
+   * rollback) removes.
+   */
+  #writer(drops?: (version: number) => boolean): void {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    this.#undamaged(drops);
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
     if (this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is running');
     if (this.#catchUpRoot !== undefined) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is unfinished: run it again or discard it');
     if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
+  }
+
+  /**
+   * Refuses a change while a version record is damaged, unless `drops`
+   * says the change removes it: a commit on top of a damaged head could
+   * take a wrong number or parent, and what a damaged record names is
+   * unknown (docs/store.md, "A damaged version record").
+   */
+  #undamaged(drops: (version: number) => boolean = () => false): void {
+    const kept = this.#damaged.find((d) => !drops(d.version));
+    if (kept !== undefined) {
+      throw new StoreError('STORE_CORRUPT', `${kept.error.message} (a writer takes only a prune or a rollback that drops it)`);
+    }
+  }
+
+  /** The last version with a record, damaged or not (0: none). */
+  #lastStored(): number {
+    return lastStored(this.#versions, this.#damaged);
   }
 
   /**
@@ -421,6 +479,7 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
     if (options.asNextVersion !== undefined && typeof options.asNextVersion !== 'boolean') throw new TypeError('asNextVersion must be a boolean');
+    this.#undamaged();
     if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
     if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
     const head = this.#versions.get(this.#head);
@@ -515,6 +574,7 @@ export class State {
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
+    this.#undamaged();
     if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a sync, catch-up or bulk load of this store is running');
     const pending = this.#catchUpRoot;
     if (pending !== undefined && !equal(pending, root)) {
@@ -576,7 +636,7 @@ export class State {
     this.#catchUpRoot = undefined;
     await removeProgress(this.#backend);
     await removeKeys(this.#backend, 'meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END);
-    await removeUnborn(this.#backend, this.#head);
+    await removeUnborn(this.#backend, this.#lastStored());
   }
 
   /** The head with the pending batch, loaded if it is not (STORE_READ_ONLY on a reader). */
@@ -763,7 +823,11 @@ export class State {
     this.#open();
     const version = at.version === undefined ? this.#head : versionArg(at.version);
     const record = this.#versions.get(version);
-    if (record === undefined && version !== this.#head) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    if (record === undefined && version !== this.#head) {
+      const damaged = this.#damaged.find((d) => d.version === version);
+      if (damaged !== undefined) throw new StoreError('STORE_CORRUPT', damaged.error.message);
+      throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
+    }
     return [version, record];
   }
 
@@ -804,7 +868,7 @@ export class State {
    * readable. A writable state holds the writer's lock, so its list is the
    * database's already: it returns at once.
    */
-  async refresh(): Promise<{ version: number; error: StoreError }[]> {
+  async refresh(): Promise<DamagedVersion[]> {
     this.#open();
     if (!this.#backend.readOnly) return [];
     const meta = await this.#backend.get('meta', STORE_KEY);
@@ -817,18 +881,7 @@ export class State {
         this.#capacity = capacity;
       }
     }
-    const versions = new Map<number, VersionRecord>();
-    const damaged: { version: number; error: StoreError }[] = [];
-    for await (const [key, record] of this.#backend.scan('versions')) {
-      if (key.length !== 8) throw new StoreError('STORE_CORRUPT', 'a version key is not 8 bytes');
-      const version = versionOf(key);
-      try {
-        versions.set(version, decodeVersionRecord(record, this.#capacity));
-      } catch (e) {
-        if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT') throw e;
-        damaged.push({ version, error: new StoreError('STORE_CORRUPT', `the record of version ${version}: ${(e as Error).message}`) });
-      }
-    }
+    const { versions, damaged } = await readVersions(this.#backend, this.#capacity);
     this.#open();
     for (const [version, held] of [...this.#versions]) {
       const stored = versions.get(version);
@@ -836,8 +889,19 @@ export class State {
       else versions.set(version, held); // unchanged: the value cache still knows its root without comparing bytes
     }
     this.#versions = versions;
+    this.#damaged = damaged;
     this.#head = lastKey(versions);
-    return damaged;
+    return [...damaged];
+  }
+
+  /**
+   * The version records left out at open or at the last `refresh` because
+   * they failed their checks, oldest first, each with its `STORE_CORRUPT`
+   * naming the version. Reading one of these versions throws that error.
+   */
+  damagedVersions(): DamagedVersion[] {
+    this.#open();
+    return [...this.#damaged];
   }
 
   /**
@@ -1221,8 +1285,9 @@ export class State {
    * the backend gives their space back (`compact`).
    */
   async prune(options: PruneOptions): Promise<void> {
-    this.#writer();
-    const retained = [...this.#versions.keys()];
+    this.#open();
+    // Damaged records count as versions: pruning past them is how a writer drops them.
+    const retained = [...this.#versions.keys(), ...this.#damaged.map((d) => d.version)].sort((a, b) => a - b);
     let keepFrom: number;
     if ('keepLast' in options && 'before' in options) throw new RangeError('prune takes keepLast or before, not both');
     if (options.vacuum !== undefined && typeof options.vacuum !== 'boolean') throw new TypeError('vacuum must be a boolean');
@@ -1231,8 +1296,9 @@ export class State {
       keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;
     } else {
       if (!Number.isSafeInteger(options.before) || options.before < 0) throw new RangeError('before must be a version number');
-      keepFrom = Math.min(options.before, this.#head);
+      keepFrom = Math.min(options.before, this.#lastStored());
     }
+    this.#writer((v) => v < keepFrom);
     const dropped = retained.filter((v) => v < keepFrom);
     if (dropped.length > 0) await this.#backend.write({ deletes: dropped.map((v) => ['versions', versionKey(v)] as const) });
     for (const v of dropped) this.#forget(v);
@@ -1252,6 +1318,7 @@ export class State {
 
   #forget(version: number): void {
     this.#versions.delete(version);
+    this.#damaged = this.#damaged.filter((d) => d.version !== version);
     this.#loaded.get(version)?.free();
     this.#loaded.delete(version);
   }
@@ -1263,9 +1330,9 @@ export class State {
   }
 
   async #rollback(version: number): Promise<void> {
-    this.#writer();
+    this.#writer((v) => v > version);
     if (!this.#versions.has(version)) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
-    const later = [...this.#versions.keys()].filter((v) => v > version);
+    const later = [...this.#versions.keys(), ...this.#damaged.map((d) => d.version)].filter((v) => v > version);
     const after = versionKey(version + 1);
     const staleLater = await keysFrom(this.#backend, 'stale', after);
     // First the versions and the marks that said their records replaced older ones…
@@ -1323,6 +1390,11 @@ function lastKey(versions: Map<number, unknown>): number {
   let last = 0;
   for (const v of versions.keys()) last = v;
   return last;
+}
+
+/** The last version with a record in `versions` or `damaged` (0: none). */
+function lastStored(versions: Map<number, unknown>, damaged: readonly DamagedVersion[]): number {
+  return Math.max(lastKey(versions), damaged.at(-1)?.version ?? 0);
 }
 
 function info(version: number, { root, chunkCount, entryCount }: VersionRecord): VersionInfo {

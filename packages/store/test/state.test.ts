@@ -138,6 +138,108 @@ describe('on the Node backend, by path', () => {
     await expect(reader.refresh()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
   });
 
+  /** A store of versions 1 … 4 (key v written at v) whose version 2 record has its last byte flipped, in one SQLite transaction. */
+  async function damagedVersion2() {
+    const { DatabaseSync } = await import('node:sqlite');
+    const at = place();
+    const writer = await at.open({ capacity: 4 });
+    for (let v = 1; v <= 4; v++) {
+      await writer.put(key(v), value(v, v));
+      await writer.commit();
+    }
+    const roots = writer.versions().map((v) => hex(v.root));
+    await writer.close();
+    const db = new DatabaseSync(join(at.path, 'data.sqlite'));
+    const k = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 2);
+    db.exec('BEGIN');
+    const { v } = db.prepare('SELECT v FROM versions WHERE k = ?').get(k) as { v: Uint8Array };
+    const flipped = Uint8Array.from(v);
+    flipped[flipped.length - 1]! ^= 0x41;
+    db.prepare('UPDATE versions SET v = ? WHERE k = ?').run(flipped, k);
+    db.exec('COMMIT');
+    db.close();
+    return { at, roots };
+  }
+
+  const CORRUPT_2 = { name: 'StoreError', code: 'STORE_CORRUPT', message: expect.stringContaining('the record of version 2') };
+
+  it('a damaged version record: a read-only open leaves it out and reports it, and every other version reads', async () => {
+    const { at, roots } = await damagedVersion2();
+    const reader = await at.open({ readOnly: true });
+    try {
+      expect(reader.versions().map((v) => [v.version, hex(v.root)])).toEqual([1, 3, 4].map((v) => [v, roots[v - 1]]));
+      expect(reader.damagedVersions()).toEqual([{ version: 2, error: expect.objectContaining(CORRUPT_2) }]);
+      expect(reader.head()?.version).toBe(4);
+      for (const v of [1, 3, 4]) expect(await reader.get(key(v), { version: v })).toEqual(value(v, v));
+      await expect(reader.get(key(1), { version: 2 })).rejects.toMatchObject(CORRUPT_2);
+      // refresh shares the reading of the records: the same list, the same report.
+      expect(await reader.refresh()).toEqual([{ version: 2, error: expect.objectContaining(CORRUPT_2) }]);
+      expect(reader.versions().map((v) => v.version)).toEqual([1, 3, 4]);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it('a damaged version record: a writable open takes no change but a prune or a rollback that drops it', async () => {
+    const { at } = await damagedVersion2();
+    const writer = await at.open();
+    try {
+      expect(writer.versions().map((v) => v.version)).toEqual([1, 3, 4]);
+      expect(await writer.get(key(4))).toEqual(value(4, 4));
+      await expect(writer.put(key(9), value(9, 9))).rejects.toMatchObject(CORRUPT_2);
+      await expect(writer.commit()).rejects.toMatchObject(CORRUPT_2);
+      await expect(writer.syncSink(new Uint8Array(32), { asNextVersion: true })).rejects.toMatchObject(CORRUPT_2);
+      await expect(writer.catchUpSession(new Uint8Array(32))).rejects.toMatchObject(CORRUPT_2);
+      // A prune that keeps it, a rollback onto it or to below it with it kept: refused, nothing changed.
+      await expect(writer.prune({ keepLast: 3 })).rejects.toMatchObject(CORRUPT_2);
+      await expect(writer.prune({ before: 2 })).rejects.toMatchObject(CORRUPT_2);
+      await expect(writer.rollback(2)).rejects.toMatchObject(CORRUPT_2);
+      expect(writer.versions().map((v) => v.version)).toEqual([1, 3, 4]);
+      // Pruning past it drops it; the state then takes writes again, and the next version is 5.
+      await writer.prune({ keepLast: 2 });
+      expect(writer.damagedVersions()).toEqual([]);
+      expect(writer.versions().map((v) => v.version)).toEqual([3, 4]);
+      await writer.put(key(5), value(5, 5));
+      expect((await writer.commit()).version).toBe(5);
+    } finally {
+      await writer.close();
+    }
+    const again = await at.open({ readOnly: true });
+    expect(again.versions().map((v) => v.version)).toEqual([3, 4, 5]);
+    expect(again.damagedVersions()).toEqual([]);
+    expect(await again.get(key(3))).toEqual(value(3, 3));
+    await again.close();
+  });
+
+  it('a damaged head record: a writable open keeps the records born at it, and a rollback below it repairs the store', async () => {
+    const { DatabaseSync } = await import('node:sqlite');
+    const { at } = await damagedVersion2();
+    const u64 = (n: number) => Uint8Array.of(0, 0, 0, 0, 0, 0, 0, n);
+    // Versions 3 and 4 go (their records stay, as a torn rollback leaves them), so that the damaged 2 is the last record.
+    const db = new DatabaseSync(join(at.path, 'data.sqlite'));
+    db.prepare('DELETE FROM versions WHERE k > ?').run(u64(2));
+    // Entry records are keyed by the version that wrote them first (spec/store-format.md).
+    const bornAt2 = () => (db.prepare('SELECT count(*) AS n FROM entries WHERE k >= ? AND k < ?').get(u64(2), u64(3)) as { n: number }).n;
+    const born = bornAt2();
+    expect(born).toBeGreaterThan(0);
+    const writer = await at.open();
+    try {
+      // The open removes what was born after the last record, the damaged one counted: not what version 2 wrote.
+      expect(bornAt2()).toBe(born);
+      expect(writer.versions().map((v) => v.version)).toEqual([1]);
+      await expect(writer.put(key(9), value(9, 9))).rejects.toMatchObject(CORRUPT_2);
+      await writer.rollback(1);
+      expect(writer.damagedVersions()).toEqual([]);
+      expect(bornAt2()).toBe(0);
+      await writer.put(key(2), value(2, 7));
+      expect((await writer.commit()).version).toBe(2);
+      expect(await writer.get(key(2))).toEqual(value(2, 7));
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('a store a writer was killed making reads as empty, or as not made yet, never as damaged or foreign; the next writer makes it', async () => {
     const { DatabaseSync } = await import('node:sqlite');
     // Killed after the tables, before the store record: readers see an empty store.
