@@ -15,7 +15,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
-import { BIN, damageVersionRecord, spawnCli, wasmReady } from './support.ts';
+import { BIN, cliJson, damageVersionRecord, spawnCli, wasmReady } from './support.ts';
 import { spawn } from 'node:child_process';
 
 let dir: string;
@@ -28,11 +28,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const hex = (s: string) => Buffer.from(s).toString('hex');
 const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 
-/** `bpavl ARGS --json`: the exit code and the parsed last line of stdout. */
-async function json(args: string[]): Promise<{ code: number | null; out: Record<string, any>; stderr: string }> {
-  const { code, stdout, stderr } = await spawnCli([...args, '--json'], 'ignore', 60_000).done;
-  return { code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null'), stderr };
-}
+const json = cliJson;
 
 const lines = (entries: Record<string, string>) => Object.entries(entries).map(([key, value]) => `${JSON.stringify({ key, value })}\n`).join('');
 

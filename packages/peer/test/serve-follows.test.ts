@@ -17,7 +17,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { decodeProofPayload, decodeRootsPayload, Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyExistence, verifyRange } from '@bpavl/light-client/verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, damageVersionRecord, sleep, spawnCli, wasmReady, type WireClient, wsClient } from './support.ts';
+import { BIN, cliJson, damageVersionRecord, sleep, wasmReady, type WireClient, wsClient } from './support.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -29,11 +29,7 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const hex = (s: string) => Buffer.from(s).toString('hex');
 const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 
-/** `bpavl ARGS --json`: the exit code and the parsed last line of stdout. */
-async function json(args: string[]): Promise<{ code: number | null; out: Record<string, any>; stderr: string }> {
-  const { code, stdout, stderr } = await spawnCli([...args, '--json'], 'ignore', 60_000).done;
-  return { code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null'), stderr };
-}
+const json = cliJson;
 
 /** Imports `entries` (UTF-8 keys and values) into `db` as its next version; resolves to the new root. */
 async function importEntries(db: string, name: string, entries: Record<string, string>): Promise<string> {

@@ -330,6 +330,12 @@ export function spawnCli(args: string[], stdin: 'ignore' | 'pipe' = 'ignore', ms
   return { child, done, stdout: () => stdout };
 }
 
+/** `bpavl ARGS --json`: the exit code, the parsed last line of stdout, and stderr. */
+export async function cliJson(args: string[]): Promise<{ code: number | null; out: Record<string, any>; stderr: string }> {
+  const { code, stdout, stderr } = await spawnCli([...args, '--json'], 'ignore', 60_000).done;
+  return { code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null'), stderr };
+}
+
 /** `tree` as a peer that predates catch-up serves it: no subtrees, leaves or entries (those kinds are answered `BAD_REQUEST`). */
 export function withoutCatchUp(tree: ServedTree): ServedTree {
   return {
