@@ -15,7 +15,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
-import { BIN, cliJson, damageVersionRecord, spawnCli, wasmReady } from './support.ts';
+import { BIN, cliJson, spawnCli, wasmReady } from './support.ts';
+import { damageVersionRecord } from '../../store/test/support/damage.ts';
 import { spawn } from 'node:child_process';
 
 let dir: string;

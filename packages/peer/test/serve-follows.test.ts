@@ -17,7 +17,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { decodeProofPayload, decodeRootsPayload, Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyExistence, verifyRange } from '@bpavl/light-client/verify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cliJson, damageVersionRecord, sleep, wasmReady, type WireClient, wsClient } from './support.ts';
+import { BIN, cliJson, sleep, wasmReady, type WireClient, wsClient } from './support.ts';
+import { damageVersionRecord } from '../../store/test/support/damage.ts';
 
 let dir: string;
 beforeAll(async () => {

@@ -6,7 +6,6 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
@@ -349,25 +348,4 @@ export function withoutCatchUp(tree: ServedTree): ServedTree {
     proveRange: (a, b, l) => tree.proveRange(a, b, l),
     proveMulti: (k, m) => tree.proveMulti(k, m),
   };
-}
-
-/**
- * Flips the last byte (part of the root) of the record of `version` in the
- * state directory `db`, in one SQLite transaction: a record that fails its
- * checks, as an operator's audit found one.
- */
-export function damageVersionRecord(db: string, version: number): void {
-  const sqlite = new DatabaseSync(join(db, 'data.sqlite'));
-  const key = new Uint8Array(8);
-  new DataView(key.buffer).setBigUint64(0, BigInt(version));
-  try {
-    sqlite.exec('BEGIN');
-    const { v } = sqlite.prepare('SELECT v FROM versions WHERE k = ?').get(key) as { v: Uint8Array };
-    const damaged = Uint8Array.from(v);
-    damaged[damaged.length - 1]! ^= 0x41;
-    sqlite.prepare('UPDATE versions SET v = ? WHERE k = ?').run(damaged, key);
-    sqlite.exec('COMMIT');
-  } finally {
-    sqlite.close();
-  }
 }

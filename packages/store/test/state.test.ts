@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openState, StoreError, type PruneOptions, type State } from '../src/index.ts';
 import { type Caches, hex, key, rng, runModel, value, type Model } from './model.ts';
+import { damageVersionRecord } from './support/damage.ts';
 import { inMemory, memoryBackend, onDisk, records, type Place } from './support/places.ts';
 import { MemoryDatabase } from '../../storage/src/memory.ts';
 
@@ -140,7 +141,6 @@ describe('on the Node backend, by path', () => {
 
   /** A store of versions 1 … 4 (key v written at v) whose version 2 record has its last byte flipped, in one SQLite transaction. */
   async function damagedVersion2() {
-    const { DatabaseSync } = await import('node:sqlite');
     const at = place();
     const writer = await at.open({ capacity: 4 });
     for (let v = 1; v <= 4; v++) {
@@ -149,15 +149,7 @@ describe('on the Node backend, by path', () => {
     }
     const roots = writer.versions().map((v) => hex(v.root));
     await writer.close();
-    const db = new DatabaseSync(join(at.path, 'data.sqlite'));
-    const k = Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 2);
-    db.exec('BEGIN');
-    const { v } = db.prepare('SELECT v FROM versions WHERE k = ?').get(k) as { v: Uint8Array };
-    const flipped = Uint8Array.from(v);
-    flipped[flipped.length - 1]! ^= 0x41;
-    db.prepare('UPDATE versions SET v = ? WHERE k = ?').run(flipped, k);
-    db.exec('COMMIT');
-    db.close();
+    damageVersionRecord(at.path, 2);
     return { at, roots };
   }
 

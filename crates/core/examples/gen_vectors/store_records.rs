@@ -383,15 +383,20 @@ fn full_chunk_json(about: &str, capacity: usize, r: &Ref, bytes: &[u8]) -> Value
     let (slots, groups) = full(bytes, capacity);
     assert_eq!(encode_full(&slots, &groups), bytes);
     verify_slots(&slots, &groups, &r.hash).unwrap();
-    obj(vec![
+    let mut fields = chunk_fields(about, capacity, r, bytes);
+    fields.extend([("slots", slots.iter().map(slot_json).collect()), ("groups", hashes(&groups))]);
+    obj(fields)
+}
+
+/// The fields every chunk record case opens with: what it is, and where it is stored.
+fn chunk_fields<'a>(about: &str, capacity: usize, r: &Ref, bytes: &[u8]) -> Vec<(&'a str, Value)> {
+    vec![
         ("description", s(about)),
         ("capacity", n(capacity as u64)),
         ("chunk_hash", h(&r.hash)),
         ("key", h(&r.key())),
         ("record", h(bytes)),
-        ("slots", slots.iter().map(slot_json).collect()),
-        ("groups", hashes(&groups)),
-    ])
+    ]
 }
 
 fn full_chunk_part(cases: &[(&str, &Store, Ref)], mixed: (&Store, Ref)) -> Part {
@@ -474,19 +479,16 @@ fn delta_json(about: &str, capacity: usize, r: &Ref, bytes: &[u8], base_record: 
     let d = delta(bytes, capacity);
     assert_eq!(ChunkRecord::Delta(d.clone()).encode(), bytes);
     let slots = check_delta(bytes, capacity, base_record, &r.hash).unwrap();
-    obj(vec![
-        ("description", s(about)),
-        ("capacity", n(capacity as u64)),
-        ("chunk_hash", h(&r.hash)),
-        ("key", h(&r.key())),
-        ("record", h(bytes)),
+    let mut fields = chunk_fields(about, capacity, r, bytes);
+    fields.extend([
         ("base", ref_json(&d.base)),
         ("base_record", h(base_record)),
         ("edits", d.edits.iter().map(edit_json).collect()),
         ("group_count", n(d.group_count as u64)),
         ("changed_groups", d.changed_groups.iter().map(|(i, g)| json!([i, hex::encode(g)])).collect()),
         ("slots", slots.iter().map(slot_json).collect()),
-    ])
+    ]);
+    obj(fields)
 }
 
 /// The delta of full chunk record `base` that gives `now`, born at `birth`: its ref and the delta.
