@@ -351,3 +351,28 @@ describe('handshake deadline', () => {
     }
   }, 40_000);
 });
+
+describe('many clients over time', () => {
+  it('libp2p: a client that leaves leaves no peer-store record behind (one per client identity ever served, before)', async () => {
+    const p = await startPeer(new StaticTreeSource([snap]), { wsPort: null });
+    const node = p.libp2p!.node;
+    try {
+      // Each a new identity, as each short-lived CLI or page has; libp2p admits 5 inbound connections a second from one host.
+      for (let i = 0; i < 4; i++) {
+        const d = await libp2pDialer();
+        try {
+          const client = await libp2pClient(d, p.libp2pAddrs[0]!);
+          expect((await client.request({ kind: Kind.Roots })).status).toBe(Status.Ok);
+        } finally {
+          await d.stop();
+        }
+      }
+      for (let waited = 0; node.getConnections().length > 0 && waited < 5000; waited += 20) await sleep(20);
+      expect(node.getConnections().length).toBe(0);
+      await sleep(100); // the deletes, which follow the disconnect events
+      expect((await node.peerStore.all()).length).toBe(0);
+    } finally {
+      await p.close();
+    }
+  }, 20_000);
+});

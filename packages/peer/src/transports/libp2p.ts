@@ -120,6 +120,21 @@ function guardWebSocketHandshakes(node: Libp2p): void {
 }
 
 /**
+ * Drops a client's peer-store record once its last connection closes. libp2p
+ * records every remote peer that opens a stream (its key and protocols) and
+ * deletes a record only when it is read again after six hours; a serving
+ * peer never reads them (it dials nobody), so without this it kept one
+ * record for every client identity it ever served, and a peer serving
+ * browsers and short-lived CLIs for weeks grew without bound.
+ */
+function forgetDisconnectedPeers(node: Libp2p): void {
+  node.addEventListener('peer:disconnect', (evt) => {
+    // A client that reconnected meanwhile is recorded again by its next stream; a failed delete only leaves the record.
+    if (node.getConnections(evt.detail).length === 0) void node.peerStore.delete(evt.detail).catch(() => {});
+  });
+}
+
+/**
  * Starts a libp2p node listening on `/ip4/<host>/tcp/<port>/ws` and hands
  * every `/bpavl/sync/1.0.0` stream to `server`.
  */
@@ -139,6 +154,7 @@ export async function listenLibp2p(server: SyncServer, opts: { host: string; por
     },
   });
   guardWebSocketHandshakes(node);
+  forgetDisconnectedPeers(node);
   let n = 0;
   await node.handle(
     PROTOCOL_ID,
