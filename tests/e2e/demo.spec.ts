@@ -250,6 +250,8 @@ test('Stop mid-sync leaves the page usable, and a new sync then succeeds', async
 
   // The chunks verified before Stop are kept in IndexedDB: the new sync restores them instead of fetching them.
   await expect(page.locator('#local-status')).toHaveAttribute('data-kept', 'partial');
+  // The banner's kept count is the store's, read when the sync settled (after its last writes).
+  await expect(page.locator('#local-status')).toHaveAttribute('data-chunks', (await page.locator('#banner [data-field=kept]').textContent())!.replace(/\D/g, ''));
   expect(await sync(page)).toBe('verified');
   await expect(page.locator('#banner [data-field=root]')).toHaveText(info.root);
   const restored = await page.locator('#grid .cell[data-state=restored]').count();

@@ -29,12 +29,6 @@ export class LocalState {
     return this.#state;
   }
 
-  /** The chunks an unfinished sync keeps, once a stopped sync's last writes landed (closing the state waits for them; `open` opens it again). */
-  async pendingChunks(): Promise<number> {
-    await this.#close();
-    return (await (await this.open()).pendingSync())?.chunksStored ?? 0;
-  }
-
   /** Whether another tab has the state open for writing (the store's one writer). */
   async heldElsewhere(): Promise<boolean> {
     // This page's own writer lets go first: a writer left is another tab's.

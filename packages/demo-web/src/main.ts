@@ -329,9 +329,8 @@ async function sync(root: Uint8Array, ds: Dial[]): Promise<void> {
     query.setTreeAvailable(ok);
   } catch (e) {
     model.end(performance.now());
-    // What the store holds once its last writes landed: the progress line's count misses them.
-    const keptChunks = await local.pendingChunks().catch(() => model.stored);
-    model.stored = keptChunks;
+    // syncState settles only once the store's last writes landed, and its last 'stored' event counts them.
+    const keptChunks = model.stored;
     if (ctl.signal.aborted) {
       showBanner(
         'stopped',

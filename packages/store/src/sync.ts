@@ -96,6 +96,8 @@ export class StoreSink {
   #released = false;
   /** Set once every chunk is in, or the sync stops: what is pending is written at once. */
   #stopping = false;
+  /** What `close` waits for: the last writes, then the release. */
+  #closed: Promise<void> | undefined;
   /** Chunks durably stored: restored, then written by this run. */
   #stored: number;
   /** Chunks in the batch being written. */
@@ -300,11 +302,18 @@ export class StoreSink {
     }
   }
 
-  /** Stops the sync: what was verified is written at once (kept for a resume), then the sink is released. */
-  close(): void {
-    if (this.#stopping) return;
-    this.#stopping = true;
-    void this.settled().catch(() => {}); // a failed abandon leaves the sync for `discardSync`
+  /**
+   * Stops the sync: what was verified is written at once (kept for a resume), then the sink is
+   * released. Resolves once those writes landed or failed (`syncState` settles only then, so
+   * the store holds what its last `stored` event said); never rejects.
+   */
+  close(): Promise<void> {
+    if (!this.#stopping) {
+      this.#stopping = true;
+      this.#closed = this.settled().catch(() => {}); // a failed abandon leaves the sync for `discardSync`
+    }
+    // Stopped by `finish`, which waits for the writes itself: wait for them here too.
+    return this.#closed ?? this.#idle();
   }
 
   /** Resolves once nothing is being written (`State.close` waits for it); a sync that can never finish is forgotten. */
@@ -351,5 +360,5 @@ export class Synced {
     return { version: this.#version };
   }
 
-  close(): void {}
+  async close(): Promise<void> {}
 }

@@ -112,6 +112,40 @@ it('an interrupted sync resumes: no stored chunk is fetched again, and writes wa
   await after.close();
 });
 
+it('an aborted sync settles once its last writes landed: the store holds, unreopened, what the last stored event said', async () => {
+  const { tree, root } = buildTree(4000, 16);
+  peers = await Promise.all([0, 1].map(() => startPeer(tree)));
+  const state = await openState({ path: newDir() });
+  const abort = new AbortController();
+  const events: SyncEvent[] = [];
+  let verified = 0;
+  try {
+    // Stopped before the first write (64 chunks, or 200 ms): every chunk it took is written on the way out.
+    const sync = syncState({
+      root,
+      peers: peers.map((p) => p.url),
+      store: state,
+      signal: abort.signal,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'chunk-verified' && ++verified === 30) abort.abort(new Error('stopped'));
+      },
+    });
+    await expect(sync).rejects.toThrow('stopped');
+    // Right after the rejection, the same open store: no close and reopen to let the writes land.
+    const kept = (await state.pendingSync())!.chunksStored;
+    const stored = events.flatMap((e) => (e.type === 'stored' ? [e.chunks] : []));
+    expect(stored.at(-1)).toBe(kept);
+    // Every chunk verified before the abort was handed to the sink, and it wrote them all.
+    expect(kept).toBe(events.filter((e) => e.type === 'chunk-verified').length);
+    // The sink let go of the store: it takes the resume at once.
+    const resumed = await syncState({ root, peers: peers.map((p) => p.url), store: state });
+    expect(resumed).toMatchObject({ version: 1, restored: kept });
+  } finally {
+    await state.close();
+  }
+});
+
 it('a stored chunk damaged on disk is fetched again, and nobody is banned for it', async () => {
   const { tree, root } = buildTree(3000, 16);
   peers = await Promise.all([0, 1].map(() => startPeer(tree)));

@@ -141,7 +141,7 @@ class MemorySink implements ChunkSink<Tree> {
     return tree;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.#rebuilder?.free();
     this.#rebuilder = undefined;
   }
@@ -187,8 +187,11 @@ class SyncSession<Out, Result> {
   private verifiedBytes = 0;
   private rejected = 0;
   private finished = false;
-  /** Every chunk is verified and the sink is writing what is left: its writes are still reported. */
-  private completing = false;
+  /**
+   * Every chunk is verified, or the sync stopped, and the sink is writing
+   * what it took: its writes are still reported until the promise settles.
+   */
+  private draining = false;
   private wake: ReturnType<typeof setTimeout> | undefined;
   private resolve!: (r: Result) => void;
   private reject!: (e: unknown) => void;
@@ -218,7 +221,7 @@ class SyncSession<Out, Result> {
       if (this.opts.signal?.aborted) return this.onAbort(); // aborted while WASM loaded
       this.sink.watch(
         (chunks) => {
-          if (this.finished && !this.completing) return;
+          if (this.finished && !this.draining) return;
           this.emit({ type: 'stored', chunks });
           if (!this.finished) this.pump(); // the backlog shrank
         },
@@ -527,8 +530,16 @@ class SyncSession<Out, Result> {
   private failWith(err: unknown): void {
     if (this.finished) return;
     this.cleanup();
-    this.sink.close();
-    this.reject(err);
+    this.draining = true;
+    // Settle only once the sink's writes landed: a caller that reads the store
+    // right after the rejection finds what the last `stored` event said.
+    void this.sink
+      .close()
+      .catch(() => {}) // a sink's close does not reject; the sync's own error is the one to report
+      .then(() => {
+        this.draining = false;
+        this.reject(err);
+      });
   }
 
   private result(out: Out): Result {
@@ -556,12 +567,20 @@ class SyncSession<Out, Result> {
   /** Every chunk is in (or the root is an empty tree's): the sink finishes the state. */
   private complete(): void {
     this.cleanup();
-    this.completing = true;
+    this.draining = true;
     this.sink.finish().then(
-      (out) => this.resolve(this.result(out)),
+      (out) => {
+        this.draining = false;
+        this.resolve(this.result(out));
+      },
       (e: unknown) => {
-        this.sink.close();
-        this.reject(e);
+        void this.sink
+          .close()
+          .catch(() => {})
+          .then(() => {
+            this.draining = false;
+            this.reject(e);
+          });
       },
     );
   }

@@ -14,7 +14,11 @@ export type SyncEvent =
   | { type: 'peer'; peer: string; status: PeerStatus; reason?: string; code?: string; outcome?: PeerOutcome }
   /** Chunks a store kept from an interrupted run of this sync: never fetched again (first, before any request). */
   | { type: 'restored'; chunks: number; chunkCount: number | undefined; indices: readonly number[] }
-  /** A sync into a store: chunks durably written so far (restored ones included); a crash now keeps them. Reported until the last is written, after the last chunk is verified too. */
+  /**
+   * A sync into a store: chunks durably written so far (restored ones included); a crash now keeps them.
+   * Reported until the last is written: after the last chunk is verified, and after an abort or a failure
+   * until the writes the sink started land (the promise settles after them), so the last one is what a resume restores.
+   */
   | { type: 'stored'; chunks: number }
   | { type: 'request'; index: number; peer: string; hedge: boolean }
   | { type: 'chunk-verified'; index: number; peer: string; ms: number; bytes: number }
@@ -86,8 +90,12 @@ export interface ChunkSink<Result> {
   watch(onStored: (chunks: number) => void, onFailure: (e: unknown) => void): void;
   /** Once every chunk is in: the synced state. */
   finish(): Promise<Result>;
-  /** On abort or failure: stops writing; what is already durable stays for a resume. */
-  close(): void;
+  /**
+   * On abort or failure: writes nothing new, and resolves once every write it started has landed or
+   * failed (the engine settles only then, so the store holds what the last `stored` event said); what
+   * is durable stays for a resume. Never rejects.
+   */
+  close(): Promise<void>;
 }
 
 /** A state store a sync can write into (`@bpavl/store`'s `State`). */
