@@ -69,7 +69,9 @@ Tree:
                        or rolls back stops being served, answered UNKNOWN_ROOT; a version whose
                        record fails its checks is not served (said on stderr, at startup too)
                        and the others are. The version records are read again before a ROOTS
-                       answer and before an UNKNOWN_ROOT one, at most every 250 ms
+                       answer and before an UNKNOWN_ROOT one, at most every 250 ms. A store with
+                       no version yet is served from none (ROOTS lists nothing until one is
+                       committed); a directory with no store is refused (STORE_NOT_A_DATABASE)
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -249,13 +251,12 @@ export function serveCommand(ext?: ServeExtension): Command {
       let workload: WorkloadArgs;
       if (v.db !== undefined) {
         // Read as asked, through the store's chunk cache: memory stays bounded at any size.
+        // A directory with no database (missing, empty, not a store) is STORE_NOT_A_DATABASE here.
         state = await openState({ path: v.db, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES });
-        if (state.head() === undefined) {
-          await state.close();
-          throw Object.assign(new Error(`${v.db} holds no committed version`), { code: 'VERSION_UNKNOWN' });
-        }
+        // A store with no committed version yet (a sync or a first import under way) is served too:
+        // ROOTS lists nothing and other requests are UNKNOWN_ROOT until a version is committed.
         source = followed = new FollowedState(state, { ...(log && { log }), warn: (m) => process.stderr.write(`bpavl serve: ${m}\n`) });
-        workload = { entryCount: state.head()!.entryCount, capacity: state.capacity, seed: 0n };
+        workload = { entryCount: state.head()?.entryCount ?? 0, capacity: state.capacity, seed: 0n };
       } else {
         let snapshot: Snapshot;
         if (v.file !== undefined) {
@@ -271,7 +272,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         source = moving = new MovingHead([v['cache-chunks'] ? new CachedTree(snapshot) : snapshot]);
       }
       const served = source.trees();
-      const head = served.at(-1)!;
+      const head = served.at(-1); // none: a state directory with no version yet
       const extra = (await setUp?.({ workload, fromFile: v.file !== undefined || v.db !== undefined, ...(moving && { source: moving }), ...(tree ? { tree } : {}) })) ?? {
         info: {},
         lines: [],
@@ -291,9 +292,9 @@ export function serveCommand(ext?: ServeExtension): Command {
       const { collectAfterBursts } = await import('./release.ts');
       const stopCollecting = collectAfterBursts(() => peer.server.stats.answerBytes);
       const info = {
-        root: toHex(head.root),
-        version: head.version,
-        chunkCount: head.chunkCount,
+        root: head === undefined ? null : toHex(head.root),
+        version: head?.version ?? null,
+        chunkCount: head?.chunkCount ?? 0,
         entryCount: workload.entryCount,
         capacity: workload.capacity,
         versions: served.length,
@@ -306,9 +307,9 @@ export function serveCommand(ext?: ServeExtension): Command {
         process.stdout.write(`${JSON.stringify(info)}\n`);
       } else {
         const lines = [
-          `root      ${info.root}`,
-          `version   ${info.version}`,
-          `chunks    ${info.chunkCount} (${info.entryCount} entries, chunk capacity ${info.capacity})`,
+          ...(head === undefined
+            ? ['root      (none yet: no version committed; each one committed is served as it comes)']
+            : [`root      ${info.root}`, `version   ${info.version}`, `chunks    ${info.chunkCount} (${info.entryCount} entries, chunk capacity ${info.capacity})`]),
           `ws        ${info.ws ?? '(off)'}`,
           `libp2p    ${info.libp2p ?? '(off)'}`,
           ...extra.lines,

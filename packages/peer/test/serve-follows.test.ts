@@ -5,19 +5,22 @@
 // whole sync and a catch-up, each verified against its root); a version
 // rolled back or pruned is answered UNKNOWN_ROOT and no longer listed; a
 // version record that fails its checks is not served, and the rest is,
-// whether it is damaged while serve runs or before serve starts.
+// whether it is damaged while serve runs or before serve starts. A store
+// with no version yet is served too (ROOTS lists nothing) until another
+// process commits one; a directory with no store is refused.
 // Every wait is bounded.
 
 import type { ChildProcess } from 'node:child_process';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { decodeProofPayload, decodeRootsPayload, Kind, Status } from '@bpavl/light-client/wire';
 import { verifyChunk, verifyExistence, verifyRange } from '@bpavl/light-client/verify';
+import { openState } from '@bpavl/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cliJson, sleep, wasmReady, type WireClient, wsClient } from './support.ts';
+import { BIN, cliJson, sleep, spawnCli, wasmReady, type WireClient, wsClient } from './support.ts';
 import { damageVersionRecord } from '../../store/test/support/damage.ts';
 
 let dir: string;
@@ -42,13 +45,17 @@ async function importEntries(db: string, name: string, entries: Record<string, s
 }
 
 /** `bpavl serve --db db` as a child: its first JSON line, and its stderr so far. */
-async function serveDb(db: string): Promise<{ child: ChildProcess; info: { ws: string; root: string; versions: number }; stderr: () => string }> {
+async function serveDb(db: string): Promise<{ child: ChildProcess; info: { ws: string; root: string | null; versions: number }; stderr: () => string }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--db', db, '--json', '--verbose', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
-  const info = await new Promise<{ ws: string; root: string; versions: number }>((resolve, reject) => {
+  const info = await new Promise<{ ws: string; root: string | null; versions: number }>((resolve, reject) => {
     let buf = '';
     const t = setTimeout(() => reject(new Error(`serve --db did not start: ${err}`)), 30_000);
+    child.once('exit', (code) => {
+      clearTimeout(t);
+      reject(new Error(`serve --db exited (${code}) before it started: ${err}`));
+    });
     child.stdout!.on('data', (d) => {
       buf += d;
       if (buf.includes('\n')) {
@@ -150,6 +157,46 @@ describe('bpavl serve --db follows the directory', { timeout: 120_000 }, () => {
     } finally {
       c.close();
       await stop(child);
+    }
+  });
+
+  it('a server started on a store with no version yet lists no root, answers UNKNOWN_ROOT, and serves the first version another process commits', async () => {
+    const db = join(dir, 'empty-at-start');
+    // A store that holds no version: what a first sync or import into it leaves until it commits.
+    await (await openState({ path: db, capacity: 16 })).close();
+    const { child, info, stderr } = await serveDb(db);
+    const c = await wsClient(info.ws);
+    try {
+      expect(info).toMatchObject({ versions: 0, root: null, version: null, chunkCount: 0 });
+      expect(await roots(c)).toEqual([]);
+      const unknown = bytes('11'.repeat(32));
+      expect((await c.request({ kind: Kind.Chunk, root: unknown, index: 0 })).status).toBe(Status.UnknownRoot);
+      expect((await c.request({ kind: Kind.Proof, root: unknown, key: Buffer.from('k') })).status).toBe(Status.UnknownRoot);
+
+      // Committed by another process: listed, and a client syncs it from this server, verified against its root.
+      const gen = await json(['generate', '--db', db, '--entries', '2000', '--chunk', '16', '--seed', '9']);
+      expect(gen.code, gen.stderr).toBe(0);
+      await rootsBecome(c, [gen.out.root]);
+      const synced = await json(['sync', '--root', gen.out.root, '--peer', info.ws, '--db', join(dir, 'empty-copy')]);
+      expect(synced.code, synced.stderr).toBe(0);
+      expect(synced.out).toMatchObject({ root: gen.out.root, version: 1 });
+      expect(stderr()).toMatch(/serving version 1 \(root /);
+    } finally {
+      c.close();
+      await stop(child);
+    }
+  });
+
+  it('a directory with no store (missing, empty, or another kind of file) is refused with STORE_NOT_A_DATABASE', async () => {
+    const empty = join(dir, 'no-store-empty');
+    const other = join(dir, 'no-store-other');
+    await mkdir(empty);
+    await mkdir(other);
+    await writeFile(join(other, 'notes.txt'), 'not a store');
+    for (const db of [join(dir, 'no-store-missing'), empty, other]) {
+      const r = await spawnCli(['serve', '--db', db, '--libp2p-port', 'off', '--exit-on-stdin-end']).done;
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/\(STORE_NOT_A_DATABASE\)/);
     }
   });
 
