@@ -87,6 +87,8 @@ ${COMMON}`,
 
 Lists the retained versions with their roots, oldest first, and each version
 whose record is damaged (STORE_CORRUPT: not readable; see "bpavl check").
+Exit 0 when no version record is damaged; 1, as check, with the whole list
+printed all the same, when one is.
 --json: {versions: [{version, root}], damaged: [{version, code, message}]}.
 
 ${COMMON}`,
@@ -449,7 +451,8 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const lines = [...versions.map((x) => ({ version: x.version, text: `${x.version} ${x.root}` })), ...damaged.map((d) => ({ version: d.version, text: `${d.version} damaged: ${d.code} ${d.message}` }))];
         lines.sort((a, b) => a.version - b.version);
         out({ versions, damaged }, lines.map((l) => l.text).join('\n') || '(no versions)');
-        return 0;
+        // As `check`: a script tells a damaged state by the exit status, not by parsing the list.
+        return damaged.length === 0 ? 0 : 1;
       });
     case 'prune': {
       const keep = int(v, 'keep', undefined, 1, Number.MAX_SAFE_INTEGER);
