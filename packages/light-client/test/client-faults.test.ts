@@ -6,13 +6,20 @@
 //   way to be merely refused.
 // - A peer that answers only `BUSY` is backed off, not flooded: `getMany`
 //   asks the keys its lanes left a few at a time.
+// - A `BUSY` is "retry later", not "predates MULTIPROOF": after one, an
+//   honest peer is asked `MULTIPROOF` again, not one `PROOF` per key.
 
-import { afterEach, expect, it } from 'vitest';
+import { init } from '@bpavl/wasm';
+import { afterEach, beforeAll, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { createClient } from '../src/client/index.js';
+import { startBusyProofPeer } from './support/busy-proof-peer.js';
+import { buildTree } from './support/server.js';
 import { Kind, MAX_REQUEST_BYTES, Status } from '../src/wire/constants.js';
 import { FrameDecoder } from '../src/wire/frame.js';
 import { decodeRequest, encodeResponseFrame } from '../src/wire/messages.js';
+
+beforeAll(() => init());
 
 const servers: WebSocketServer[] = [];
 afterEach(async () => {
@@ -66,10 +73,27 @@ it('getMany against a peer that answers only BUSY backs off: a few keys at a tim
   const client = createClient({ root: new Uint8Array(32), peers: [busy], deadlineMs: 1000 });
   try {
     await expect(client.getMany(keys)).rejects.toMatchObject({ code: 'NO_HONEST_PEERS' });
-    // 16 keys at a time, each retried after a 50 ms back-off, for 1 s: about 320 requests.
+    // Its lanes ask again after each 50 ms back-off until the read's deadline (1 s): about 80 requests.
     // Asked all at once (before), 200 keys made about 3,000 requests a second.
     expect(requests.count).toBeLessThan(600);
   } finally {
     client.close();
+  }
+});
+
+it('getMany after a BUSY goes on with MULTIPROOF once backed off, not one PROOF per key', async () => {
+  // spec/wire.md: BUSY means "retry later"; only BAD_REQUEST marks a peer that predates MULTIPROOF.
+  const { tree, root } = buildTree(3000, 64);
+  const peer = await startBusyProofPeer(tree, 1);
+  const keys = Array.from({ length: 3000 }, (_, i) => new TextEncoder().encode(`key-1-${String(i).padStart(8, '0')}`));
+  const client = createClient({ root, peers: [peer.url] });
+  try {
+    const values = await client.getMany(keys);
+    expect(values.every((v) => v?.length === 64)).toBe(true);
+    expect(peer.requests.get(Kind.Proof) ?? 0).toBeLessThan(300); // before: one per key left, about 2,200
+    expect(peer.requests.get(Kind.Multiproof)!).toBeLessThan(40);
+  } finally {
+    client.close();
+    await peer.close();
   }
 });

@@ -190,6 +190,10 @@ export function createClient(opts: ClientOptions): Client {
       if (asked.length === 0 || compareBytes(asked[asked.length - 1]!, given[i]!) !== 0) asked.push(given[i]!);
       slot[i] = asked.length - 1;
     }
+    /** The read's deadline: lanes that a `BUSY` backed off go on until then. */
+    const until = performance.now() + ctx.deadlineMs;
+    /** Whether a lane of this round stopped at a `BUSY`. */
+    let backedOff = false;
     const values: (Uint8Array | undefined)[] = new Array(asked.length);
     /** Whether each asked key's value is verified (a value may be `undefined`: proven absent). */
     const done: boolean[] = new Array(asked.length).fill(false);
@@ -278,7 +282,8 @@ export function createClient(opts: ClientOptions): Client {
         pool.onFailure(peer);
         return;
       }
-      // A lane ends at its peer's first trouble (ban, back-off): its keys go to another lane, or to `ask`, which fails over.
+      // A lane ends at its peer's first trouble (ban, back-off): its keys go to another lane, to the next round
+      // of lanes (after a BUSY), or to `ask`, which fails over.
       const trips = async (): Promise<void> => {
         for (;;) {
           if (o?.signal?.aborted || peer.status !== 'active' || performance.now() < peer.notBefore) return;
@@ -363,14 +368,31 @@ export function createClient(opts: ClientOptions): Client {
         for (const _ of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
         pool.ban(peer, lie.code, lie.reason);
       } else if (trouble === 'failure') pool.onFailure(peer);
-      else if (trouble === 'busy') pool.onBusy(peer);
+      else if (trouble === 'busy') {
+        pool.onBusy(peer);
+        backedOff = true;
+      }
       return retry;
     };
 
-    const peers = pool.usable();
-    if (peers.length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
+    if (pool.usable().length === 0) throw ctx.noHonestPeers('every peer is banned or dropped');
     try {
-      await Promise.race([Promise.all(peers.map(lane)), settled]);
+      for (;;) {
+        backedOff = false;
+        await Promise.race([Promise.all(pool.usable().map(lane)), settled]);
+        if (o?.signal?.aborted || !anyLeft() || !backedOff) break;
+        // A lane stopped at a BUSY, "retry later" (spec/wire.md), not a sign
+        // that its peer predates MULTIPROOF: the lanes go on once a peer's
+        // back-off ends, within the read's deadline.
+        // (A timer may fire a fraction of a millisecond early: wait until a peer is ready.)
+        for (let wait = pool.readyIn(new Set()); wait !== undefined && wait > 0 && remaining > 0; wait = pool.readyIn(new Set())) {
+          if (performance.now() + wait >= until) {
+            await pause(until - performance.now());
+            if (remaining > 0) throw ctx.noHonestPeers(`no verified answer within ${ctx.deadlineMs} ms`);
+          }
+          await pause(wait);
+        }
+      }
     } finally {
       o?.signal?.removeEventListener('abort', onAbort);
     }
