@@ -63,6 +63,6 @@ pub use subtree::{
     bitmap_positions, positions_bitmap, verify_entries, verify_leaves, verify_subtree, TreePath, VerifiedEntry,
     VerifiedSubtree, WireNode, FORMAT_LEAVES, FORMAT_SUBTREE, MAX_SUBTREE_LEVELS,
 };
-pub use sync_store::{ChunkWrite, StoreSync, FORMAT_SYNC_PROGRESS};
+pub use sync_store::{ChunkWrite, StoreSync, SyncProgress, FORMAT_SYNC_PROGRESS};
 pub use tree::{Commit, Entries, Snapshot, Tree};
 pub use verify_batch::{verify_existence_batch, ExistenceItem};

@@ -157,7 +157,7 @@ impl StoreSync {
         let VerifiedChunk { index, chunk_count, capacity, key_height, chunk, path, .. } = chunk;
         self.layout.get_or_insert(Layout { capacity, chunks: chunk_count });
         let hash = chunk.hash();
-        let progress = encode_progress(capacity, key_height, chunk.len(), &hash, &path);
+        let progress = SyncProgress { capacity, key_height, entries: chunk.len(), hash, path }.encode();
         let facts = ChunkFacts { hash, entries: chunk.len() as u64, key_height, first_key: chunk.first_key().into() };
         self.chunks.insert(index, facts);
         let shared = self.held(&hash).is_some();
@@ -203,7 +203,7 @@ impl StoreSync {
     /// The key of the chunk record that progress record `progress` names,
     /// or `None` for a chunk the head holds (shared: nothing to read back).
     pub fn chunk_ref(&self, progress: &[u8]) -> Result<Option<Ref>, StoreError> {
-        let hash = decode_progress(progress)?.hash;
+        let hash = SyncProgress::decode(progress)?.hash;
         Ok(self.held(&hash).is_none().then_some(Ref { birth: self.version, hash }))
     }
 
@@ -224,7 +224,7 @@ impl StoreSync {
         chunk_record: Option<&[u8]>,
         base_record: Option<&[u8]>,
     ) -> Result<(), StoreError> {
-        let p = decode_progress(progress)?;
+        let p = SyncProgress::decode(progress)?;
         let (first_key, shared, base) = match self.held(&p.hash) {
             Some((_, first_key)) => (first_key.into(), true, None),
             None => {
@@ -269,7 +269,7 @@ impl StoreSync {
     /// head record, also returned).
     fn check_restored(
         &self,
-        p: &Progress,
+        p: &SyncProgress,
         chunk_record: Option<&[u8]>,
         base_record: Option<&[u8]>,
     ) -> Result<(Box<[u8]>, Option<Ref>), StoreError> {
@@ -460,35 +460,48 @@ pub(crate) fn finish_version(capacity: usize, top: Sub, out: &mut WriteSet) -> H
     root
 }
 
-/// A decoded progress record.
-struct Progress {
-    capacity: usize,
-    key_height: u8,
-    entries: usize,
-    hash: Hash,
-    path: ChunkPath,
+/// A sync progress record (`spec/store-format.md`, "sync progress
+/// (0x0C)"): what a stored chunk needs to be taken back by a new run of
+/// the sync, kept under `meta[sync ‖ u64be(index)]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyncProgress {
+    /// The synced tree's capacity (2 … 4096).
+    pub capacity: usize,
+    /// The chunk's key-height, as its path declares (≤ 48).
+    pub key_height: u8,
+    /// `M`, the chunk's entry count (1 … capacity).
+    pub entries: usize,
+    /// The chunk hash; the chunk record is `u64be(birth) ‖ hash`, birth the sync's version.
+    pub hash: Hash,
+    /// The chunk path, as in the chunk envelope.
+    pub path: ChunkPath,
 }
 
-fn encode_progress(capacity: usize, key_height: u8, entries: usize, hash: &Hash, path: &ChunkPath) -> Vec<u8> {
-    let mut out = vec![FORMAT_SYNC_PROGRESS];
-    put_varint(&mut out, capacity as u64);
-    out.push(key_height);
-    put_varint(&mut out, entries as u64);
-    out.extend_from_slice(hash);
-    path.encode(&mut out);
-    out
-}
-
-fn decode_progress(bytes: &[u8]) -> Result<Progress, StoreError> {
-    let mut r = Reader::new(bytes, FORMAT_SYNC_PROGRESS)?;
-    let capacity = r.capacity()?;
-    let key_height = r.u8()?;
-    if key_height > MAX_HEIGHT {
-        return Err(StoreError::Corrupt);
+impl SyncProgress {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![FORMAT_SYNC_PROGRESS];
+        put_varint(&mut out, self.capacity as u64);
+        out.push(self.key_height);
+        put_varint(&mut out, self.entries as u64);
+        out.extend_from_slice(&self.hash);
+        self.path.encode(&mut out);
+        out
     }
-    let entries = r.chunk_size(capacity)?;
-    let hash = r.hash()?;
-    let path = ChunkPath::decode(&mut r, capacity, entries).map_err(|_| StoreError::Corrupt)?;
-    r.finish()?;
-    Ok(Progress { capacity, key_height, entries, hash, path })
+
+    /// Decodes a progress record with every check of the format (the
+    /// path's too); `STORE_CORRUPT` otherwise. Whether the path folds to the
+    /// sync's root is [`StoreSync::restore`]'s check.
+    pub fn decode(bytes: &[u8]) -> Result<SyncProgress, StoreError> {
+        let mut r = Reader::new(bytes, FORMAT_SYNC_PROGRESS)?;
+        let capacity = r.capacity()?;
+        let key_height = r.u8()?;
+        if key_height > MAX_HEIGHT {
+            return Err(StoreError::Corrupt);
+        }
+        let entries = r.chunk_size(capacity)?;
+        let hash = r.hash()?;
+        let path = ChunkPath::decode(&mut r, capacity, entries).map_err(|_| StoreError::Corrupt)?;
+        r.finish()?;
+        Ok(SyncProgress { capacity, key_height, entries, hash, path })
+    }
 }
