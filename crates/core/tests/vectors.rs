@@ -15,8 +15,8 @@ use bpavl_core::record::{
 };
 use bpavl_core::{
     verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, AbsenceProof,
-    BulkLoad, ChunkEnvelope, ChunkProof, ExistenceProof, Hash, Multiproof, ProofError, RangeProof, Rebuilder,
-    StoreError, Tree,
+    BulkLoad, ChunkEnvelope, ChunkPath, ChunkProof, ExistenceProof, Hash, Multiproof, PathStep, ProofError, RangeProof,
+    Rebuilder, StoreError, StoreSync, SyncProgress, Tree,
 };
 use serde_json::Value;
 
@@ -631,6 +631,62 @@ fn store_record_vectors() {
     }
     for c in cases(part("entry"), "invalid") {
         expect_store_code(c, decode_entry(&bytes(&c["record"]), &hash(&c["entry_hash"]), &bytes(&c["key"])));
+    }
+
+    // Progress records: the core's one codec (SyncProgress, what StoreSync
+    // writes and decodes), then taken back as a new run of the sync does.
+    // The meta key (sync ‖ u64be(index)) is the store's TypeScript's.
+    for c in cases(part("progress"), "valid") {
+        let record = bytes(&c["record"]);
+        let (root, version, index) = (hash(&c["root"]), num(&c["version"]), num(&c["index"]));
+        let pr = SyncProgress::decode(&record).unwrap();
+        let steps: Vec<PathStep> = c["path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|st| PathStep {
+                sibling_is_left: st["sibling_is_left"].as_bool().unwrap(),
+                parent_height: num(&st["parent_height"]) as u8,
+                sibling_chunks: num(&st["sibling_chunks"]),
+                sibling_entries: num(&st["sibling_entries"]),
+                sibling_hash: hash(&st["sibling_hash"]),
+            })
+            .collect();
+        let expected = SyncProgress {
+            capacity: num(&c["capacity"]) as usize,
+            key_height: num(&c["key_height"]) as u8,
+            entries: num(&c["M"]) as usize,
+            hash: hash(&c["chunk_hash"]),
+            path: ChunkPath { steps },
+        };
+        assert_eq!(pr, expected, "{}", label(c));
+        assert_eq!(pr.encode(), record, "{}", label(c));
+        let folded = pr.path.fold(pr.capacity, pr.entries, pr.hash);
+        assert_eq!(
+            (folded.root, folded.index, folded.key_height, folded.chunk_count, folded.entry_count),
+            (root, index, pr.key_height, num(&c["chunk_count"]), num(&c["entry_count"])),
+            "{}",
+            label(c)
+        );
+        let mut sync = StoreSync::new(root, version);
+        let chunk_key = sync.chunk_ref(&record).unwrap().map(|r| r.key().to_vec());
+        assert_eq!(chunk_key, Some(bytes(&c["chunk_key"])), "{}", label(c));
+        sync.restore(index, &record, Some(&bytes(&c["chunk_record"])), None).unwrap();
+        assert!(sync.has(index), "{}", label(c));
+    }
+    for c in cases(part("progress"), "invalid") {
+        let record = bytes(&c["record"]);
+        let decoded = SyncProgress::decode(&record);
+        match c["fails"].as_str().unwrap() {
+            "decode" => expect_store_code(c, decoded),
+            "restore" => {
+                decoded.unwrap_or_else(|e| panic!("case {}: decodes, got {e:?}", label(c)));
+                let mut sync = StoreSync::new(hash(&c["root"]), num(&c["version"]));
+                let chunk_record = opt_bytes(&c["chunk_record"]);
+                expect_store_code(c, sync.restore(num(&c["index"]), &record, chunk_record.as_deref(), None));
+            }
+            other => panic!("case {}: fails {other}", label(c)),
+        }
     }
 
     let keys = part("keys");

@@ -1,11 +1,12 @@
 // The records and keys the store reads itself, against spec/vectors/store_records.json
 // (spec/store-format.md): the keys of records.ts, and the records it decodes
-// through the WASM exports (store, version, values and entry records). Node
-// and chunk records are read only inside the core's loader, whose Rust suite
-// checks them (crates/core/tests/vectors.rs).
+// through the WASM exports (store, version, values and entry records, and
+// sync progress records through StoreSync, which decodes them: the store
+// never does). Node and chunk records are read only inside the core's
+// loader, whose Rust suite checks them (crates/core/tests/vectors.rs).
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, heldValue, init } from '@bpavl/wasm';
-import { staleRecord, staleTable, valuesKeys, versionKey, versionOf } from '../src/records.ts';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, heldValue, init, StoreSync } from '@bpavl/wasm';
+import { indexOfProgress, progressKey, staleRecord, staleTable, valuesKeys, versionKey, versionOf } from '../src/records.ts';
 import { hex, loadVectors, thrown, toHex } from '../../bpavl-wasm/test/helpers.ts';
 
 await init();
@@ -59,6 +60,27 @@ describe('store records', () => {
       expect([c.why, codeOf(() => entryValue(entryKey(c.entry_hash), hex(c.record), hex(c.key)))]).toEqual([c.why, c.code]);
     }
   });
+
+  it('sync progress records name their chunk record and are taken back by a new run of the sync; invalid ones are refused', () => {
+    const syncOf = (c: { root: string; version: number }): StoreSync => new StoreSync(hex(c.root), c.version);
+    const chunkRecord = (r: string | null): Uint8Array | undefined => (r === null ? undefined : hex(r));
+    for (const c of vectors.progress.valid) {
+      using sync = syncOf(c);
+      const record = hex(c.record);
+      expect([c.description, toHex(sync.chunkKey(record)!)]).toEqual([c.description, c.chunk_key]);
+      sync.restore(c.index, record, hex(c.chunk_record));
+      // The record's capacity, and the chunk count its path folds to, are the sync's now.
+      expect([c.description, sync.has(c.index), sync.capacity, sync.chunkCount]).toEqual([c.description, true, c.capacity, c.chunk_count]);
+    }
+    for (const c of vectors.progress.invalid) {
+      using sync = syncOf(c);
+      const record = hex(c.record);
+      // Decoding alone (chunkKey) refuses a "decode" case and takes a "restore" one.
+      if (c.fails === 'decode') expect([c.why, codeOf(() => sync.chunkKey(record))]).toEqual([c.why, c.code]);
+      else expect([c.why, sync.chunkKey(record) !== undefined]).toEqual([c.why, true]);
+      expect([c.why, codeOf(() => sync.restore(c.index, record, chunkRecord(c.chunk_record)))]).toEqual([c.why, c.code]);
+    }
+  });
 });
 
 describe('store keys', () => {
@@ -70,6 +92,13 @@ describe('store keys', () => {
       expect(versionOf(hex(v.key))).toBe(v.version);
     }
     for (const r of keys.record_keys) expect(versionOf(hex(r.key))).toBe(r.birth);
+  });
+
+  it('a progress key is sync ‖ u64be(index)', () => {
+    for (const c of vectors.progress.valid) {
+      expect(toHex(progressKey(c.index))).toBe(c.key);
+      expect(indexOfProgress(hex(c.key))).toBe(c.index);
+    }
   });
 
   it("a full chunk record's values records have its key's first 39 bytes and the group's index", () => {

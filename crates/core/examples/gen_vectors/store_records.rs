@@ -5,7 +5,9 @@
 //! with set, insert and delete edits, a full chunk record with both slot
 //! kinds, entry records, stale keys) and one more (an entry record's stale
 //! key), a bulk load of 12 at capacity 4 (two nodes), and trees of capacity 4 and 8
-//! committed from nothing (a chunk top, the empty tree). Invalid cases are
+//! committed from nothing (a chunk top, the empty tree), and two syncs into
+//! an empty store (`StoreSync`: progress records and the chunk records they
+//! name, taken back by a new run of the sync). Invalid cases are
 //! a valid record with one rule broken: re-encoded by the core's encoders
 //! from changed fields, or edited at its ends (the format byte, the count
 //! after it, a cut, an extra byte). Every case is run through the core's
@@ -19,7 +21,9 @@ use bpavl_core::record::{
     slot_groups, stale_key, values_ref, values_refs, verify_slots, Child, ChunkRecord, Delta, Edit, Entry, NodeRecord,
     Ref, Slot, Table, VersionRecord,
 };
-use bpavl_core::{BulkLoad, Loader, StoreError, Tree, WriteSet};
+use bpavl_core::{
+    verify_chunk, BulkLoad, ChunkPath, Loader, PathStep, StoreError, StoreSync, SyncProgress, Tree, WriteSet,
+};
 use bpavl_testkit::fields::{bytes_field, noncanonical, varint, varint_len};
 use serde_json::{json, Value};
 
@@ -757,6 +761,242 @@ fn entry_part(store: &Store, birth: u64) -> Part {
     p
 }
 
+/// One chunk a sync into an empty store wrote: its index, progress record and full chunk record.
+struct Synced {
+    index: u64,
+    progress: Vec<u8>,
+    chunk_record: Vec<u8>,
+}
+
+/// A sync of `tree`'s committed head into an empty store, as version
+/// `version`: the root and each chunk's writes, in index order.
+fn sync_of(tree: &Tree, version: u64) -> (Hash, Vec<Synced>) {
+    let root = tree.head().root();
+    let mut sync = StoreSync::new(root, version);
+    let mut out = Vec::new();
+    for index in 0..tree.chunk_count() {
+        let chunk = verify_chunk(&root, index, &tree.head().export_chunk_bytes(index).unwrap()).unwrap();
+        let write = sync.add(chunk).unwrap().expect("a new chunk");
+        let chunk_key = Ref { birth: version, hash: SyncProgress::decode(&write.progress).unwrap().hash }.key();
+        let chunk_record =
+            write.puts.iter().find(|(t, r, _)| *t == Table::Chunks && r.key() == chunk_key).unwrap().2.clone();
+        out.push(Synced { index, progress: write.progress, chunk_record });
+    }
+    sync.finish().unwrap();
+    (root, out)
+}
+
+/// A progress record taken back by a new run of the sync of `root` as
+/// `version`: decoded, then checked with its chunk record (`None`: missing).
+fn restored(
+    root: Hash,
+    version: u64,
+    index: u64,
+    progress: &[u8],
+    chunk_record: Option<&[u8]>,
+) -> Result<(), StoreError> {
+    StoreSync::new(root, version).restore(index, progress, chunk_record, None)
+}
+
+/// `meta[sync ‖ u64be(index)]`, the key of chunk `index`'s progress record.
+fn progress_key(index: u64) -> Vec<u8> {
+    cat(&[b"sync", &index.to_be_bytes()])
+}
+
+fn step_json(st: &PathStep) -> Value {
+    obj(vec![
+        ("sibling_is_left", Value::Bool(st.sibling_is_left)),
+        ("parent_height", n(st.parent_height as u64)),
+        ("sibling_chunks", n(st.sibling_chunks)),
+        ("sibling_entries", n(st.sibling_entries)),
+        ("sibling_hash", h(&st.sibling_hash)),
+    ])
+}
+
+/// Progress records of two syncs as version 1: of a tree of capacity 4
+/// committed from 13 inserts (every chunk) and of one of 3 entries (one
+/// chunk, no path). Invalid cases break the record's format (decoding
+/// refuses them) or decode and are refused when taken back.
+fn progress_part() -> Part {
+    let mut p = Part::new("Sync progress records (0x0C), under meta[sync ‖ u64be(index)] (key) while a sync of root as version is unfinished: decoding record gives capacity, key_height, M, chunk_hash and path (its steps as in the chunk envelope, bottom-up); the chunk record it names is chunks[chunk_key], chunk_key = u64be(version) ‖ chunk_hash. A new run of that sync takes the chunk back (spec/store-format.md, \"Syncing into a store\") when chunk_record, a full chunk of M slots, verifies against chunk_hash and folding the path from it gives root, index, key_height and the tree's chunk_count and entry_count. Invalid cases: fails is \"decode\" when decoding refuses the record, \"restore\" when it decodes and taking it back as chunk index of root (with chunk_record, or null: missing) refuses it.");
+    let version = 1;
+    let mut many = Tree::new(4).unwrap();
+    for i in 0..13 {
+        many.insert(&key(i), &value(i, 1)).unwrap();
+    }
+    many.commit();
+    let mut one = Tree::new(4).unwrap();
+    for i in 0..3 {
+        one.insert(&key(i), &value(i, 1)).unwrap();
+    }
+    one.commit();
+    let (root, synced) = sync_of(&many, version);
+    let (one_root, one_synced) = sync_of(&one, version);
+    let cases = synced
+        .iter()
+        .map(|c| (root, c, "capacity 4, 13 entries"))
+        .chain(one_synced.iter().map(|c| (one_root, c, "capacity 4, 3 entries: one chunk, no path")));
+    for (root, c, tree) in cases {
+        let pr = SyncProgress::decode(&c.progress).unwrap();
+        assert_eq!(pr.encode(), c.progress);
+        restored(root, version, c.index, &c.progress, Some(&c.chunk_record)).unwrap();
+        let folded = pr.path.fold(pr.capacity, pr.entries, pr.hash);
+        assert_eq!((folded.root, folded.index, folded.key_height), (root, c.index, pr.key_height));
+        let chunk_key = Ref { birth: version, hash: pr.hash }.key();
+        assert_eq!(StoreSync::new(root, version).chunk_ref(&c.progress).unwrap().map(|r| r.key()), Some(chunk_key));
+        p.valid.push(obj(vec![
+            ("description", s(&format!("chunk {} of {} ({} steps)", c.index, tree, pr.path.steps.len()))),
+            ("root", h(&root)),
+            ("version", n(version)),
+            ("index", n(c.index)),
+            ("key", h(&progress_key(c.index))),
+            ("record", h(&c.progress)),
+            ("capacity", n(pr.capacity as u64)),
+            ("key_height", n(pr.key_height as u64)),
+            ("M", n(pr.entries as u64)),
+            ("chunk_hash", h(&pr.hash)),
+            ("path", pr.path.steps.iter().map(step_json).collect()),
+            ("chunk_count", n(folded.chunk_count)),
+            ("entry_count", n(folded.entry_count)),
+            ("chunk_key", h(&chunk_key)),
+            ("chunk_record", h(&c.chunk_record)),
+        ]));
+    }
+    // The record the invalid cases break: a chunk of two or more entries
+    // whose path has two steps or more, one with its sibling on the left.
+    let good = synced
+        .iter()
+        .find(|c| {
+            let pr = SyncProgress::decode(&c.progress).unwrap();
+            pr.entries >= 2 && pr.path.steps.len() >= 2 && pr.key_height > 0
+        })
+        .expect("a chunk with a path of two steps");
+    let other = synced.iter().find(|c| c.index != good.index).unwrap();
+    let single = &one_synced[0];
+    let gp = SyncProgress::decode(&good.progress).unwrap();
+    let b = good.progress.clone();
+    let mut bad = |why: &str, decodes: bool, root: Hash, index: u64, record: Vec<u8>, chunk_record: Option<&[u8]>| {
+        let decoded = SyncProgress::decode(&record);
+        assert_eq!(decoded.is_ok(), decodes, "progress case {why:?}: decodes");
+        let result = decoded.and_then(|_| restored(root, version, index, &record, chunk_record));
+        p.invalid(
+            why,
+            result,
+            vec![
+                ("root", h(&root)),
+                ("version", n(version)),
+                ("index", n(index)),
+                ("record", h(&record)),
+                ("chunk_record", chunk_record.map_or(Value::Null, h)),
+                ("fails", s(if decodes { "restore" } else { "decode" })),
+            ],
+        );
+    };
+    let mut undecodable =
+        |why: &str, record: Vec<u8>| bad(why, false, root, good.index, record, Some(&good.chunk_record));
+    let changed = |change: &dyn Fn(&mut SyncProgress)| {
+        let mut pr = gp.clone();
+        change(&mut pr);
+        pr.encode()
+    };
+    let with_path = |steps: Vec<PathStep>| changed(&|pr| pr.path = ChunkPath { steps: steps.clone() });
+    let path_at = with_path(vec![]).len() - 1;
+    assert_eq!(b[path_at] as usize, gp.path.steps.len(), "the path length byte");
+    undecodable("empty record", vec![]);
+    undecodable("the format byte only", vec![0x0c]);
+    undecodable("format byte 0x0b (an entry record's)", with_byte(&b, 0, 0x0b));
+    undecodable("format byte 0x1c (version 2 of the kind)", with_byte(&b, 0, 0x1c));
+    undecodable("capacity 1, under 2", changed(&|pr| pr.capacity = 1));
+    undecodable("capacity with a redundant zero group", with_first_varint(&b, &noncanonical(4)));
+    undecodable("key_height 49, over 48", changed(&|pr| pr.key_height = 49));
+    undecodable(
+        "M 1 with a path: under the fill ⌈C/2⌉ = 2 of a chunk of a tree of several",
+        changed(&|pr| pr.entries = 1),
+    );
+    undecodable("the last byte (of the last step's sibling hash) missing", b[..b.len() - 1].to_vec());
+    undecodable("a byte after the path", cat(&[&b, &[0]]));
+    undecodable("path length 49, over 48", cat(&[&b[..path_at], &varint(49)]));
+    undecodable(
+        "path length with a redundant zero group",
+        cat(&[&b[..path_at], &noncanonical(gp.path.steps.len() as u64), &b[path_at + 1..]]),
+    );
+    undecodable(
+        "path length one more than the steps present",
+        cat(&[&b[..path_at], &varint(gp.path.steps.len() as u64 + 1), &b[path_at + 1..]]),
+    );
+    let step = |i: usize, change: &dyn Fn(&mut PathStep)| {
+        let mut steps = gp.path.steps.clone();
+        change(&mut steps[i]);
+        with_path(steps)
+    };
+    undecodable("the first step's parent height 0: not above the chunk's 0", step(0, &|st| st.parent_height = 0));
+    undecodable("the first step's parent height 3: over the chunk's 0 + 2", step(0, &|st| st.parent_height = 3));
+    undecodable("the second step's sibling chunk count 0", step(1, &|st| st.sibling_chunks = 0));
+    undecodable(
+        "the first step's sibling entries over its sibling chunks × C",
+        step(0, &|st| st.sibling_entries = st.sibling_chunks * 4 + 1),
+    );
+    let s0 = SyncProgress::decode(&single.progress).unwrap();
+    let mut one_chunk = |why: &str, change: &dyn Fn(&mut SyncProgress)| {
+        let mut pr = s0.clone();
+        change(&mut pr);
+        bad(why, false, one_root, 0, pr.encode(), Some(&single.chunk_record));
+    };
+    // A single chunk has no path, so no fill: only the rule under test catches these.
+    one_chunk("capacity 4097, over 4096 (one chunk, no path)", &|pr| pr.capacity = 4097);
+    one_chunk("M 0 (one chunk, no path)", &|pr| pr.entries = 0);
+    one_chunk("M 5, over the capacity 4 (one chunk, no path)", &|pr| pr.entries = 5);
+
+    let mut refused = |why: &str, root: Hash, index: u64, record: Vec<u8>, chunk_record: Option<&[u8]>| {
+        bad(why, true, root, index, record, chunk_record)
+    };
+    let last = gp.path.steps.len() - 1;
+    refused(
+        "the last step's sibling hash flipped: the path folds to another root",
+        root,
+        good.index,
+        step(last, &|st| st.sibling_hash[31] ^= 1),
+        Some(&good.chunk_record),
+    );
+    refused(
+        "key_height one more than the path declares",
+        root,
+        good.index,
+        changed(&|pr| pr.key_height += 1),
+        Some(&good.chunk_record),
+    );
+    refused(
+        "taken back as the next chunk's: the path folds to another index",
+        root,
+        good.index + 1,
+        b.clone(),
+        Some(&good.chunk_record),
+    );
+    refused(
+        "the sync of another root (the last byte flipped)",
+        flip_last(&root).try_into().unwrap(),
+        good.index,
+        b.clone(),
+        Some(&good.chunk_record),
+    );
+    refused("its chunk record missing", root, good.index, b.clone(), None);
+    refused(
+        &format!("the chunk record of chunk {}: not the chunk it names", other.index),
+        root,
+        good.index,
+        b.clone(),
+        Some(&other.chunk_record),
+    );
+    refused(
+        "its chunk record's last group node flipped: it does not verify against the chunk hash",
+        root,
+        good.index,
+        b.clone(),
+        Some(&flip_last(&good.chunk_record)),
+    );
+    p
+}
+
 /// The table keys; `stale` holds stale marks (since, table, record), of which
 /// the first of each table is listed.
 fn keys_part(chunk: &Ref, stale: &[(u64, Table, Ref)]) -> Value {
@@ -925,6 +1165,7 @@ pub fn store_records() -> Value {
         ("chunk_delta", delta_part(&c32, delta_ref, (&one_group, one_group_chunk)).json()),
         ("values", values.json()),
         ("entry", entry_part(&c32, 2).json()),
+        ("progress", progress_part().json()),
         ("keys", keys_part(&loaded_chunks[0], &stale)),
     ])
 }
