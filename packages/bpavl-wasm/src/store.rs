@@ -380,6 +380,26 @@ impl StoreBulkLoad {
         self.load()?.push(&key, &value).map_err(throw)
     }
 
+    /// Adds the entries of `records` as `push` would, one after another:
+    /// records end to end, each `u16be(key length) ‖ u32be(value length) ‖
+    /// key ‖ value`, as `@bpavl/store/sort` hands them out, so that a load
+    /// makes no JavaScript object an entry. Throws as `push` does at the
+    /// first entry it refuses (the ones before it stay pushed: `entries`
+    /// says how many), and `RangeError` if the bytes end inside a record.
+    #[wasm_bindgen(js_name = pushRecords)]
+    pub fn push_records(&mut self, records: &Bytes) -> Result<(), JsValue> {
+        let records = bytes(records, "records")?;
+        let load = self.load()?;
+        let mut rest = &records[..];
+        while !rest.is_empty() {
+            let (key, value, next) =
+                split_record(rest).ok_or_else(|| range_error("the records end inside a record"))?;
+            load.push(key, value).map_err(throw)?;
+            rest = next;
+        }
+        Ok(())
+    }
+
     /// Entries pushed so far.
     #[wasm_bindgen(getter)]
     pub fn entries(&self) -> f64 {
@@ -408,6 +428,17 @@ impl StoreBulkLoad {
         let (root, w) = load.finish();
         Ok(js_write_set(&root, &w))
     }
+}
+
+/// The first record of `bytes` (`StoreBulkLoad::push_records`) as its key,
+/// its value and the bytes after it; `None` if they end inside it.
+fn split_record(bytes: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let (header, rest) = bytes.split_at_checked(6)?;
+    let key_len = u16::from_be_bytes([header[0], header[1]]) as usize;
+    let value_len = u32::from_be_bytes([header[2], header[3], header[4], header[5]]) as usize;
+    let (key, rest) = rest.split_at_checked(key_len)?;
+    let (value, rest) = rest.split_at_checked(value_len)?;
+    Some((key, value, rest))
 }
 
 /// Loads one version of a store into a `Tree`, in rounds (`docs/store.md`):

@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyChunk, verifyRange } from '@bpavl/wasm';
 import { DEFAULT_BATCH_BYTES, openState, type State, StoreError, type VersionInfo } from '@bpavl/store';
-import { removeSortDirs, sortEntries } from '@bpavl/store/sort';
+import { removeSortDirs, sortRecords } from '@bpavl/store/sort';
 import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import { fromHex, type StoredTree, toHex } from './source.ts';
@@ -267,10 +267,14 @@ async function* importLines(file: string, utf8: boolean | undefined, counted: { 
   }
 }
 
-/** `first`, then the rest of `rest`. */
+/** `first`, then the rest of `rest`; `rest` is ended too when this is left early (the sort's worker and files go). */
 async function* prepend<T>(first: T, rest: AsyncIterator<T>): AsyncGenerator<T> {
-  yield first;
-  for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+  try {
+    yield first;
+    for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+  } finally {
+    await rest.return?.();
+  }
 }
 
 /** Puts the entries of `file` into `state`, committing every `batch` entries and at the end. */
@@ -350,7 +354,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           removeSortDirs(dir);
           const onProgress = (n: number) => tty && process.stderr.write(`\rwrote ${n} of ${counted.entries} entries`);
           // A file of no entries makes no version (the next import would be puts, not a bulk load).
-          const sorted = sortEntries(entries, { dir });
+          const sorted = sortRecords(entries, { dir });
           const first = await sorted.next();
           if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted), { onProgress });
         } else {

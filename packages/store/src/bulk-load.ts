@@ -12,8 +12,14 @@
 import { StoreBulkLoad, type WriteSet } from '@bpavl/wasm';
 import type { StorageBackend } from '../../storage/src/port.ts';
 
-/** Entries `[key, value]`, in strictly ascending key order. */
-export type SortedEntries = AsyncIterable<readonly [Uint8Array, Uint8Array]> | Iterable<readonly [Uint8Array, Uint8Array]>;
+/**
+ * Entries in strictly ascending key order: each item an entry `[key,
+ * value]`, or a buffer of entries end to end, each `u16be(key length) ‖
+ * u32be(value length) ‖ key ‖ value`, as `sortRecords` (`@bpavl/store/sort`)
+ * hands them out, which the load takes without an object an entry.
+ */
+export type SortedEntries = AsyncIterable<SortedItem> | Iterable<SortedItem>;
+type SortedItem = readonly [Uint8Array, Uint8Array] | Uint8Array;
 
 /** What `State.bulkLoad` takes besides its entries. */
 export interface BulkLoadOptions {
@@ -44,8 +50,9 @@ export async function writeBulkLoad(
 ): Promise<WriteSet> {
   const load = new StoreBulkLoad(capacity, version);
   try {
-    for await (const [key, value] of entries) {
-      load.push(key, value);
+    for await (const item of entries) {
+      if (item instanceof Uint8Array) load.pushRecords(item);
+      else load.push(item[0], item[1]);
       if (load.putsBytes < writeBytes) continue;
       check();
       await backend.write({ puts: load.takePuts() });

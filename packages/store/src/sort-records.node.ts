@@ -39,24 +39,55 @@ export function* records(bytes: Buffer, end: number): Generator<[Buffer, Buffer]
 export const WRITE_BYTES = 4 << 20;
 
 /** Writes `records` to a new file at `path`. */
-export function writeRecords(path: string, records: Iterable<readonly [Uint8Array, Uint8Array]>, bufferBytes = WRITE_BYTES): void {
-  const fd = openSync(path, 'wx');
+export function writeRecords(path: string, records: Iterable<readonly [Uint8Array, Uint8Array]>): void {
+  const out = new RecordWriter(path);
   try {
-    let out = Buffer.allocUnsafe(bufferBytes);
-    let at = 0;
-    const flush = () => {
-      for (let done = 0; done < at; ) done += writeSync(fd, out, done, at - done);
-      at = 0;
-    };
-    for (const [key, value] of records) {
-      const size = recordBytes(key, value);
-      if (at + size > out.length) flush();
-      if (size > out.length) out = Buffer.allocUnsafe(size);
-      at = putRecord(out, at, key, value);
-    }
-    flush();
+    for (const [key, value] of records) out.put(key, value);
   } finally {
-    closeSync(fd);
+    out.close();
+  }
+}
+
+/** A new file of records, written through a buffer of at most {@link WRITE_BYTES}. */
+export class RecordWriter {
+  readonly #fd: number;
+  #out: Buffer;
+  #at = 0;
+
+  /** `sizeHint`: about the bytes to come (a smaller buffer for a small file). */
+  constructor(path: string, sizeHint = WRITE_BYTES) {
+    this.#fd = openSync(path, 'wx');
+    this.#out = Buffer.allocUnsafe(Math.max(1, Math.min(WRITE_BYTES, sizeHint)));
+  }
+
+  put(key: Uint8Array, value: Uint8Array): void {
+    this.#room(recordBytes(key, value));
+    this.#at = putRecord(this.#out, this.#at, key, value);
+  }
+
+  /** Adds the records already encoded in `bytes[start, end)`. */
+  copy(bytes: Buffer, start: number, end: number): void {
+    this.#room(end - start);
+    this.#at += bytes.copy(this.#out, this.#at, start, end);
+  }
+
+  /** Writes what is buffered and closes the file (its bytes are all written then, or it threw). */
+  close(): void {
+    try {
+      this.#flush();
+    } finally {
+      closeSync(this.#fd);
+    }
+  }
+
+  #room(size: number): void {
+    if (this.#at + size > this.#out.length) this.#flush();
+    if (size > this.#out.length) this.#out = Buffer.allocUnsafe(size);
+  }
+
+  #flush(): void {
+    for (let done = 0; done < this.#at; ) done += writeSync(this.#fd, this.#out, done, this.#at - done);
+    this.#at = 0;
   }
 }
 

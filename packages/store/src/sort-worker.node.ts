@@ -1,18 +1,18 @@
 /**
- * The worker thread of `@bpavl/store/sort` (`sort.node.ts`). It sorts each
- * run its caller fills and writes it to a file, handing the run's buffer
- * back; at the end it merges the files (or sorts the one run in memory) and
- * hands the entries back in key order, in buffers of records, at most
- * {@link WINDOW} of them ahead of the caller. So the caller's thread only
- * copies entries in and reads them out, and the sorting, the file writes
- * and the merge run beside it on another core.
+ * A worker thread of `@bpavl/store/sort` (`sort.node.ts`; a sort has two).
+ * It sorts each run its caller hands it and writes it to a file, handing the
+ * run's buffer back; the one told to finish merges every run file (or
+ * sorts the one run in memory) and hands the entries back in key order, in
+ * buffers of records, at most {@link WINDOW} of them ahead of the caller.
+ * So the caller's thread only copies entries in and reads them out, and the
+ * sorting, the file writes and the merge run beside it.
  * @module
  */
 
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
-import { HEADER, putRecord, recordBytes, RunReader, WRITE_BYTES, writeRecords } from './sort-records.node.ts';
+import { HEADER, putRecord, recordBytes, RunReader, RecordWriter, writeRecords } from './sort-records.node.ts';
 
 /** What the caller's thread sends. */
 export type ToWorker =
@@ -20,10 +20,19 @@ export type ToWorker =
   | { readonly type: 'run'; readonly buffer: ArrayBuffer; readonly used: number; readonly path: string }
   /**
    * The last run: sorted in memory and handed back if no run went to a file
-   * before it; else written to `path`, and all the files merged (merges of
-   * merges written in `dir`).
+   * before it (`runs` empty); else written to `path`, and it and the files
+   * `runs` (oldest first: a later run's value of a key wins; every one
+   * written) merged, merges of merges written in `dir`.
    */
-  | { readonly type: 'finish'; readonly buffer: ArrayBuffer; readonly used: number; readonly path?: string; readonly dir?: string; readonly runBytes: number }
+  | {
+      readonly type: 'finish';
+      readonly buffer: ArrayBuffer;
+      readonly used: number;
+      readonly runs: readonly string[];
+      readonly path?: string;
+      readonly dir?: string;
+      readonly runBytes: number;
+    }
   /** An output buffer was taken: one more may be sent. With it comes the one taken before, to be filled again. */
   | { readonly type: 'taken'; readonly buffer?: ArrayBuffer };
 
@@ -46,8 +55,6 @@ const MIN_READ_BYTES = 4 << 10;
 const MAX_MERGE = 256;
 
 const port = parentPort!;
-/** The run files written, oldest first (a later run's value of a key wins). */
-const runs: string[] = [];
 let taken = 0;
 let wakeOnTaken: (() => void) | undefined;
 /** Output buffers handed back, to be filled again. */
@@ -60,8 +67,7 @@ port.on('message', (m: ToWorker) => {
       if (m.buffer?.byteLength === OUT_BYTES) pool.push(Buffer.from(m.buffer));
       wakeOnTaken?.();
     } else if (m.type === 'run') {
-      writeRecords(m.path, new Run(Buffer.from(m.buffer), m.used).sorted(), Math.min(WRITE_BYTES, m.used));
-      runs.push(m.path);
+      new Run(Buffer.from(m.buffer), m.used).write(m.path);
       port.postMessage({ type: 'written', buffer: m.buffer } satisfies FromWorker, [m.buffer]);
     } else finish(m).catch(failed);
   } catch (e) {
@@ -76,11 +82,12 @@ function failed(e: unknown): void {
 
 async function finish(m: Extract<ToWorker, { type: 'finish' }>): Promise<void> {
   let sorted: Iterable<[Uint8Array, Uint8Array]>;
+  const runs = [...m.runs];
   if (runs.length === 0) sorted = new Run(Buffer.from(m.buffer), m.used).sorted();
   else {
     // The last run's buffer is garbage once written: the merge's read buffers take its place.
     if (m.used > 0) {
-      writeRecords(m.path!, new Run(Buffer.from(m.buffer), m.used).sorted(), Math.min(WRITE_BYTES, m.used));
+      new Run(Buffer.from(m.buffer), m.used).write(m.path!);
       runs.push(m.path!);
     }
     // A merged run takes the place of the runs it merged, which came before all the others: later runs still win.
@@ -152,6 +159,21 @@ class Run {
       this.#prefixes.push(prefixOf(bytes, start, keyLen, 0));
       this.#nextPrefixes.push(prefixOf(bytes, start, keyLen, 6));
       at = start + keyLen + valueLen;
+    }
+  }
+
+  /**
+   * Writes the records in key order, each key once, to a new file at
+   * `path`: each record's bytes copied whole, header and all, since a run's
+   * records are already in the files' format (no views, no re-encoding).
+   */
+  write(path: string): void {
+    const [bytes, starts, keyLens, valueLens] = [this.#bytes, this.#starts, this.#keyLens, this.#valueLens];
+    const out = new RecordWriter(path, bytes.length);
+    try {
+      for (const i of this.#order()) out.copy(bytes, starts[i]! - HEADER, starts[i]! + keyLens[i]! + valueLens[i]!);
+    } finally {
+      out.close();
     }
   }
 

@@ -2,12 +2,13 @@
  * `@bpavl/store/sort` (Node): sorts entries by key on disk, for a bulk load
  * (`State.bulkLoad`, `docs/store.md`, "A bulk load") of entries that come in
  * any order. The caller's thread copies the entries into runs of
- * `runBytes`; a worker thread (`sort-worker.node.ts`) sorts each run and
- * writes it to a file under a directory of its own, then merges the files
- * and hands the entries back in key order. The last entry of each key, in
- * input order, is the one kept. Memory stays near three times `runBytes`
- * (two runs, one filled while the worker sorts the other, and the read
- * buffers of a merge), whatever the input's size.
+ * `runBytes`; two worker threads (`sort-worker.node.ts`) sort the runs in
+ * turn and write them to files under a directory of their own, then one
+ * merges the files and hands the entries back in key order. The last entry
+ * of each key, in input order, is the one kept. Memory stays near three
+ * times `runBytes` (three runs: one filled while the workers sort the
+ * others; the read buffers of a merge take their place), whatever the
+ * input's size.
  * @module
  */
 
@@ -43,10 +44,26 @@ type Entry = readonly [Uint8Array, Uint8Array];
  *
  * @example
  * ```ts
- * await state.bulkLoad(sortEntries(readEntries(file), { dir: stateDir }));
+ * for await (const [key, value] of sortEntries(readEntries(file), { dir })) use(key, value);
  * ```
  */
 export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entry>, options: SortOptions): AsyncGenerator<[Uint8Array, Uint8Array]> {
+  for await (const buffer of sortRecords(entries, options)) yield* records(buffer, buffer.length);
+}
+
+/**
+ * The same sort as {@link sortEntries}, handed out as buffers of records
+ * end to end, each `u16be(key length) ‖ u32be(value length) ‖ key ‖ value`
+ * (about 4 MiB a buffer), valid until the next is asked for.
+ * `State.bulkLoad` takes them as they are, making no object an entry: a
+ * bulk load's fastest input.
+ *
+ * @example
+ * ```ts
+ * await state.bulkLoad(sortRecords(readEntries(file), { dir: stateDir }));
+ * ```
+ */
+export async function* sortRecords(entries: AsyncIterable<Entry> | Iterable<Entry>, options: SortOptions): AsyncGenerator<Buffer> {
   const runBytes = options.runBytes ?? DEFAULT_RUN_BYTES;
   if (!Number.isSafeInteger(runBytes) || runBytes < 1) throw new RangeError('runBytes must be a positive integer');
   const sorter = new Sorter(runBytes);
@@ -60,7 +77,7 @@ export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entr
       const size = recordBytes(key, value);
       if (used + size > run.length && used > 0) {
         dir ??= mkdtempSync(join(options.dir, PREFIX));
-        sorter.send({ type: 'run', buffer: run.buffer as ArrayBuffer, used, path: join(dir, `${runs++}`) });
+        sorter.sendRun({ buffer: run.buffer as ArrayBuffer, used, path: join(dir, `${runs++}`) });
         [run, used] = [await sorter.buffer(size), 0];
       }
       if (size > run.length) {
@@ -70,8 +87,14 @@ export async function* sortEntries(entries: AsyncIterable<Entry> | Iterable<Entr
       }
       used = putRecord(run, used, key, value);
     }
-    sorter.send({ type: 'finish', buffer: run.buffer as ArrayBuffer, used, runBytes, ...(dir !== undefined && { path: join(dir, `${runs}`), dir }) });
-    for (let out = await sorter.output(); out !== undefined; out = await sorter.output()) yield* records(out, out.length);
+    await sorter.finish({
+      buffer: run.buffer as ArrayBuffer,
+      used,
+      runBytes,
+      runs: Array.from({ length: runs }, (_, i) => join(dir!, `${i}`)),
+      ...(dir !== undefined && { path: join(dir, `${runs}`), dir }),
+    });
+    for (let out = await sorter.output(); out !== undefined; out = await sorter.output()) yield out;
   } finally {
     await sorter.stop();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
@@ -85,20 +108,24 @@ export function removeSortDirs(dir: string): void {
   }
 }
 
+/** Workers a sort has: one sorts a run while the other sorts the next (the caller's thread fills runs meanwhile). */
+const WORKERS = 2;
+
 /**
- * The caller's side of a sort's worker: two run buffers of `runBytes` (one
- * filled here while the worker sorts the other), and the sorted output as
- * it comes. The worker keeps the process alive only while the caller
- * waits for it.
+ * The caller's side of a sort's workers: up to three run buffers of
+ * `runBytes` (one filled here while each worker sorts another), runs handed
+ * to the worker with fewer of them, and the sorted output as it comes from
+ * the first worker, which merges. The workers keep the process alive only
+ * while the caller waits for them.
  */
 class Sorter {
-  readonly #worker: Worker;
+  readonly #workers: Worker[] = [];
   readonly #runBytes: number;
-  /** Run buffers made (at most two), and those the worker handed back. */
+  /** Run buffers made (at most {@link WORKERS} + 1), and those the workers handed back. */
   #made = 0;
   readonly #free: Buffer[] = [];
-  /** Runs sent to the worker and not handed back yet. */
-  #sorting = 0;
+  /** Per worker: runs sent to it and not handed back yet. */
+  readonly #sorting: number[] = [];
   readonly #outputs: Buffer[] = [];
   /** The output buffer being read, handed back when the next is taken (its views are then stale). */
   #reading: Buffer | undefined;
@@ -110,47 +137,63 @@ class Sorter {
 
   constructor(runBytes: number) {
     this.#runBytes = runBytes;
-    this.#worker = new Worker(WORKER);
-    this.#worker.unref();
-    this.#worker.on('message', (m: FromWorker) => {
+    for (let i = 0; i < WORKERS; i++) this.#workers.push(this.#start(i));
+  }
+
+  #start(index: number): Worker {
+    const worker = new Worker(WORKER);
+    worker.unref();
+    this.#sorting.push(0);
+    worker.on('message', (m: FromWorker) => {
       if (m.type === 'written') {
-        this.#sorting--;
+        this.#sorting[index]!--;
         this.giveBack(Buffer.from(m.buffer));
       } else if (m.type === 'out') this.#outputs.push(Buffer.from(m.buffer, 0, m.used));
       else if (m.type === 'done') this.#done = true;
       else this.#failure ??= Object.assign(new Error(`the sort failed: ${m.message}`), m.code !== undefined && { code: m.code });
       this.#wake?.();
     });
-    this.#worker.on('error', (e) => {
+    worker.on('error', (e) => {
       this.#failure ??= e;
       this.#wake?.();
     });
-    this.#worker.on('exit', (code) => {
+    worker.on('exit', (code) => {
       if (!this.#stopping) this.#failure ??= new Error(`the sort's worker stopped (exit ${code})`);
       this.#wake?.();
     });
+    return worker;
   }
 
-  send(m: ToWorker): void {
-    this.#check();
-    this.#worker.postMessage(m, 'buffer' in m && m.buffer !== undefined ? [m.buffer] : []);
-    if (m.type === 'run') this.#sorting++;
-    // Every run is in: the buffers kept for more are let go, and those still with the worker when they come back.
-    if (m.type === 'finish') [this.#finished, this.#free.length] = [true, 0];
+  /** Hands a full run to the worker with fewer runs to sort. */
+  sendRun(m: Omit<Extract<ToWorker, { type: 'run' }>, 'type'>): void {
+    const index = this.#sorting[1]! < this.#sorting[0]! ? 1 : 0;
+    this.#post(index, { type: 'run', ...m });
+    this.#sorting[index]!++;
   }
 
   /**
-   * A run buffer with room for a record of `size` bytes, once at most one
-   * run is with the worker: a free one, a new one, or one the worker hands
-   * back (a record larger than a run gets a buffer of its own).
+   * Hands the last run to the first worker once every other run is in its
+   * file (the merge reads them all); the buffers kept for more runs, and
+   * those still with a worker when they come back, are let go.
+   */
+  async finish(m: Omit<Extract<ToWorker, { type: 'finish' }>, 'type'>): Promise<void> {
+    [this.#finished, this.#free.length] = [true, 0];
+    while (this.#busy() > 0) await this.#message();
+    this.#post(0, { type: 'finish', ...m });
+  }
+
+  /**
+   * A run buffer with room for a record of `size` bytes, once each worker
+   * has at most one run: a free one, a new one, or one a worker hands back
+   * (a record larger than a run gets a buffer of its own).
    */
   async buffer(size: number): Promise<Buffer> {
-    while (this.#sorting >= 2) await this.#message();
+    while (this.#busy() >= WORKERS) await this.#message();
     if (size > this.#runBytes) return Buffer.allocUnsafeSlow(size);
     for (;;) {
       const free = this.#free.pop();
       if (free !== undefined) return free;
-      if (this.#made < 2) {
+      if (this.#made <= WORKERS) {
         this.#made++;
         return Buffer.allocUnsafeSlow(this.#runBytes);
       }
@@ -170,7 +213,7 @@ class Sorter {
       if (out !== undefined) {
         const done = this.#reading?.buffer as ArrayBuffer | undefined;
         this.#reading = out;
-        this.send({ type: 'taken', ...(done !== undefined && { buffer: done }) });
+        this.#post(0, { type: 'taken', ...(done !== undefined && { buffer: done }) });
         return out;
       }
       if (this.#done) return undefined;
@@ -180,22 +223,32 @@ class Sorter {
 
   async stop(): Promise<void> {
     this.#stopping = true;
-    await this.#worker.terminate();
+    await Promise.all(this.#workers.map((w) => w.terminate()));
+  }
+
+  #post(index: number, m: ToWorker): void {
+    this.#check();
+    this.#workers[index]!.postMessage(m, 'buffer' in m && m.buffer !== undefined ? [m.buffer] : []);
+  }
+
+  /** Runs with the workers, not handed back yet. */
+  #busy(): number {
+    return this.#sorting.reduce((a, b) => a + b, 0);
   }
 
   #check(): void {
     if (this.#failure !== undefined) throw this.#failure;
   }
 
-  /** Waits for the worker's next message (holding the process open meanwhile). */
+  /** Waits for a worker's next message (holding the process open meanwhile). */
   async #message(): Promise<void> {
     this.#check();
-    this.#worker.ref();
+    for (const w of this.#workers) w.ref();
     try {
       await new Promise<void>((wake) => (this.#wake = wake));
     } finally {
       this.#wake = undefined;
-      this.#worker.unref();
+      for (const w of this.#workers) w.unref();
     }
     this.#check();
   }

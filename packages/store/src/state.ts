@@ -402,7 +402,8 @@ export class State {
   }
 
   /**
-   * Loads `entries`, in strictly ascending key order, into a store that
+   * Loads `entries` (pairs, or buffers of records as `sortRecords` of
+   * `@bpavl/store/sort` hands them out), in strictly ascending key order, into a store that
    * holds no version, as its first version (`docs/store.md`, "A bulk
    * load"): chunks of C − ⌊C/16⌋, each written once, under a balanced
    * inner tree, so the root depends on the entries and the capacity alone.

@@ -11,6 +11,7 @@ import { verifyChunk, verifyExistence, Tree } from '@bpavl/wasm';
 import type { MemoryDatabase } from '../../storage/src/memory.ts';
 import { openState, type State } from '../src/index.ts';
 import type { BulkLoadOptions } from '../src/bulk-load.ts';
+import { putRecord, recordBytes } from '../src/sort-records.node.ts';
 import { inMemory, memoryBackend, onDisk } from './support/places.ts';
 import { hex as fromHex, loadVectors } from '../../bpavl-wasm/test/helpers.ts';
 
@@ -48,6 +49,22 @@ afterAll(() => made.forEach((p) => p.remove()));
 const vectors = loadVectors('bulk_load');
 const pairsOf = (rows: [string, string][]) => rows.map(([k, v]) => [fromHex(k), fromHex(v)] as [Uint8Array, Uint8Array]);
 
+/** The entries as `sortRecords` hands them out: buffers of records, `perBuffer` entries each (so loads cross buffers). */
+function recordBuffersOf(rows: [string, string][], perBuffer = 3): Uint8Array[] {
+  const pairs = pairsOf(rows);
+  const buffers: Uint8Array[] = [];
+  for (let i = 0; i < pairs.length; i += perBuffer) {
+    const part = pairs.slice(i, i + perBuffer);
+    const buffer = Buffer.alloc(part.reduce((n, [k, v]) => n + recordBytes(k, v), 0));
+    part.reduce((at, [k, v]) => putRecord(buffer, at, k, v), 0);
+    buffers.push(buffer);
+  }
+  return buffers;
+}
+
+/** A load's input: the entries one by one, or in buffers of records. */
+const inputs = [['entries', (rows: [string, string][]) => pairsOf(rows)], ['record buffers', recordBuffersOf]] as const;
+
 it("bench:store's own check of the bulk root (bench/packed-root.mjs, TypeScript hashing) gives every root of bulk_load.json", async () => {
   const { packedRoot } = await import('../../../bench/packed-root.mjs');
   for (const c of vectors.valid) {
@@ -58,12 +75,12 @@ it("bench:store's own check of the bulk root (bench/packed-root.mjs, TypeScript 
 });
 
 describe.each(places)('a bulk load on the %s backend', (_, place) => {
-  it('loads every case of spec/vectors/bulk_load.json to its root and chunks, and refuses each bad input with its code', async () => {
+  it.each(inputs)('loads every case of spec/vectors/bulk_load.json, given as %s, to its root and chunks, and refuses each bad input with its code', async (_form, input) => {
     for (const c of vectors.valid) {
       const at = place();
       made.push(at);
       const state = await at.open({ capacity: c.capacity, cacheBytes: 0 });
-      const info = await state.bulkLoad(pairsOf(c.entries));
+      const info = await state.bulkLoad(input(c.entries));
       expect([c.name, hex(info.root), info.chunkCount, info.entryCount]).toEqual([c.name, c.root, c.chunk_count, c.entry_count]);
       // Each chunk as exported verifies at its index with the recorded key-height and entry count.
       for (const chunk of c.chunk_list) {
@@ -82,10 +99,26 @@ describe.each(places)('a bulk load on the %s backend', (_, place) => {
         continue;
       }
       const state = await at.open({ capacity: c.capacity, cacheBytes: 0 });
-      await expect(state.bulkLoad(pairsOf(c.entries))).rejects.toMatchObject({ name: 'TreeError', code: c.code });
+      await expect(state.bulkLoad(input(c.entries))).rejects.toMatchObject({ name: 'TreeError', code: c.code });
       expect(state.versions()).toEqual([]);
       await state.close();
     }
+  });
+
+  it('refuses a buffer of records that ends inside a record, and is left empty', async () => {
+    const at = place();
+    made.push(at);
+    const c = vectors.valid.find((v: { capacity: number; entries: unknown[] }) => v.capacity === 4 && v.entries.length >= 4);
+    const state = await at.open({ capacity: 4, cacheBytes: 0 });
+    const rows = c.entries as [string, string][];
+    const [whole, ...rest] = recordBuffersOf(rows, rows.length);
+    expect(rest).toEqual([]);
+    for (const cut of [whole!.length - 1, 5, 1]) {
+      await expect(state.bulkLoad([whole!.subarray(0, cut)])).rejects.toThrow(RangeError);
+      expect(state.versions()).toEqual([]);
+    }
+    expect(hex((await state.bulkLoad([whole!])).root)).toBe(c.root);
+    await state.close();
   });
 
   it('is version 1 of exactly the entries, reads, proves and takes commits', async () => {
