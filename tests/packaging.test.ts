@@ -165,7 +165,7 @@ describe('@bpavl/wasm + @bpavl/light-client, packed and installed like a user wo
   }, 180_000);
 
   it('the light-client tarball ships its built entries and no tests', () => {
-    for (const f of ['package.json', 'README.md', 'dist/verify.js', 'dist/verify.d.ts', 'dist/index.js', 'dist/index.d.ts'])
+    for (const f of ['package.json', 'README.md', 'LICENSE-MIT', 'LICENSE-APACHE', 'dist/verify.js', 'dist/verify.d.ts', 'dist/index.js', 'dist/index.d.ts'])
       expect(lcPack.files).toContain(f);
     expect(lcPack.files.filter((f) => f.startsWith('test/') || f.includes('.test.'))).toEqual([]);
     expect(wasmPack.files).toContain('pkg/bpavl_wasm_bg.wasm');

@@ -43,9 +43,11 @@ describe('npm pack', () => {
   let files: string[] = [];
   const nodeApp = join(work, 'node-app');
 
-  it('ships only the entry, its types, the wasm-pack output and the README', () => {
+  it('ships only the entry, its types, the wasm-pack output, the README and the license texts', () => {
     files = packInto(nodeApp);
     expect(files.filter((f) => !f.startsWith('pkg/snippets/'))).toEqual([
+      'LICENSE-APACHE',
+      'LICENSE-MIT',
       'README.md',
       'index.d.ts',
       'index.js',
