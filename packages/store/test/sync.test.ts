@@ -13,7 +13,7 @@ import { type SyncEvent, syncState } from '../../light-client/src/sync/index.js'
 import { buildTree, startPeer, type TestPeer } from '../../light-client/test/support/server.js';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import { MemoryDatabase, openMemoryBackend } from '../../storage/src/memory.ts';
-import { openState, TABLES } from '../src/index.ts';
+import { openState, type State, TABLES } from '../src/index.ts';
 import { expectHolds } from './support/holds.ts';
 
 const dirs: string[] = [];
@@ -40,6 +40,15 @@ function newDir(): string {
 /** Syncs `root` into the store at `path` until `stopAfter` chunks verified (abort), or to the end. */
 async function run(path: string, root: Uint8Array, stopAfter = Infinity) {
   const state = await openState({ path });
+  try {
+    return await syncInto(state, root, stopAfter);
+  } finally {
+    await state.close();
+  }
+}
+
+/** `run` on a store already open, left open. */
+async function syncInto(state: State, root: Uint8Array, stopAfter = Infinity) {
   const events: SyncEvent[] = [];
   const abort = new AbortController();
   let verified = 0;
@@ -57,8 +66,6 @@ async function run(path: string, root: Uint8Array, stopAfter = Infinity) {
     return { result, events };
   } catch (e) {
     return { error: e, events };
-  } finally {
-    await state.close();
   }
 }
 
@@ -116,22 +123,10 @@ it('an aborted sync settles once its last writes landed: the store holds, unreop
   const { tree, root } = buildTree(4000, 16);
   peers = await Promise.all([0, 1].map(() => startPeer(tree)));
   const state = await openState({ path: newDir() });
-  const abort = new AbortController();
-  const events: SyncEvent[] = [];
-  let verified = 0;
   try {
     // Stopped before the first write (64 chunks, or 200 ms): every chunk it took is written on the way out.
-    const sync = syncState({
-      root,
-      peers: peers.map((p) => p.url),
-      store: state,
-      signal: abort.signal,
-      onEvent: (e) => {
-        events.push(e);
-        if (e.type === 'chunk-verified' && ++verified === 30) abort.abort(new Error('stopped'));
-      },
-    });
-    await expect(sync).rejects.toThrow('stopped');
+    const { error, events } = await syncInto(state, root, 30);
+    expect(error).toMatchObject({ message: 'stopped' });
     // Right after the rejection, the same open store: no close and reopen to let the writes land.
     const kept = (await state.pendingSync())!.chunksStored;
     const stored = events.flatMap((e) => (e.type === 'stored' ? [e.chunks] : []));
