@@ -17,7 +17,8 @@ export type StoreErrorCode =
   | 'CHUNK_OUT_OF_RANGE'
   | 'SYNC_PENDING'
   | 'STORE_NOT_EMPTY'
-  | 'CAPACITY_MISMATCH';
+  | 'CAPACITY_MISMATCH'
+  | 'STORE_IO';
 
 /** A refused store operation; the store is left unchanged. */
 export class StoreError extends Error {

@@ -15,6 +15,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { StoreError } from './errors.ts';
 import { putRecord, recordBytes, records } from './sort-records.node.ts';
 import type { FromWorker, ToWorker } from './sort-worker.node.ts';
 
@@ -76,7 +77,7 @@ export async function* sortRecords(entries: AsyncIterable<Entry> | Iterable<Entr
       if (key.length > 0xffff) throw new RangeError('a key to sort is longer than 65535 bytes');
       const size = recordBytes(key, value);
       if (used + size > run.length && used > 0) {
-        dir ??= mkdtempSync(join(options.dir, PREFIX));
+        dir ??= makeRunDir(options.dir);
         sorter.sendRun({ buffer: run.buffer as ArrayBuffer, used, path: join(dir, `${runs++}`) });
         [run, used] = [await sorter.buffer(size), 0];
       }
@@ -98,6 +99,26 @@ export async function* sortRecords(entries: AsyncIterable<Entry> | Iterable<Entr
   } finally {
     await sorter.stop();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The sort's failure: a file it could not write or read (a full disk, a
+ * missing directory, no permission: an errno code such as `ENOSPC`) is
+ * `STORE_IO` (spec/errors.md, "Storage"), the errno kept in the message.
+ */
+function sortFailure(message: string, code: string | undefined): Error {
+  if (code !== undefined && /^E[A-Z0-9]+$/.test(code)) return new StoreError('STORE_IO', `the sort failed: ${message} (${code})`);
+  return Object.assign(new Error(`the sort failed: ${message}`), code !== undefined && { code });
+}
+
+/** The run files' directory under `dir` (`STORE_IO` when it cannot be made). */
+function makeRunDir(dir: string): string {
+  try {
+    return mkdtempSync(join(dir, PREFIX));
+  } catch (e) {
+    const { message, code } = e as { message?: unknown; code?: unknown };
+    throw sortFailure(String(message ?? e), typeof code === 'string' ? code : undefined);
   }
 }
 
@@ -150,7 +171,7 @@ class Sorter {
         this.giveBack(Buffer.from(m.buffer));
       } else if (m.type === 'out') this.#outputs.push(Buffer.from(m.buffer, 0, m.used));
       else if (m.type === 'done') this.#done = true;
-      else this.#failure ??= Object.assign(new Error(`the sort failed: ${m.message}`), m.code !== undefined && { code: m.code });
+      else this.#failure ??= sortFailure(m.message, m.code);
       this.#wake?.();
     });
     worker.on('error', (e) => {

@@ -438,8 +438,10 @@ export class State {
         this.#head = version;
         return info(version, record);
       } catch (e) {
-        // The records written so far belong to no version: a crash would leave them to the next open.
-        await removeUnborn(this.#backend, this.#head).catch(() => {});
+        // The records written so far belong to no version: a crash would leave them to the next open,
+        // and a failed removal (a full disk) to the next write, which removes them first.
+        this.#wroteAhead = true;
+        await this.#removeWrittenAhead().catch(() => {});
         throw e;
       } finally {
         this.#bulkLoading = false;
@@ -645,7 +647,9 @@ export class State {
     this.#open();
     this.#writer();
     if (this.#tree === undefined) {
-      const loading = this.#loadHead();
+      // What a dropped batch wrote ahead goes first, if removing it failed then (a full disk): left,
+      // its stale marks would count as the next version's and a prune would delete records it uses.
+      const loading = this.#removeWrittenAhead().then(() => this.#loadHead());
       this.#tree = loading;
       loading.catch(() => {
         if (this.#tree === loading) this.#tree = undefined;
@@ -793,6 +797,15 @@ export class State {
   /** Drops the pending batch and deletes what it wrote ahead (a crash leaves that to the next open). */
   async #dropBatch(): Promise<void> {
     this.#dropTree();
+    await this.#removeWrittenAhead();
+  }
+
+  /**
+   * Deletes what a batch wrote ahead, born at the coming version. While this
+   * fails (`#wroteAhead` stays set), the next write, commit, sync, catch-up
+   * or bulk load tries again first and fails the same way if it fails.
+   */
+  async #removeWrittenAhead(): Promise<void> {
     if (!this.#wroteAhead) return;
     await removeUnborn(this.#backend, this.#head);
     this.#wroteAhead = false;

@@ -67,7 +67,7 @@ describe('sortEntries', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  it("passes the worker's failure on with its code, and leaves nothing", async () => {
+  it("passes the worker's failure on as STORE_IO (a file it cannot write: ENOENT here, ENOSPC on a full disk), and leaves nothing", async () => {
     const input = shuffled(2000);
     // The run directory goes once the first run is in it: the worker's next run file cannot be made.
     // A run file the worker makes while the directory is being removed leaves it (ENOTEMPTY); the
@@ -86,7 +86,7 @@ describe('sortEntries', () => {
         await new Promise((r) => setImmediate(r));
       }
     }
-    await expect(collect(sortEntries(source(), { dir, runBytes: 50_000 }))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(collect(sortEntries(source(), { dir, runBytes: 50_000 }))).rejects.toMatchObject({ code: 'STORE_IO' });
     expect(readdirSync(dir)).toEqual([]);
   });
 
@@ -99,5 +99,13 @@ describe('sortEntries', () => {
     removeSortDirs(dir);
     expect(readdirSync(dir)).toEqual(['keep']);
     rmSync(join(dir, 'keep'));
+  });
+
+  it('a run directory that cannot be made (a full disk; here its parent is a file) is STORE_IO', async () => {
+    // The run files' directory cannot be made: its parent is a file.
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    expect(await collect(sortEntries(shuffled(2_000), { dir: file, runBytes: 4_096 })).catch((e: { code?: unknown }) => e.code)).toBe('STORE_IO');
+    rmSync(file);
   });
 });
