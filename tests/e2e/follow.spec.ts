@@ -53,6 +53,20 @@ test('the page syncs, then follows the moving head: each catch-up fetches a frac
   await page.getByRole('button', { name: 'Start sync' }).click();
   await expect(page.locator('#banner')).toHaveAttribute('data-state', 'verified', { timeout: 120_000 });
 
+  // One honest peer now refuses every new connection (as a peer that is restarting would): its refusals are
+  // transient, not lies. The rejection log shows the liars' bans, and the refusals only as a quiet count.
+  const restarting = new URL(info.peers.find((p) => p.mode === null)!.ws).host;
+  await page.routeWebSocket((url) => url.host === restarting, (ws) => ws.close({ code: 1012, reason: 'restarting' }));
+  // One read of the log (it is redrawn as each catch-up starts): the bans, the refusals' count, and raw refusal lines.
+  const readLog = () =>
+    page.evaluate(() => ({
+      bans: document.querySelectorAll('#log li[data-ban]').length,
+      transient: Number(document.querySelector<HTMLElement>('#log [data-transient]')?.dataset.transient ?? 0),
+      raw: [...document.querySelectorAll<HTMLElement>('#log li[data-code]')].map((li) => li.dataset.code).filter((c) => /^(BUSY|CONNECT_FAILED|CONNECTION_CLOSED|TIMEOUT)$/.test(c!)),
+    }));
+  await expect.poll(async () => { const l = await readLog(); return l.bans > 0 && l.transient > 0; }, { timeout: 60_000 }).toBe(true);
+  expect((await readLog()).raw).toEqual([]);
+
   // The kept state follows: three catch-ups at least, each to a newer published root.
   await expect.poll(() => catchUps(page).count(), { timeout: 90_000 }).toBeGreaterThanOrEqual(3);
   await page.getByLabel('Follow the head').uncheck();
@@ -82,6 +96,20 @@ test('the page syncs, then follows the moving head: each catch-up fetches a frac
   const lastRoot = (await last.getAttribute('data-root'))!;
   const lastVersion = Number(await last.getAttribute('data-version'));
   await expect(page.locator('#banner [data-field=root]')).toHaveText(lastRoot);
+  // The grid describes that version, not the first sync's: its chunk count, the chunks the catch-up
+  // changed (fetched) and those kept from the version before.
+  const chunkCount = Number(await last.getAttribute('data-chunks'));
+  const changed = Number(await last.getAttribute('data-changed'));
+  expect(changed).toBeGreaterThan(0);
+  expect(chunkCount).toBeGreaterThan(changed);
+  await expect(page.locator('#grid')).toHaveAttribute('data-root', lastRoot);
+  await expect(page.locator('#grid .cell')).toHaveCount(chunkCount);
+  await expect(page.locator('#grid .cell[data-state=changed]')).toHaveCount(changed);
+  await expect(page.locator('#grid .cell[data-state=kept]')).toHaveCount(chunkCount - changed);
+  // The banner: the bytes fetched of a full sync's, and the version.
+  const full = (await heads()).find((h) => h.version === lastVersion)!;
+  await expect(page.locator('#banner [data-field=version]')).toHaveText(`head ${lastVersion}`);
+  await expect(page.locator('#banner [data-field=full]')).toHaveAttribute('data-bytes', String(full.bytes));
   await expect(page.getByLabel('Trusted root')).toHaveValue(lastRoot);
   // Feed version v is the workload after batch v − 1; its last put that no later write changed is read locally.
   const step = lastVersion - 1;

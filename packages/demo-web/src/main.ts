@@ -9,7 +9,7 @@ import { type CatchUpResult, catchUp, SyncError, type SyncEvent, syncState } fro
 import type { State } from '@bpavl/store';
 import { ThroughputChart } from './chart.js';
 import { bytesText, count, fromHex, mb, msText, rateText, secondsText, shortHex, toHex } from './format.js';
-import { CatchUpList, type PublishedHead, pollHeads } from './follow.js';
+import { CatchUpList, type PublishedHead, pollHeads, watchChangedChunks } from './follow.js';
 import { ChunkGrid } from './grid.js';
 import { LocalState } from './local.js';
 import { SyncModel } from './model.js';
@@ -39,12 +39,15 @@ const logEmpty = $('#log-empty');
 const followCard = $('#follow');
 const headStatus = $('#head-status');
 const followBox = $<HTMLInputElement>('#follow-head');
+const gridEl = $('#grid');
 
 let config: DemoConfig | undefined;
 let current: { ctl: AbortController; model: SyncModel; dials: Map<string, Dial>; timer: ReturnType<typeof setInterval> } | undefined;
 /** The model the grid shows: the last sync's, or the kept state's after a reload (kept after it ends, for the grid's tooltips). */
 let lastModel: SyncModel | undefined;
 let lastDials = new Map<string, Dial>();
+/** What the grid shows when it is a catch-up's new version (its tooltips say so), else `undefined`. */
+let gridCatchUp: { fromVersion: number; version: number; what: string } | undefined;
 /** Where syncs are written, and caught up: one store in IndexedDB. */
 const local = new LocalState();
 /** The running catch-up, if any (a sync is `current`). */
@@ -115,7 +118,16 @@ function esc(s: string): string {
 function describeChunk(index: number): { label: string; html: string } {
   const c = (current?.model ?? lastModel)?.cells.get(index);
   const state = c?.state ?? 'pending';
-  const words = { pending: 'pending', inflight: 'in flight', verified: 'verified', rejected: 'rejected, waiting for another peer', restored: 'restored from this browser (verified by an earlier run)' }[state];
+  const up = gridCatchUp;
+  const words = {
+    pending: 'pending',
+    inflight: 'in flight',
+    verified: up ? `verified, in this browser's version ${up.version} (${up.what})` : 'verified',
+    rejected: 'rejected, waiting for another peer',
+    restored: 'restored from this browser (verified by an earlier run)',
+    changed: `changed: fetched by the catch-up to ${up?.what ?? 'the new root'} and verified`,
+    kept: `unchanged: kept from this browser's version ${up?.fromVersion ?? '?'}, not fetched`,
+  }[state];
   const lines = [`<strong>Chunk ${index}</strong> · ${words}`];
   let label = `Chunk ${index}: ${words}`;
   if (c?.state === 'inflight') {
@@ -166,17 +178,35 @@ function renderProgress(m: SyncModel): void {
   progressText.dataset.stored = String(m.stored);
 }
 
+/** What a refusal that is no lie means, for the log's quiet line. */
+const REFUSALS: Record<string, string> = {
+  BUSY: 'a peer at its request limit',
+  CONNECT_FAILED: 'a peer down or restarting',
+  CONNECTION_CLOSED: 'a connection that closed',
+  TIMEOUT: 'a slow answer',
+  UNKNOWN_ROOT: 'a peer not serving this root yet',
+  BAD_REQUEST: 'a peer that predates the request',
+};
+
 function renderLog(m: SyncModel): void {
   const items = m.log.map((e) => {
     const li = document.createElement('li');
     if (e.index !== undefined) li.dataset.index = String(e.index);
     li.dataset.code = e.code;
+    if (e.ban) li.dataset.ban = e.ban;
+    const code = `<code class="code">${esc(e.code)}</code>`;
+    if (e.index === undefined && e.kind === undefined) {
+      // A catch-up's ban that came with no rejected answer.
+      li.innerHTML = `<span class="t">${e.at.toFixed(2)} s</span> ${esc(peerLabel(e.peer))} <span class="bad">banned</span>: ${code} <span class="muted">(${esc(e.reason ?? '')})</span>`;
+      return li;
+    }
     const what = e.index === undefined ? `catch-up ${esc(e.kind ?? '')} request` : `chunk <strong>${e.index}</strong>`;
     li.innerHTML =
-      `<span class="t">${e.at.toFixed(2)} s</span> ${what} from ${esc(peerLabel(e.peer))}: ` +
-      `<code class="code">${esc(e.code)}</code>` +
+      `<span class="t">${e.at.toFixed(2)} s</span> ${what} from ${esc(peerLabel(e.peer))}: ${code}` +
       (e.index === undefined
-        ? ' <span class="muted">→ asked of another peer</span>'
+        ? e.ban === 'already'
+          ? ' <span class="muted">(already banned) → asked of another peer</span>'
+          : ' <span class="bad">→ banned</span><span class="muted">, asked of another peer</span>'
         : e.late
         ? ` <span class="refetch">(already verified from ${esc(peerLabel(e.refetchedFrom))})</span>`
         : e.refetchedFrom
@@ -186,6 +216,19 @@ function renderLog(m: SyncModel): void {
             : ' <span class="muted">→ not verified before the sync ended</span>');
     return li;
   });
+  if (m.transient.size > 0) {
+    // Refusals are no lies: a peer busy or restarting is asked again later, and nobody is banned. Counted, not listed.
+    const codes = [...m.transient].sort((a, b) => b[1] - a[1]);
+    const total = codes.reduce((n, [, k]) => n + k, 0);
+    const li = document.createElement('li');
+    li.className = 'transient';
+    li.dataset.transient = String(total);
+    li.dataset.codes = codes.map(([c, k]) => `${c}:${k}`).join(' ');
+    li.innerHTML =
+      `${count(total)} refusal${total === 1 ? '' : 's'}, not lies (no ban; each request went to another peer): ` +
+      codes.map(([c, k]) => `${count(k)} × <code>${esc(c)}</code>${REFUSALS[c] ? ` (${REFUSALS[c]})` : ''}`).join(', ');
+    items.push(li);
+  }
   logList.replaceChildren(...items);
   logEmpty.hidden = items.length > 0;
   logEmpty.textContent = 'No rejected answers yet.';
@@ -194,6 +237,19 @@ function renderLog(m: SyncModel): void {
 /** Draws what changed in `m`. */
 function render(m: SyncModel): void {
   const now = performance.now();
+  drawGrid(m);
+  const seconds = m.seconds(now);
+  for (const p of m.peers.values()) table.update(p, seconds);
+  m.dirtyPeers.clear();
+  if (m.dirtyProgress) renderProgress(m);
+  if (m.dirtyLog) {
+    renderLog(m);
+    m.dirtyLog = false;
+  }
+}
+
+/** Draws what changed in `m`'s cells. */
+function drawGrid(m: SyncModel): void {
   if (m.totalChanged && m.chunkCount !== undefined) {
     grid.build(m.chunkCount);
     for (const i of m.cells.keys()) m.dirtyCells.add(i);
@@ -202,14 +258,6 @@ function render(m: SyncModel): void {
   if (grid.size > 0) {
     for (const i of m.dirtyCells) grid.update(i, m.cells.get(i)!);
     m.dirtyCells.clear();
-  }
-  const seconds = m.seconds(now);
-  for (const p of m.peers.values()) table.update(p, seconds);
-  m.dirtyPeers.clear();
-  if (m.dirtyProgress) renderProgress(m);
-  if (m.dirtyLog) {
-    renderLog(m);
-    m.dirtyLog = false;
   }
 }
 
@@ -295,6 +343,8 @@ async function sync(root: Uint8Array, ds: Dial[]): Promise<void> {
   lastDials = dialMap;
   table.setDials(ds);
   grid.reset();
+  gridCatchUp = undefined;
+  gridEl.dataset.root = toHex(root);
   chart.reset();
   renderLog(model);
   setRunning(true);
@@ -425,7 +475,7 @@ async function showLocal(): Promise<void> {
                 : `This browser keeps ${count(pending.chunksStored)} verified chunks of an unfinished sync of another root: Start sync drops them.`
               : 'Nothing of this state is kept in this browser yet.') + versions;
     // After a reload the grid shows the kept chunks, not "chunk count unknown" (unless a run has drawn its own meanwhile).
-    if (head && !lastModel && !current && !catching) showKept(head.chunkCount, head.version);
+    if (head && !lastModel && !current && !catching) showKept(toHex(head.root), head.chunkCount, head.version);
   } catch (e) {
     const code = (e as { code?: string }).code;
     localStatus.dataset.kept = 'error';
@@ -433,14 +483,16 @@ async function showLocal(): Promise<void> {
   }
 }
 
-/** Draws a kept state of `chunkCount` chunks: every cell restored from this browser. */
-function showKept(chunkCount: number, version: number): void {
+/** Draws a kept state (`root`) of `chunkCount` chunks: every cell restored from this browser. */
+function showKept(root: string, chunkCount: number, version: number): void {
   const now = performance.now();
   const model = new SyncModel([], now);
   model.apply({ type: 'restored', chunks: chunkCount, chunkCount, indices: Array.from({ length: chunkCount }, (_, i) => i) }, now);
   model.end(now);
   model.dirtyProgress = false;
   lastModel = model;
+  gridCatchUp = undefined;
+  gridEl.dataset.root = root;
   render(model);
   progressBar.max = chunkCount;
   progressBar.value = chunkCount;
@@ -484,8 +536,9 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
     // The user (or the head) asked for this root: an unfinished catch-up to another root is dropped.
     const other = state.pendingCatchUp();
     if (other && toHex(other) !== hex) await state.discardSync();
+    const watch = watchChangedChunks(state);
     const r = await catchUp({
-      store: state,
+      store: watch.store,
       root,
       peers: ds.map((d) => d.address),
       signal: ctl.signal,
@@ -504,18 +557,31 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
     query.setTreeAvailable(true);
     rootInput.value = hex;
     catchUps.add(caughtUpRow(r, published, head.chunkCount), peerLabel);
-    progressText.textContent = `Caught up to ${what}: ${mb(r.bytes)} fetched${published ? ` of ≈ ${mb(published.bytes)} for a full sync` : ''}.`;
+    // The grid now describes the version caught up to (its chunk count may differ): what this catch-up changed, and what it kept.
+    const changed = watch.changed();
+    model.showVersion(head.chunkCount, changed, changed.size === r.changedChunks);
+    lastModel = model;
+    gridCatchUp = { fromVersion: r.fromVersion, version: r.version, what };
+    gridEl.dataset.root = hex;
+    drawGrid(model);
+    progressBar.max = head.chunkCount;
+    progressBar.value = head.chunkCount;
+    const unlocated = r.changedChunks - changed.size;
+    progressText.textContent =
+      `Caught up to ${what}: ${mb(r.bytes)} fetched${published ? ` of ≈ ${mb(published.bytes)} for a full sync` : ''}; ` +
+      `${count(r.changedChunks)} of ${count(head.chunkCount)} chunks changed` +
+      (unlocated > 0 ? ` (${count(unlocated)} of them ${r.wholeChunks ? 'fetched whole' : 'taken back from an interrupted run'}, not marked on the grid: the other chunks are shown only as verified).` : '.');
     showBanner(
       'verified',
-      `<h2>✓ Caught up: root verified</h2>
+      `<h2>✓ Caught up to <span data-field="version">${esc(what)}</span>: root verified</h2>
        <p class="root">root <code data-field="root">${hex}</code></p>
        <ul class="stats">
-         <li><strong data-field="fetched">${mb(r.bytes)}</strong> fetched${published ? ` of ≈ ${mb(published.bytes)} that a full sync fetches` : ''}</li>
+         <li><strong data-field="fetched">${mb(r.bytes)}</strong> fetched${published ? ` of <span data-field="full" data-bytes="${published.bytes}">≈ ${mb(published.bytes)}</span> that a full sync fetches (${((100 * r.bytes) / published.bytes).toFixed(1)} %)` : ''}</li>
          <li><strong data-field="changed">${count(r.changedChunks)}</strong> of ${count(head.chunkCount)} chunks changed</li>
          <li><strong>${secondsText(r.seconds)}</strong> to catch up</li>
          <li><strong data-field="banned">${r.banned.length}</strong> peer${r.banned.length === 1 ? '' : 's'} banned${r.banned.length ? `: ${r.banned.map((b) => `${esc(peerLabel(b.peer))} <code class="code">${esc(b.code)}</code>`).join(', ')}` : ''}</li>
        </ul>
-       <p class="muted">The state kept in this browser moved from version ${r.fromVersion} to version ${r.version}: the chunks and nodes that did not change are shared with the old version, and every new piece was verified against the trusted root on arrival.</p>`,
+       <p class="muted">The state kept in this browser moved from its version ${r.fromVersion} to its version ${r.version} (this browser numbers its own versions): the chunks and nodes that did not change are shared with the old version, and every new piece was verified against the trusted root on arrival.</p>`,
     );
   } catch (e) {
     const code = (e as { code?: unknown }).code;

@@ -7,7 +7,17 @@
 
 import type { CatchUpEvent, PeerStatus, SyncEvent } from '@bpavl/light-client/sync';
 
-export type CellState = 'pending' | 'inflight' | 'verified' | 'rejected' | 'restored';
+/** A sync's states, then, after a catch-up, the new version's: `changed` (fetched by it), `kept` (shared with the version before). */
+export type CellState = 'pending' | 'inflight' | 'verified' | 'rejected' | 'restored' | 'changed' | 'kept';
+
+/**
+ * What a catch-up's request may be refused with without a lie (`QueryEvent`
+ * of `@bpavl/light-client`): a peer at its request limit, restarting, slow,
+ * not (yet) serving the root, or predating the kind. The request goes to
+ * another peer; nobody is banned. A lie, even with one of these codes
+ * (`UNKNOWN_ROOT` for a root the peer listed), is followed by a ban.
+ */
+const TRANSIENT = new Set(['BUSY', 'CONNECT_FAILED', 'CONNECTION_CLOSED', 'TIMEOUT', 'UNKNOWN_ROOT', 'BAD_REQUEST']);
 
 /** A response the engine rejected. */
 export interface Rejection {
@@ -55,6 +65,10 @@ export interface LogEntry {
   refetchedFrom?: string;
   /** The rejected copy came after the chunk had verified (a hedged request in the endgame or at the start). */
   late?: boolean;
+  /** A catch-up's answer that was a lie: the peer was banned for it (`banned`), or had been already. */
+  ban?: 'banned' | 'already';
+  /** Why, for a ban that came with no rejected answer. */
+  reason?: string;
 }
 
 /** A point of the throughput series: verified bytes at a time. */
@@ -73,6 +87,12 @@ export class SyncModel {
   readonly cells = new Map<number, Cell>();
   readonly peers = new Map<string, PeerStats>();
   readonly log: LogEntry[] = [];
+  /**
+   * A catch-up's refusals that were no lie (`BUSY`, a failed connect to a
+   * peer that is restarting, …), by code: counted, not listed, since the
+   * log is there to show the liars.
+   */
+  readonly transient = new Map<string, number>();
   readonly samples: Sample[] = [{ t: 0, bytes: 0 }];
   done = 0;
   /** Verified bytes. */
@@ -225,18 +245,67 @@ export class SyncModel {
   applyCatchUp(e: CatchUpEvent, now: number): void {
     const at = (now - this.started) / 1000;
     if (e.type === 'request' || e.type === 'verified') {
+      this.#last = undefined;
       const p = this.peer(e.peer);
       if (p.status === 'connecting') p.status = 'active';
     } else if (e.type === 'rejected') {
-      this.peer(e.peer).rejected += 1;
-      this.rejected += 1;
-      this.log.push({ at, kind: e.kind, peer: e.peer, code: e.code });
+      const p = this.peer(e.peer);
+      this.#last = undefined;
+      if (TRANSIENT.has(e.code)) {
+        // Listed only if the ban that a lie brings follows at once (see `banned`).
+        this.#last = { at, kind: e.kind, peer: e.peer, code: e.code };
+        this.transient.set(e.code, (this.transient.get(e.code) ?? 0) + 1);
+      } else {
+        // A lie: its ban follows at once, unless the peer was banned already (a request that was out then).
+        const entry: LogEntry = { at, kind: e.kind, peer: e.peer, code: e.code, ...(p.status === 'banned' && { ban: 'already' as const }) };
+        p.rejected += 1;
+        this.rejected += 1;
+        this.log.push(entry);
+        this.#last = entry;
+      }
       this.dirtyLog = true;
     } else if (e.type === 'banned') {
       const p = this.peer(e.peer);
       p.status = 'banned';
       p.reason = e.reason;
       p.code = e.code;
+      const last = this.#last;
+      this.#last = undefined;
+      if (last && last.peer === e.peer && last.code === e.code && last.ban === undefined) {
+        if (!this.log.includes(last)) {
+          // A code that is mostly a refusal (`UNKNOWN_ROOT` of a root the peer listed) was a lie this time: listed after all.
+          const n = this.transient.get(last.code)! - 1;
+          if (n > 0) this.transient.set(last.code, n);
+          else this.transient.delete(last.code);
+          p.rejected += 1;
+          this.rejected += 1;
+          this.log.push(last);
+        }
+        last.ban = 'banned';
+      } else {
+        // A ban that no rejected answer came with (a lie found at the end, e.g. `KEY_COPY_MISMATCH`): listed alone.
+        this.log.push({ at, peer: e.peer, code: e.code, ban: 'banned', reason: e.reason });
+      }
+      this.dirtyLog = true;
+    }
+  }
+
+  /** The catch-up's last rejected answer, until the next event says whether it brought a ban. */
+  #last: LogEntry | undefined;
+
+  /**
+   * The version a catch-up made, as the grid shows it: `chunkCount` cells;
+   * `changed` the chunks it fetched (each differs from every chunk of the
+   * version before); the others kept from that version when `changed` is
+   * all of them, else only verified (a changed chunk an interrupted run
+   * stored, or a catch-up that fetched every chunk whole, is not located).
+   */
+  showVersion(chunkCount: number, changed: ReadonlySet<number>, complete: boolean): void {
+    this.chunkCount = chunkCount;
+    this.totalChanged = true;
+    this.cells.clear();
+    for (let i = 0; i < chunkCount; i++) {
+      this.cells.set(i, { state: changed.has(i) ? 'changed' : complete ? 'kept' : 'verified', requests: 0, rejections: [] });
     }
   }
 

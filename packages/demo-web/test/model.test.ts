@@ -33,6 +33,48 @@ describe('SyncModel', () => {
     expect(m.peers.get(B)!.status).toBe('banned');
   });
 
+  it("folds a catch-up: lies are listed with their bans, refusals only counted", () => {
+    const C = 'ws://127.0.0.1:3';
+    const m = new SyncModel([A, B, C], 0);
+    m.apply({ type: 'peer', peer: A, status: 'active' }, 0);
+    m.applyCatchUp({ type: 'request', peer: A, kind: 'nodes', count: 1, hedge: false }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'nodes', code: 'BUSY' }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'CONNECT_FAILED' }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'leaves', code: 'BUSY' }, 1);
+    // A lie: the ban follows its rejection at once.
+    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH' }, 2);
+    m.applyCatchUp({ type: 'banned', peer: B, code: 'NODE_MISMATCH', reason: 'lied' }, 2);
+    // A request that was out when B was banned.
+    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH' }, 3);
+    // A code that is mostly a refusal, a lie this time (a root the peer listed).
+    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'UNKNOWN_ROOT' }, 4);
+    m.applyCatchUp({ type: 'banned', peer: C, code: 'UNKNOWN_ROOT', reason: 'denied a root it listed' }, 4);
+    // A ban with no rejected answer (found when the catch-up commits).
+    m.applyCatchUp({ type: 'banned', peer: A, code: 'KEY_COPY_MISMATCH', reason: 'bad key copy' }, 5);
+    expect(m.log.map((e) => [e.peer, e.code, e.ban])).toEqual([
+      [B, 'NODE_MISMATCH', 'banned'],
+      [B, 'NODE_MISMATCH', 'already'],
+      [C, 'UNKNOWN_ROOT', 'banned'],
+      [A, 'KEY_COPY_MISMATCH', 'banned'],
+    ]);
+    expect([...m.transient]).toEqual([
+      ['BUSY', 2],
+      ['CONNECT_FAILED', 1],
+    ]);
+    expect(m.rejected).toBe(3);
+    expect(m.peers.get(A)).toMatchObject({ status: 'banned', rejected: 0 });
+  });
+
+  it('shows the version a catch-up made: changed and kept chunks, or only verified ones when not all are located', () => {
+    const m = new SyncModel([], 0);
+    m.showVersion(4, new Set([1, 3]), true);
+    expect([...m.cells.values()].map((c) => c.state)).toEqual(['kept', 'changed', 'kept', 'changed']);
+    expect(m.chunkCount).toBe(4);
+    expect(m.totalChanged).toBe(true);
+    m.showVersion(3, new Set([0]), false);
+    expect([...m.cells.values()].map((c) => c.state)).toEqual(['changed', 'verified', 'verified']);
+  });
+
   it('notes a rejection that came after the chunk verified', () => {
     const m = new SyncModel([A, B], 0);
     m.apply({ type: 'chunk-verified', index: 3, peer: A, ms: 1, bytes: 1 }, 1);
