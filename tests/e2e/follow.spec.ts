@@ -2,7 +2,8 @@
 // peers commit a new version every 2 s, 50 seeded writes each; the launcher
 // publishes each root on /head.json), 8 peers of 20,000 entries at chunk
 // capacity 64, 2 of them lying on every answer. Headless Chromium syncs,
-// then the page catches its IndexedDB state up to each new root. Every wait
+// then the page catches its IndexedDB state up to each new root, one honest
+// peer refusing connections meanwhile (as if restarting). Every wait
 // is on a selector with a bound, never a fixed sleep. A screenshot of the
 // page following is written to test-results/demo-follow.png.
 import { expect, type Page, test } from '@playwright/test';
