@@ -421,6 +421,33 @@ impl CatchUp {
         self.chunks.len()
     }
 
+    /// The indices of the changed chunks (those [`CatchUp::changed_chunks`]
+    /// counts) in the new tree's chunk order, increasing: every other chunk
+    /// of the new tree is a head chunk, shared (perhaps at another index).
+    /// `None` until every piece is fetched (the counts of the subtrees left
+    /// of a chunk give its index); empty when no chunk changed.
+    pub fn changed_indices(&self) -> Option<Vec<u64>> {
+        if !self.is_fetched() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(self.chunks.len());
+        // Depth first, left before right: the indices come in order.
+        let mut todo: Vec<(NewChild, u64)> = self.top.map(|t| (t, 0)).into_iter().collect();
+        while let Some((child, first)) = todo.pop() {
+            match child {
+                NewChild::Chunk(_) => out.push(first),
+                NewChild::Node(id) => {
+                    let n = &self.nodes[id];
+                    todo.push((n.right, first + self.count_of(n.left)?));
+                    todo.push((n.left, first));
+                }
+                NewChild::Old(_) => {}
+                NewChild::Pending => return None,
+            }
+        }
+        Some(out)
+    }
+
     /// What to ask peers now, at most `limit` requests: entries first (they
     /// finish chunks), then nodes, then leaves. The order is stable, so a
     /// caller with `k` requests in flight asks for `k` more than it wants.

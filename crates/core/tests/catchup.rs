@@ -170,7 +170,39 @@ fn drive(cu: &mut CatchUp, store: &mut Store, mut answer: impl FnMut(&mut CatchU
 fn catch_up(store: &mut Store, head: &Tree, peer: &Peer) -> (WriteSet, Vec<u32>) {
     let mut cu = CatchUp::new(head, peer.target.root()).unwrap();
     drive(&mut cu, store, |cu, f| peer.answer(cu, f).unwrap());
+    assert_changed_indices(&cu, store, head, peer.target);
     cu.finish().unwrap()
+}
+
+/// The chunk hashes of a snapshot, in chunk order.
+fn chunk_hashes(snap: &Snapshot) -> Vec<[u8; 32]> {
+    use bpavl_core::codec::Reader;
+    use bpavl_core::hash::{chunk_hash, inchunk_tree};
+    let mut out = Vec::new();
+    let mut todo = vec![TreePath::top()];
+    while let Some(p) = todo.pop() {
+        if snap.export_subtree(&p, 1, MAX_BYTES).is_ok() {
+            todo.extend([p.child(true), p.child(false)]); // the left one first
+        } else if let Ok(b) = snap.export_leaves(&p) {
+            let mut r = Reader::new(&b, FORMAT_LEAVES).unwrap();
+            let m = r.chunk_size(snap.capacity()).unwrap();
+            out.push(chunk_hash(m, &inchunk_tree(&r.hashes(m).unwrap())[0]));
+        }
+    }
+    out
+}
+
+/// `changed_indices` of a fetched catch-up of `head` (perhaps paged: its
+/// version is read whole from `store`) to `target`: the indices of the
+/// target's chunks that no head chunk is, by hash.
+fn assert_changed_indices(cu: &CatchUp, store: &Store, head: &Tree, target: &Snapshot) {
+    let old = store.load(head.head().version(), head.capacity()).unwrap();
+    let old: BTreeSet<[u8; 32]> = chunk_hashes(old.head()).into_iter().collect();
+    let new = chunk_hashes(target);
+    assert_eq!(new.len() as u64, target.chunk_count());
+    let model: Vec<u64> = (0..new.len() as u64).filter(|&i| !old.contains(&new[i as usize])).collect();
+    assert_eq!(cu.changed_indices(), Some(model));
+    assert_eq!(cu.changed_indices().unwrap().len(), cu.changed_chunks());
 }
 
 /// Writes the caught-up version `v + 1`: it loads to exactly `target`, and
@@ -542,6 +574,7 @@ fn a_resumed_catch_up_fetches_nothing_it_wrote_before() {
             cu.changed_chunks(),
             "round {round}: a chunk both taken back and fetched"
         );
+        assert_changed_indices(&cu, &store, &head, target.head());
         let (ws, liars) = cu.finish().unwrap();
         assert!(liars.is_empty());
         commit_and_check(&mut store, &ws, v, capacity, &target, round);

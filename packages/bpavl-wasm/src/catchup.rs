@@ -40,6 +40,13 @@ export interface CaughtUp {
   writeSet: WriteSet;
   /** The tags (`addSubtree`'s `source`) of peers that sent a wrong key copy. */
   liars: number[];
+  /**
+   * The indices, in the new version's chunk order, of its changed chunks
+   * (`changedChunks` of them: those that differ from every chunk of the
+   * head, fetched or taken back from an earlier run), increasing. Every
+   * other chunk is a head chunk, shared (perhaps at another index).
+   */
+  changedIndices: Uint32Array;
 }
 "#;
 
@@ -48,7 +55,7 @@ extern "C" {
     #[wasm_bindgen(js_name = catchUpFetch)]
     fn catch_up_fetch(kind: &str, path: &[u8], bitmap: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = caughtUp)]
-    fn caught_up(write_set: JsValue, liars: &[u32]) -> JsValue;
+    fn caught_up(write_set: JsValue, liars: &[u32], changed: &[u32]) -> JsValue;
     #[wasm_bindgen(js_name = progressItem)]
     fn progress_item(path: &[u8], levels: f64, answer: &[u8]) -> JsValue;
     #[wasm_bindgen(js_name = verifiedSubtree)]
@@ -390,7 +397,9 @@ impl CatchUp {
     #[wasm_bindgen(unchecked_return_type = "CaughtUp")]
     pub fn finish(self) -> Result<JsValue, JsValue> {
         let root = self.0.root();
+        // Chunk indices are below MAX_CHUNKS (2^32 - 1).
+        let changed: Vec<u32> = self.0.changed_indices().unwrap_or_default().into_iter().map(|i| i as u32).collect();
         let (w, liars) = self.0.finish().map_err(throw)?;
-        Ok(caught_up(js_write_set(&root, &w), &liars))
+        Ok(caught_up(js_write_set(&root, &w), &liars, &changed))
     }
 }

@@ -221,9 +221,9 @@ export function catchUpFetch(kind, path, bitmap) {
   return kind === 'entries' ? { kind, path: path.slice(), bitmap: bitmap.slice() } : { kind, path: path.slice() };
 }
 
-/** What a finished catch-up returns: its write set and the tags of peers whose key copies lied. */
-export function caughtUp(writeSet, liars) {
-  return { writeSet, liars: Array.from(liars) };
+/** What a finished catch-up returns: its write set, the tags of peers whose key copies lied, and its changed chunks' indices (a view of wasm memory, copied here). */
+export function caughtUp(writeSet, liars, changed) {
+  return { writeSet, liars: Array.from(liars), changedIndices: changed.slice() };
 }
 
 /** A subtree answer a catch-up took (`CatchUp.takeProgress`): views of wasm memory, copied here. */

@@ -251,18 +251,22 @@ export class StoreCatchUp {
 
   /**
    * Once everything is fetched: marks stale what the new version no longer
-   * uses and commits it. Returns its version and the tags of peers whose
-   * key copies lied.
+   * uses and commits it. Returns its version, the tags of peers whose key
+   * copies lied, and `changedIndices`: the indices, in the new version's
+   * chunk order, of its `changedChunks` changed chunks (those that differ
+   * from every chunk of the head: fetched, or taken back from an earlier
+   * run), increasing; every other chunk is one of the head's, shared
+   * (perhaps at another index). Empty when the head is the root already.
    */
-  async finish(): Promise<{ version: number; liars: number[] }> {
+  async finish(): Promise<{ version: number; liars: number[]; changedIndices: Uint32Array }> {
     try {
-      if (this.#core === undefined) return { version: this.version, liars: [] };
+      if (this.#core === undefined) return { version: this.version, liars: [], changedIndices: new Uint32Array(0) };
       await this.settle();
       if (!this.#core.isFetched) throw new StoreError('SYNC_PENDING', 'the catch-up is not complete');
       await this.#flush();
       this.#changed = this.#core.changedChunks;
       this.#restored = this.#core.restoredChunks;
-      const { writeSet: w, liars } = this.#core.finish();
+      const { writeSet: w, liars, changedIndices } = this.#core.finish();
       this.#core = undefined;
       this.writtenBytes += w.puts.reduce((n, [, k, v]) => n + k.length + v.length, 0);
       const progress: (readonly ['meta', Uint8Array])[] = [['meta', CATCHUP_KEY]];
@@ -272,7 +276,7 @@ export class StoreCatchUp {
         deletes: progress,
       };
       await this.#host.commitCaughtUp(batch, w.version, w.versionRecord);
-      return { version: w.version, liars };
+      return { version: w.version, liars, changedIndices };
     } finally {
       this.#release();
     }

@@ -79,6 +79,8 @@ export class StoreSink {
   writtenBytes = 0;
   /** Chunks stored with their records (restored ones included); the others are a head's, shared. */
   changedChunks = 0;
+  /** The indices of those chunks, in the order they were stored. */
+  #changed: number[] = [];
   readonly #host: SinkHost;
   readonly #sync: StoreSync;
   readonly #root: Uint8Array;
@@ -125,7 +127,7 @@ export class StoreSink {
     const { backend } = host;
     const sync = head === undefined ? new StoreSync(root, version) : StoreSync.next(head.tree, root, head.firstKey);
     const restored: number[] = [];
-    let changed = 0;
+    const changed: number[] = [];
     try {
       if (!resume) await backend.write({ puts: [['meta', SYNC_KEY, root]] });
       let batch: [number, Uint8Array][] = [];
@@ -147,7 +149,7 @@ export class StoreSink {
           try {
             sync.restore(index, progress, record, base);
             restored.push(index);
-            if (keys[i] !== undefined) changed++;
+            if (keys[i] !== undefined) changed.push(index);
           } catch {
             dropped.push(progressKey(index));
           }
@@ -166,8 +168,20 @@ export class StoreSink {
       throw e;
     }
     const sink = new StoreSink(host, sync, root, restored, head?.capacity);
-    sink.changedChunks = changed;
+    sink.#changed = changed;
+    sink.changedChunks = changed.length;
     return sink;
+  }
+
+  /**
+   * The indices of the `changedChunks` chunks stored with their records
+   * (restored ones included), increasing: as a head's next version, the new
+   * version's chunks that differ from every chunk of the head (the others
+   * are the head's, shared, perhaps at another index); into an empty store,
+   * every chunk stored so far.
+   */
+  get changedIndices(): Uint32Array {
+    return Uint32Array.from(this.#changed).sort();
   }
 
   get chunkCount(): number | undefined {
@@ -208,7 +222,10 @@ export class StoreSink {
 
   /** Queues a chunk's records, with its progress record, for the next write. */
   #queue(w: ChunkWrite): void {
-    if (w.puts.length > 0) this.changedChunks++;
+    if (w.puts.length > 0) {
+      this.changedChunks++;
+      this.#changed.push(w.index);
+    }
     const puts: Put[] = [...w.puts, ['meta', progressKey(w.index), w.progress]];
     const bytes = putBytes(puts);
     this.#pending.push({ puts, bytes });
@@ -342,6 +359,7 @@ export class Synced {
   readonly backlogBytes = 0;
   readonly writtenBytes = 0;
   readonly changedChunks = 0;
+  readonly changedIndices = new Uint32Array(0);
   readonly #version: number;
 
   constructor(version: number, chunkCount: number) {

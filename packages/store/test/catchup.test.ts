@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { init, Tree } from '@bpavl/wasm';
+import { init, Tree, verifyChunk } from '@bpavl/wasm';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { catchUp, type CatchUpEvent, connectWebSocket, SyncError, syncState } from '../../light-client/src/sync/index.js';
 import { CachedTree, MovingHead, type ServedTree, StaticTreeSource } from '../../peer/src/source.ts';
@@ -69,6 +69,45 @@ function chain(n: number, capacity: number, changes: number): { base: Tree; next
   return { base: build(0), next: build(changes) };
 }
 
+/** Each chunk of `tree`'s head, by index, as its entries (a chunk's hash is its entries'). */
+function chunksOf(tree: Tree): string[] {
+  const head = tree.head();
+  return Array.from({ length: tree.chunkCount }, (_, i) => {
+    const chunk = verifyChunk(head.root, i, head.exportChunk(i));
+    try {
+      return chunk.entries.map(([k, v]) => `${hex(k)}=${hex(v)}`).join(',');
+    } finally {
+      chunk.free();
+    }
+  });
+}
+
+/**
+ * The model of a catch-up's `changedIndices` from `base` to `next`: the
+ * indices of `next`'s chunks that are no chunk of `base`; and how many of
+ * the others (shared) are at another index in `next` than in `base`.
+ */
+function changedModel(base: Tree, next: Tree): { changed: number[]; shifted: number } {
+  const old = new Map(chunksOf(base).map((c, i) => [c, i] as const));
+  const changed: number[] = [];
+  let shifted = 0;
+  for (const [i, c] of chunksOf(next).entries()) {
+    const j = old.get(c);
+    if (j === undefined) changed.push(i);
+    else if (j !== i) shifted++;
+  }
+  return { changed, shifted };
+}
+
+/** `result.changedIndices` is the model's (sorted, one per changed chunk); returns the model. */
+function expectChanged(result: { changedIndices: Uint32Array; changedChunks: number }, base: Tree, next: Tree) {
+  const model = changedModel(base, next);
+  expect(result.changedIndices).toBeInstanceOf(Uint32Array);
+  expect([...result.changedIndices]).toEqual(model.changed);
+  expect(result.changedIndices.length).toBe(result.changedChunks);
+  return model;
+}
+
 async function serve(tree: Tree, opts: { byzantine?: ByzantineMode; other?: Tree; old?: boolean } = {}): Promise<RunningPeer> {
   const served: ServedTree = opts.old ? withoutCatchUp(tree.head()) : new CachedTree(tree.head());
   const byzantine = opts.byzantine && new Byzantine({ mode: opts.byzantine, rate: 1, seed: 7n, ...(opts.other && { otherTree: opts.other.head() }) });
@@ -118,13 +157,16 @@ it('a catch-up commits the newer root as the next version, fetching a small part
   expect(result.bytes).toBeLessThan(full / 5);
   expect(result.changedChunks).toBeGreaterThan(0);
   expect(result.changedChunks).toBeLessThan(next.chunkCount / 3);
+  // Which chunks changed, by index in the new version.
+  expectChanged(result, base, next);
 
   // The old version is still there, whole; caught up again, nothing is fetched.
   const state = await openState({ path, readOnly: true });
   expect(hex((await state.get(enc('key-00000000'), { version: 1 }))!)).toBe(hex(base.get(enc('key-00000000'))!));
   await state.close();
   const again = await run(path, next, honest.map((p) => p.wsUrl!));
-  expect(again).toMatchObject({ version: 2, bytes: 0, requests: 0 });
+  expect(again).toMatchObject({ version: 2, bytes: 0, requests: 0, changedChunks: 0 });
+  expect(again.changedIndices).toEqual(new Uint32Array(0));
 });
 
 it('every liar is banned at its first bad answer, with its code, and the state is still exact', { timeout: 30_000 }, async () => {
@@ -150,6 +192,24 @@ it('every liar is banned at its first bad answer, with its code, and the state i
   }
 });
 
+it('the changed chunks are named by their index in the new version, where inserts and deletes moved the kept ones; by the walk and by its fallback', async () => {
+  const { base } = chain(3000, 16, 0);
+  const next = chain(3000, 16, 0).base;
+  // Keys before every other: the kept chunks after them move to higher indices; deletes further on move some back.
+  for (let i = 0; i < 40; i++) next.insert(enc(`a-${String(i).padStart(3, '0')}`), enc('in front'));
+  for (let i = 0; i < 3000; i += 97) next.remove(enc(`key-${String((i * 7919) % 6000).padStart(8, '0')}`));
+  next.commit();
+  const model = changedModel(base, next);
+  expect(model.changed.length).toBeGreaterThan(2);
+  expect(model.shifted).toBeGreaterThan(next.chunkCount / 2);
+  const walked = await run(await storeOf(base), next, [(await serve(next)).wsUrl!]);
+  expect(walked.wholeChunks).toBe(false);
+  expectChanged(walked, base, next);
+  const whole = await run(await storeOf(base), next, [(await serve(next, { old: true })).wsUrl!]);
+  expect(whole.wholeChunks).toBe(true);
+  expectChanged(whole, base, next);
+});
+
 it('a peer that predates catch-up is skipped, not banned', async () => {
   const { base, next } = chain(3000, 16, 20);
   const path = await storeOf(base);
@@ -159,6 +219,7 @@ it('a peer that predates catch-up is skipped, not banned', async () => {
   const result = await run(path, next, [old.wsUrl!, honest.wsUrl!], (e) => events.push(e));
   expect(result.banned).toEqual([]);
   expect(events.some((e) => e.type === 'rejected' && e.code === 'BAD_REQUEST' && e.peer === old.wsUrl)).toBe(true);
+  expectChanged(result, base, next);
   await expectHolds(path, next);
 });
 
@@ -186,6 +247,8 @@ it('with only peers that predate catch-up, every chunk is fetched whole and only
   expect(result.changedChunks).toBeGreaterThan(0);
   expect(result.changedChunks).toBeLessThan(next.chunkCount / 2);
   expect(await recordCount(path, 'chunks', 2)).toBe(result.changedChunks);
+  // The fallback says which, by index in the new version, as the walk does.
+  expectChanged(result, base, next);
   expect(await recordCount(path, 'entries', 2)).toBeGreaterThan(0);
   expect(await recordCount(path, 'entries', 2)).toBeLessThanOrEqual(20);
   // A chunk with a few changed entries is a delta (format byte 0x0A) of the head chunk whose first key it holds.
@@ -226,6 +289,8 @@ it('a catch-up that fetches every chunk whole bans a liar, resumes after a stop,
   expect(events.filter((e) => e.type === 'whole-chunks')).toEqual([{ type: 'whole-chunks', resumed: true }]);
   expect(resumed).toMatchObject({ fromVersion: 1, version: 2, wholeChunks: true, restoredChunks: pending!.chunksStored });
   expect(resumed.restoredChunks + resumed.fetchedChunks).toBe(next.chunkCount);
+  // The changed chunks the stopped run stored are among them.
+  expect(expectChanged(resumed, base, next).shifted).toBeGreaterThan(0);
   expect(resumed.banned.map((b) => [b.peer, b.code])).toEqual([[liar.wsUrl, expect.stringMatching(/^[A-Z_]+$/)]]);
   await expectHolds(path, next, 2);
   await expectRetained(path, base, 1);
@@ -259,6 +324,7 @@ it('a peer that predates MULTILEAVES and MULTIENTRIES is asked one chunk a reque
   const result = await run(path, next, [older.wsUrl!], (e) => events.push(e));
   expect(result).toMatchObject({ version: 2, banned: [] });
   expect(result.fetchedChunks).toBe(result.changedChunks);
+  expectChanged(result, base, next);
   await expectHolds(path, next, 2);
   // Refused once, then asked LEAVES and ENTRIES only.
   expect(asked.filter((k) => single.has(k)).length).toBe(1);
@@ -280,6 +346,7 @@ it('a changed chunk no peer serves leaves or entries of comes whole (CHUNK), its
   expect(result).toMatchObject({ version: 2, banned: [] });
   expect(result.fetchedChunks).toBe(result.changedChunks);
   expect(events.filter((e) => e.type === 'verified' && e.kind === 'chunk').length).toBe(result.changedChunks);
+  expectChanged(result, base, next);
   await expectHolds(path, next, 2);
   // Entries the store held were not written again: version 2's entry records are only the changed ones.
   const backend = await openNodeBackend({ path, tables: TABLES, readOnly: true });
@@ -341,6 +408,8 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   const resumed = await run(path, next, urls);
   expect(resumed).toMatchObject({ version: 2, banned: [], restoredChunks: stored - 1 });
   expect(resumed.restoredChunks + resumed.fetchedChunks).toBe(resumed.changedChunks);
+  // Those taken back are among the changed chunks it names.
+  expect(expectChanged(resumed, base, next).shifted).toBeGreaterThan(0);
   await expectHolds(path, next, 2);
 
   // A catch-up stopped and then discarded leaves the store as it was, and writable.
@@ -422,12 +491,16 @@ it('a tree of one chunk, and the empty tree, are caught up to as well', async ()
   small.commit();
   const path = await storeOf(base);
   const p = await serve(small);
-  expect(await run(path, small, [p.wsUrl!])).toMatchObject({ version: 2, banned: [] });
+  const one = await run(path, small, [p.wsUrl!]);
+  expect(one).toMatchObject({ version: 2, banned: [] });
+  expect(one.changedIndices).toEqual(Uint32Array.of(0));
   await expectHolds(path, small);
   const empty = new Tree(16);
   empty.commit();
   const q = await serve(empty);
-  expect(await run(path, empty, [q.wsUrl!])).toMatchObject({ version: 3, requests: 0 });
+  const none = await run(path, empty, [q.wsUrl!]);
+  expect(none).toMatchObject({ version: 3, requests: 0, changedChunks: 0 });
+  expect(none.changedIndices).toEqual(new Uint32Array(0));
   await expectHolds(path, empty);
 });
 

@@ -55,16 +55,21 @@ export interface CatchUpSession {
   addChunk(path: Uint8Array, index: number, envelope: Uint8Array): void;
   /** Does the store work the answers so far lead to. */
   settle(): Promise<void>;
-  /** Commits the new version; returns it and the tags of peers whose key copies lied. */
-  finish(): Promise<{ version: number; liars: number[] }>;
+  /**
+   * Commits the new version; returns it, the tags of peers whose key copies
+   * lied, and the indices of its changed chunks (as `CatchUpResult.changedIndices`).
+   */
+  finish(): Promise<{ version: number; liars: number[]; changedIndices: Uint32Array }>;
   /** Stops; nothing is committed, and what was verified is kept for the next run. */
   close(): Promise<void>;
 }
 
-/** The sink of a sync as a store's next version: what it wrote, and how many chunks the head lacked. */
+/** The sink of a sync as a store's next version: what it wrote, and which chunks the head lacked. */
 export interface NextVersionSink extends ChunkSink<{ version: number }> {
   readonly writtenBytes: number;
   readonly changedChunks: number;
+  /** The indices of those chunks (stored with their records, restored ones included), increasing. */
+  readonly changedIndices: Uint32Array;
 }
 
 /** A store a catch-up can move forward (`@bpavl/store`'s `State`). */
@@ -122,6 +127,20 @@ export interface CatchUpResult {
   writtenBytes: number;
   /** Chunks that differed from every chunk of the old version. */
   changedChunks: number;
+  /**
+   * Which chunks changed: the index, in the NEW version's chunk order
+   * (0 … its chunk count − 1), of each of the `changedChunks` chunks that
+   * differ from every chunk of the old version, in increasing order. These
+   * are the chunks the catch-up stored at the new version, whether this
+   * run fetched them (their leaves and missing entries, or whole) or took
+   * them back from an interrupted run. Every other index of the new
+   * version is a chunk of the old version, shared unchanged (by hash, its
+   * entries the same), though maybe at another index: inserts and deletes
+   * before it shift it. Empty when nothing changed (the store's head was
+   * the root already, or the new version holds only the old one's chunks).
+   * The same in the fallback (`wholeChunks`): the chunks it stored.
+   */
+  changedIndices: Uint32Array;
   /** Of those, the ones an interrupted run stored (never fetched again), and the ones whose leaves this run fetched. */
   restoredChunks: number;
   fetchedChunks: number;
@@ -287,6 +306,7 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
     bytes: before.bytes + r.bytes,
     writtenBytes: sink!.writtenBytes,
     changedChunks: sink!.changedChunks,
+    changedIndices: sink!.changedIndices,
     restoredChunks: r.restored,
     fetchedChunks: r.chunkCount - r.restored,
     requests: before.requests + r.chunkCount - r.restored + r.refetches,
@@ -468,7 +488,7 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
       await Promise.race(heldSince === undefined ? running : [...running, new Promise((r) => setTimeout(r, GATHER_MS))]);
     }
     await Promise.all(running);
-    const { version, liars } = await session.finish();
+    const { version, liars, changedIndices } = await session.finish();
     for (const tag of new Set(liars)) {
       const peer = pool.peers[tag];
       if (peer !== undefined) pool.ban(peer, 'KEY_COPY_MISMATCH', 'sent a key copy that is not the smallest key of its right subtree');
@@ -481,6 +501,7 @@ async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUp
       bytes,
       writtenBytes: session.writtenBytes,
       changedChunks: session.changedChunks,
+      changedIndices,
       restoredChunks: session.restoredChunks,
       fetchedChunks,
       requests,
