@@ -5,7 +5,6 @@
  * @module
  */
 
-import type { CatchUpSession, CatchUpTarget } from '@bpavl/light-client/sync';
 import { count, mb, secondsText, shortHex } from './format.js';
 
 /** One published head (`/head.json`), oldest first. */
@@ -39,74 +38,6 @@ export function pollHeads(everyMs: number, onHeads: (heads: PublishedHead[]) => 
   };
   void poll();
   setInterval(() => void poll(), everyMs);
-}
-
-/**
- * The store a catch-up moves forward, watched for the chunks of the new
- * version it fetched, by index, for the grid: the catch-up's events name
- * requests, not chunks. A changed chunk's leaves are asked by tree path
- * (or, from a peer that predates them, the chunk whole by index); the
- * store's session knows a path's index once the counts left of it are in,
- * so the paths are turned into indices just before it commits. Nothing is
- * changed on the way: every call goes to the store as it came.
- */
-export function watchChangedChunks(store: CatchUpTarget): { store: CatchUpTarget; changed: () => ReadonlySet<number> } {
-  const indices = new Set<number>();
-  const watched: CatchUpTarget = {
-    pendingSync: () => store.pendingSync(),
-    syncSink: (root, options) => store.syncSink(root, options),
-    catchUpSession: async (root) => {
-      const s = await store.catchUpSession(root);
-      const paths: Uint8Array[] = [];
-      const session: CatchUpSession = {
-        get fromVersion() {
-          return s.fromVersion;
-        },
-        get version() {
-          return s.version;
-        },
-        get isFetched() {
-          return s.isFetched;
-        },
-        get changedChunks() {
-          return s.changedChunks;
-        },
-        get writtenBytes() {
-          return s.writtenBytes;
-        },
-        get restoredChunks() {
-          return s.restoredChunks;
-        },
-        pieces: (limit) => s.pieces(limit),
-        add: (piece, payload, source) => {
-          s.add(piece, payload, source); // throws for a lie: then nothing was taken
-          if (piece.kind === 'leaves') paths.push(piece.path);
-        },
-        addTopChunk: (envelope) => {
-          const one = s.addTopChunk(envelope);
-          if (one) indices.add(0); // the tree is that one chunk: it changed, since the root did
-          return one;
-        },
-        chunkIndex: (path) => s.chunkIndex(path),
-        addChunk: (path, index, envelope) => {
-          s.addChunk(path, index, envelope);
-          indices.add(index);
-        },
-        settle: () => s.settle(),
-        finish: async () => {
-          await s.settle();
-          for (const path of paths) {
-            const i = s.chunkIndex(path);
-            if (i !== undefined) indices.add(i);
-          }
-          return s.finish();
-        },
-        close: () => s.close(),
-      };
-      return session;
-    },
-  };
-  return { store: watched, changed: () => indices };
 }
 
 /** One finished catch-up, as the list shows it. */

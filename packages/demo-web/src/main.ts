@@ -9,7 +9,7 @@ import { type CatchUpResult, catchUp, SyncError, type SyncEvent, syncState } fro
 import type { State } from '@bpavl/store';
 import { ThroughputChart } from './chart.js';
 import { bytesText, count, fromHex, mb, msText, rateText, secondsText, shortHex, toHex } from './format.js';
-import { CatchUpList, type PublishedHead, pollHeads, watchChangedChunks } from './follow.js';
+import { CatchUpList, type PublishedHead, pollHeads } from './follow.js';
 import { ChunkGrid } from './grid.js';
 import { LocalState } from './local.js';
 import { SyncModel } from './model.js';
@@ -122,10 +122,10 @@ function describeChunk(index: number): { label: string; html: string } {
   const words = {
     pending: 'pending',
     inflight: 'in flight',
-    verified: up ? `verified, in this browser's version ${up.version} (${up.what})` : 'verified',
+    verified: 'verified',
     rejected: 'rejected, waiting for another peer',
     restored: 'restored from this browser (verified by an earlier run)',
-    changed: `changed: fetched by the catch-up to ${up?.what ?? 'the new root'} and verified`,
+    changed: `changed: fetched by the catch-up to ${up?.what ?? 'the new root'} (or a run of it that was interrupted) and verified`,
     kept: `unchanged: kept from this browser's version ${up?.fromVersion ?? '?'}, not fetched`,
   }[state];
   const lines = [`<strong>Chunk ${index}</strong> · ${words}`];
@@ -536,9 +536,8 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
     // The user (or the head) asked for this root: an unfinished catch-up to another root is dropped.
     const other = state.pendingCatchUp();
     if (other && toHex(other) !== hex) await state.discardSync();
-    const watch = watchChangedChunks(state);
     const r = await catchUp({
-      store: watch.store,
+      store: state,
       root,
       peers: ds.map((d) => d.address),
       signal: ctl.signal,
@@ -558,19 +557,16 @@ async function follow(state: State, root: Uint8Array, ds: Dial[]): Promise<void>
     rootInput.value = hex;
     catchUps.add(caughtUpRow(r, published, head.chunkCount), peerLabel);
     // The grid now describes the version caught up to (its chunk count may differ): what this catch-up changed, and what it kept.
-    const changed = watch.changed();
-    model.showVersion(head.chunkCount, changed, changed.size === r.changedChunks);
+    model.showVersion(head.chunkCount, r.changedIndices);
     lastModel = model;
     gridCatchUp = { fromVersion: r.fromVersion, version: r.version, what };
     gridEl.dataset.root = hex;
     drawGrid(model);
     progressBar.max = head.chunkCount;
     progressBar.value = head.chunkCount;
-    const unlocated = r.changedChunks - changed.size;
     progressText.textContent =
       `Caught up to ${what}: ${mb(r.bytes)} fetched${published ? ` of ≈ ${mb(published.bytes)} for a full sync` : ''}; ` +
-      `${count(r.changedChunks)} of ${count(head.chunkCount)} chunks changed` +
-      (unlocated > 0 ? ` (${count(unlocated)} of them ${r.wholeChunks ? 'fetched whole' : 'taken back from an interrupted run'}, not marked on the grid: the other chunks are shown only as verified).` : '.');
+      `${count(r.changedChunks)} of ${count(head.chunkCount)} chunks changed.`;
     showBanner(
       'verified',
       `<h2>✓ Caught up to <span data-field="version">${esc(what)}</span>: root verified</h2>

@@ -295,18 +295,16 @@ export class SyncModel {
 
   /**
    * The version a catch-up made, as the grid shows it: `chunkCount` cells;
-   * `changed` the chunks it fetched (each differs from every chunk of the
-   * version before); the others kept from that version when `changed` is
-   * all of them, else only verified (a changed chunk an interrupted run
-   * stored, or a catch-up that fetched every chunk whole, is not located).
+   * `changed` (the catch-up's `changedIndices`: increasing indices in this
+   * version's chunk order) the chunks it stored, each different from every
+   * chunk of the version before; the others kept from that version.
    */
-  showVersion(chunkCount: number, changed: ReadonlySet<number>, complete: boolean): void {
+  showVersion(chunkCount: number, changed: Uint32Array): void {
     this.chunkCount = chunkCount;
     this.totalChanged = true;
     this.cells.clear();
-    for (let i = 0; i < chunkCount; i++) {
-      this.cells.set(i, { state: changed.has(i) ? 'changed' : complete ? 'kept' : 'verified', requests: 0, rejections: [] });
-    }
+    for (let i = 0; i < chunkCount; i++) this.cells.set(i, { state: 'kept', requests: 0, rejections: [] });
+    for (const i of changed) if (i < chunkCount) this.cells.get(i)!.state = 'changed';
   }
 
   /** Adds a throughput sample (call on a timer while the sync runs). */

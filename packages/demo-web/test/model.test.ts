@@ -65,14 +65,15 @@ describe('SyncModel', () => {
     expect(m.peers.get(A)).toMatchObject({ status: 'banned', rejected: 0 });
   });
 
-  it('shows the version a catch-up made: changed and kept chunks, or only verified ones when not all are located', () => {
+  it('shows the version a catch-up made: its changed chunks, and the others kept', () => {
     const m = new SyncModel([], 0);
-    m.showVersion(4, new Set([1, 3]), true);
+    m.showVersion(4, Uint32Array.of(1, 3));
     expect([...m.cells.values()].map((c) => c.state)).toEqual(['kept', 'changed', 'kept', 'changed']);
     expect(m.chunkCount).toBe(4);
     expect(m.totalChanged).toBe(true);
-    m.showVersion(3, new Set([0]), false);
-    expect([...m.cells.values()].map((c) => c.state)).toEqual(['changed', 'verified', 'verified']);
+    m.showVersion(3, new Uint32Array(0));
+    expect([...m.cells.values()].map((c) => c.state)).toEqual(['kept', 'kept', 'kept']);
+    expect([...m.cells.keys()]).toEqual([0, 1, 2]);
   });
 
   it('notes a rejection that came after the chunk verified', () => {
