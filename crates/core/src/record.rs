@@ -497,7 +497,8 @@ impl ChunkRecord {
                 let mut edits = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     let op = r.u8()?;
-                    let position = r.varint()? as usize;
+                    // Not cast first: on wasm32 2^32 + 16 would wrap to 16 and pass the check of `< slots`.
+                    let position = usize::try_from(r.varint()?).map_err(|_| StoreError::Corrupt)?;
                     edits.push(match op {
                         0 => Edit::Set { position, entry: Ref::read(&mut r)? },
                         1 => Edit::Insert { position, key: r.key()?.to_vec(), entry: Ref::read(&mut r)? },

@@ -409,10 +409,12 @@ pub fn verify_entries<'a>(
 ) -> Result<Vec<VerifiedEntry<'a>>, ProofError> {
     let positions = bitmap_positions(bitmap, leaves.len())?;
     let mut r = Reader::plain(bytes);
-    let k = r.varint()? as usize;
-    if k == 0 || k > positions.len() {
+    // Compared as read: on wasm32 a cast first would wrap 2^32 + 1 to 1.
+    let k = r.varint()?;
+    if k == 0 || k > positions.len() as u64 {
         return Err(ProofError::CountInvalid);
     }
+    let k = k as usize;
     let mut out = Vec::with_capacity(k);
     for &p in &positions[..k] {
         let (key, value) = (r.key()?, r.value()?);

@@ -2,10 +2,12 @@
 // (spec/store-format.md): the keys of records.ts, and the records it decodes
 // through the WASM exports (store, version, values and entry records, and
 // sync progress records through StoreSync, which decodes them: the store
-// never does). Node and chunk records are read only inside the core's
-// loader, whose Rust suite checks them (crates/core/tests/vectors.rs).
+// never does; chunk deltas through the loader of Pages, which applies them
+// to their base and checks the chunk's hash). Node and full chunk records
+// are read only inside the core's loader, whose Rust suite checks them
+// (crates/core/tests/vectors.rs).
 import { describe, expect, it } from 'vitest';
-import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, heldValue, init, StoreSync } from '@bpavl/wasm';
+import { decodeStoreRecord, decodeVersionRecord, encodeStoreRecord, entryValue, heldValue, init, Pages, StoreSync } from '@bpavl/wasm';
 import { indexOfProgress, progressKey, staleRecord, staleTable, valuesKeys, versionKey, versionOf } from '../src/records.ts';
 import { hex, loadVectors, thrown, toHex } from '../../bpavl-wasm/test/helpers.ts';
 
@@ -59,6 +61,28 @@ describe('store records', () => {
     for (const c of vectors.entry.invalid) {
       expect([c.why, codeOf(() => entryValue(entryKey(c.entry_hash), hex(c.record), hex(c.key)))]).toEqual([c.why, c.code]);
     }
+  });
+
+  it("chunk deltas load, through their base, to the chunk's entry hashes; invalid ones are refused", () => {
+    // The LEAVES answer of a one-chunk version whose top is the delta, keyed by its chunk hash
+    // (the birth only locates it); every other chunk record asked for is given the base.
+    const leaves = (c: { capacity: number; chunk_hash: string; record: string; base_record: string }): Uint8Array => {
+      using pages = new Pages(c.capacity, 1 << 22);
+      const key = hex(`${'00'.repeat(7)}02${c.chunk_hash}`);
+      for (let round = 0; round < 8; round++) {
+        const r = pages.exportLeaves('chunks', key, Uint8Array.of(0));
+        if ('done' in r) return r.done;
+        for (const [table, k] of r.need) {
+          pages.supply(table, k, table !== 'chunks' ? undefined : toHex(k) === toHex(key) ? hex(c.record) : hex(c.base_record));
+        }
+      }
+      throw new Error('no answer in 8 rounds');
+    };
+    for (const c of vectors.chunk_delta.valid) {
+      const hashes = c.slots.map((s: { entry_hash?: string; entry?: { hash: string } }) => s.entry_hash ?? s.entry!.hash).join('');
+      expect([c.description, toHex(leaves(c))]).toEqual([c.description, `0f${c.slots.length.toString(16).padStart(2, '0')}${hashes}`]);
+    }
+    for (const c of vectors.chunk_delta.invalid) expect([c.why, codeOf(() => leaves(c))]).toEqual([c.why, c.code]);
   });
 
   it('sync progress records name their chunk record and are taken back by a new run of the sync; invalid ones are refused', () => {

@@ -363,6 +363,15 @@ pub fn catchup(t: &Trees) -> Value {
         &cat(&[&[positions.len() as u8 + 1], &answer[1..]]),
         "COUNT_INVALID",
     );
+    let mut wide = Vec::new();
+    put_varint(&mut wide, (1 << 32) + 1);
+    entries_case(
+        &mut f,
+        "k = 2^32 + 1, above the positions asked (a reader that casts k to 32 bits first reads 1)",
+        &bitmap,
+        &cat(&[&wide, &answer[1..]]),
+        "COUNT_INVALID",
+    );
     entries_case(
         &mut f,
         "k with a redundant zero group",

@@ -528,7 +528,7 @@ fn delta_part(store: &Store, r: Ref, one_group: (&Store, Ref)) -> Part {
         "the base's last 9 slots deleted (9 deletes at position 16): one group, the base's group 0, so none changed",
         capacity,
         &shrunk_ref,
-        &ChunkRecord::Delta(shrink).encode(),
+        &ChunkRecord::Delta(shrink.clone()).encode(),
         &base_record,
     ));
     let (small, small_base) = one_group;
@@ -586,6 +586,14 @@ fn delta_part(store: &Store, r: Ref, one_group: (&Store, Ref)) -> Part {
         with_edits(vec![Edit::Set { position: 25, entry: new_entry }]),
     );
     bad("a delete at position 25, past the 25 slots", r.hash, with_edits(vec![Edit::Delete { position: 25 }]));
+    // Read as 16 by a 32-bit reader that casts a position before checking it: the valid delta above.
+    let mut wrapped = shrink;
+    wrapped.edits[0] = Edit::Delete { position: (1 << 32) + 16 };
+    bad(
+        "the first of the 9 deletes of the base's last 9 slots at position 2^32 + 16, past the 25 slots",
+        shrunk_ref.hash,
+        ChunkRecord::Delta(wrapped).encode(),
+    );
     bad(
         "an insert at position 26, past the end (25)",
         r.hash,
