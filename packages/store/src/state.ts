@@ -298,6 +298,12 @@ export class State {
   #sinkOpening = false;
   /** Whether a bulk load runs: it takes no other write meanwhile. */
   #bulkLoading = false;
+  /**
+   * One list per `refresh` running, of the versions (and roots) that reads
+   * found pruned or rolled back meanwhile (`#reading`): the records that
+   * refresh read may predate that, and it must not list them again.
+   */
+  readonly #goneWhileRefreshing = new Set<Array<readonly [number, Uint8Array]>>();
   /** The question `Pages` is answering now (`#ask`). */
   #asking: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -879,24 +885,41 @@ export class State {
    * another root (the new record takes its place). Each record is checked
    * as at open, but a record that fails is left out, not thrown: it is
    * returned with its `STORE_CORRUPT`, and the other versions stay
-   * readable. A writable state holds the writer's lock, so its list is the
-   * database's already: it returns at once.
+   * readable. A version that a read of this state found pruned or rolled
+   * back while the records were read (`VERSION_UNKNOWN`) is not listed
+   * again from records read before that. A writable state holds the
+   * writer's lock, so its list is the database's already: it returns at
+   * once.
    */
   async refresh(): Promise<DamagedVersion[]> {
     this.#open();
     if (!this.#backend.readOnly) return [];
-    const meta = await this.#backend.get('meta', STORE_KEY);
-    // An empty store takes the capacity of the first tree synced into it (`commitSynced`).
-    if (meta !== undefined && this.#versions.size === 0) {
-      const capacity = decodeStoreRecord(meta);
-      if (capacity !== this.#capacity) {
-        this.#pages.free();
-        this.#pages = new Pages(capacity, this.#cacheBytes);
-        this.#capacity = capacity;
+    const gone: Array<readonly [number, Uint8Array]> = [];
+    this.#goneWhileRefreshing.add(gone);
+    let read: Awaited<ReturnType<typeof readVersions>>;
+    try {
+      const meta = await this.#backend.get('meta', STORE_KEY);
+      // An empty store takes the capacity of the first tree synced into it (`commitSynced`).
+      if (meta !== undefined && this.#versions.size === 0) {
+        const capacity = decodeStoreRecord(meta);
+        if (capacity !== this.#capacity) {
+          this.#pages.free();
+          this.#pages = new Pages(capacity, this.#cacheBytes);
+          this.#capacity = capacity;
+        }
       }
+      read = await readVersions(this.#backend, this.#capacity);
+    } finally {
+      this.#goneWhileRefreshing.delete(gone);
     }
-    const { versions, damaged } = await readVersions(this.#backend, this.#capacity);
+    const { versions, damaged } = read;
     this.#open();
+    // A version that a read found gone while these records were read (pruned or rolled back after
+    // the scan passed it) stays out: that read saw the database later than the scan did.
+    for (const [version, root] of gone) {
+      const stored = versions.get(version);
+      if (stored !== undefined && compareBytes(stored.root, root) === 0) versions.delete(version);
+    }
     for (const [version, held] of [...this.#versions]) {
       const stored = versions.get(version);
       if (stored === undefined || compareBytes(stored.root, held.root) !== 0) this.#forget(version);
@@ -930,6 +953,8 @@ export class State {
     } catch (e) {
       // Errors come from this package and from the WASM core: told by their code.
       if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT' || (await this.isRetained(version).catch(() => true))) throw e;
+      const held = this.#versions.get(version);
+      if (held !== undefined) for (const gone of this.#goneWhileRefreshing) gone.push([version, held.root]);
       this.#forget(version);
       if (version === this.#head) this.#head = lastKey(this.#versions);
       throw new StoreError('VERSION_UNKNOWN', `version ${version} was pruned or rolled back by another process`);
