@@ -27,7 +27,7 @@ import { GET_HELP, RANGE_HELP, runGet, runRange } from './query-command.ts';
 import { hintFor, runSync, SYNC_USAGE } from './sync-command.ts';
 import { buildWorkloadTree } from './workload.ts';
 import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
-import { openState, type State } from '@bpavl/store';
+import { holdsNoState, openState, type State } from '@bpavl/store';
 
 /** A usage error: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
@@ -72,6 +72,14 @@ Tree:
                        answer and before an UNKNOWN_ROOT one, at most every 250 ms. A store with
                        no version yet is served from none (ROOTS lists nothing until one is
                        committed); a directory with no store is refused (STORE_NOT_A_DATABASE)
+  --wait-for-store     with --db: a directory with no store yet (missing, empty, or one whose
+                       first writer has not set it up) is not refused: served from none, and
+                       the store is opened once a writer (sync --db, import, generate --db) has
+                       made it, tried before a ROOTS answer and before an UNKNOWN_ROOT one, at
+                       most every 250 ms. A flag, not the default: without it a mistyped --db
+                       fails at once instead of serving nothing. A directory holding something
+                       that is not a store is refused all the same (STORE_NOT_A_DATABASE, or
+                       STORE_CORRUPT for a store whose data file was removed or truncated)
 
 Listening:
   --host H             interface (default 127.0.0.1)
@@ -203,6 +211,7 @@ const serveOptions = {
   verbose: { type: 'boolean' },
   'exit-on-stdin-end': { type: 'boolean' },
   'cache-chunks': { type: 'boolean' },
+  'wait-for-store': { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 type ServeValues = ReturnType<typeof parseArgs<{ options: typeof serveOptions }>>['values'];
@@ -222,6 +231,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         throw new UsageError('--db and --file/--entries/--chunk/--seed exclude each other');
       }
       if (v.root !== undefined && v.file === undefined) throw new UsageError('--root needs --file');
+      if (v['wait-for-store'] && v.db === undefined) throw new UsageError('--wait-for-store needs --db');
       let expectedRoot: Uint8Array | undefined;
       if (v.root !== undefined) {
         try {
@@ -249,14 +259,27 @@ export function serveCommand(ext?: ServeExtension): Command {
       let tree: Tree | undefined;
       let state: State | undefined;
       let workload: WorkloadArgs;
+      /** `--wait-for-store` on a directory with no store yet. */
+      let noStore = false;
       if (v.db !== undefined) {
+        const db = v.db;
         // Read as asked, through the store's chunk cache: memory stays bounded at any size.
         // A directory with no database (missing, empty, not a store) is STORE_NOT_A_DATABASE here.
-        state = await openState({ path: v.db, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES });
-        // A store with no committed version yet (a sync or a first import under way) is served too:
-        // ROOTS lists nothing and other requests are UNKNOWN_ROOT until a version is committed.
-        source = followed = new FollowedState(state, { ...(log && { log }), warn: (m) => process.stderr.write(`bpavl serve: ${m}\n`) });
-        workload = { entryCount: state.head()?.entryCount ?? 0, capacity: state.capacity, seed: 0n };
+        const open = () => openState({ path: db, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES });
+        const report = { ...(log && { log }), warn: (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) };
+        if (v['wait-for-store'] && (await holdsNoState(db))) {
+          // No store yet: served from none, and opened once a writer has made it (what is not a
+          // store, there now or later, is opened to say why: refused now, warned of later).
+          source = followed = FollowedState.awaiting(async () => ((await holdsNoState(db)) ? undefined : open()), report);
+          noStore = true;
+          workload = { entryCount: 0, capacity: 256, seed: 0n }; // a new store's default capacity; the JSON line says null
+        } else {
+          state = await open();
+          // A store with no committed version yet (a sync or a first import under way) is served too:
+          // ROOTS lists nothing and other requests are UNKNOWN_ROOT until a version is committed.
+          source = followed = new FollowedState(state, report);
+          workload = { entryCount: state.head()?.entryCount ?? 0, capacity: state.capacity, seed: 0n };
+        }
       } else {
         let snapshot: Snapshot;
         if (v.file !== undefined) {
@@ -296,7 +319,7 @@ export function serveCommand(ext?: ServeExtension): Command {
         version: head?.version ?? null,
         chunkCount: head?.chunkCount ?? 0,
         entryCount: workload.entryCount,
-        capacity: workload.capacity,
+        capacity: noStore ? null : workload.capacity,
         versions: served.length,
         ws: peer.wsUrl ?? null,
         libp2p: peer.libp2pAddrs[0] ?? null,
@@ -307,7 +330,9 @@ export function serveCommand(ext?: ServeExtension): Command {
         process.stdout.write(`${JSON.stringify(info)}\n`);
       } else {
         const lines = [
-          ...(head === undefined
+          ...(noStore
+            ? [`root      (none yet: no store in ${v.db}; once a writer makes one, each version committed is served as it comes)`]
+            : head === undefined
             ? ['root      (none yet: no version committed; each one committed is served as it comes)']
             : [`root      ${info.root}`, `version   ${info.version}`, `chunks    ${info.chunkCount} (${info.entryCount} entries, chunk capacity ${info.capacity})`]),
           `ws        ${info.ws ?? '(off)'}`,

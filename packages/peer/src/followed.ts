@@ -12,6 +12,11 @@
  * committed is served it). An idle server then reads nothing, and no
  * answer rests on a list older than the interval. Reads run one at a time
  * and start at least `FOLLOW_INTERVAL_MS` apart, whatever the requests.
+ *
+ * A directory with no store yet (`serve --db --wait-for-store`) is followed
+ * the same way (`FollowedState.awaiting`): each of these reads tries to
+ * open the store instead, nothing is served until one opens, and then its
+ * versions are followed as above.
  * @module
  */
 
@@ -39,7 +44,9 @@ export interface FollowLog {
  * ```
  */
 export class FollowedState implements TreeSource {
-  readonly #state: State;
+  #state: State | undefined;
+  /** With `awaiting`: opens the store, `undefined` while there is none yet; the state it gives is this one's to close. */
+  readonly #opener: (() => Promise<State | undefined>) | undefined;
   readonly #report: FollowLog;
   #served: StaticTreeSource;
   /** The versions whose records failed their checks at the last read, and whether the read itself failed (each reported once). */
@@ -52,12 +59,42 @@ export class FollowedState implements TreeSource {
   #next: Promise<void> | undefined;
   #closed = false;
 
-  /** Serves the versions `state` holds now, and reports those whose records failed their checks (`damagedVersions()`). */
-  constructor(state: State, report: FollowLog) {
-    this.#state = state;
+  /**
+   * Serves the versions `state` holds now, and reports those whose records
+   * failed their checks (`damagedVersions()`). The caller closes `state`,
+   * after `close()`.
+   */
+  constructor(state: State, report: FollowLog);
+  /** @internal `awaiting`'s. */
+  constructor(state: { awaitStore: () => Promise<State | undefined> }, report: FollowLog);
+  constructor(state: State | { awaitStore: () => Promise<State | undefined> }, report: FollowLog) {
     this.#report = report;
-    this.#served = new StaticTreeSource(state.versions().map((v) => storedVersion(state, v)));
-    this.#warnDamaged(state.damagedVersions());
+    if ('awaitStore' in state) {
+      this.#opener = state.awaitStore;
+      this.#served = new StaticTreeSource([]);
+      return;
+    }
+    const opened = state as State;
+    this.#state = opened;
+    this.#served = new StaticTreeSource(opened.versions().map((v) => storedVersion(opened, v)));
+    this.#warnDamaged(opened.damagedVersions());
+  }
+
+  /**
+   * A directory that holds no store yet: serves no version, and calls
+   * `open` where a followed state would read its version records again
+   * (on demand, one at a time, at least `FOLLOW_INTERVAL_MS` apart), until
+   * it gives a state (`undefined`: still none; a throw is reported once,
+   * and the next read tries again). That state is then followed, and
+   * `close()` closes it.
+   */
+  static awaiting(open: () => Promise<State | undefined>, report: FollowLog): FollowedState {
+    return new FollowedState({ awaitStore: open }, report);
+  }
+
+  /** The state followed; `undefined` while an awaited store is not open yet. */
+  get state(): State | undefined {
+    return this.#state;
   }
 
   trees(): readonly AnyServedTree[] {
@@ -98,22 +135,43 @@ export class FollowedState implements TreeSource {
     return this.#next;
   }
 
-  /** Lets the read running now end; no read starts after it (close the state then). */
+  /** Lets the read running now end; no read starts after it (close the state then, unless `awaiting` opened it: closed here). */
   async close(): Promise<void> {
     this.#closed = true;
     await this.#running;
+    if (this.#opener !== undefined) await this.#state?.close();
   }
 
-  /** One read of the version records; a failure leaves the list as it was, and the next read tries again. */
+  /** One read of the version records (or an open of the awaited store); a failure leaves the list as it was, and the next read tries again. */
   async #read(): Promise<void> {
+    const state = this.#state;
     try {
-      this.#warnDamaged(await this.#state.refresh());
-      this.#serve(this.#state.versions());
+      if (state === undefined) {
+        await this.#openAwaited();
+      } else {
+        this.#warnDamaged(await state.refresh());
+        this.#serve(state.versions());
+      }
       this.#failing = false;
     } catch (e) {
-      if (!this.#closed && !this.#failing) this.#report.warn(`reading the version records failed, serving the versions as before: ${describe(e)}`);
+      const what = state === undefined ? 'opening the store failed, serving no version until it opens' : 'reading the version records failed, serving the versions as before';
+      if (!this.#closed && !this.#failing) this.#report.warn(`${what}: ${describe(e)}`);
       this.#failing = true;
     }
+  }
+
+  /** Opens the awaited store if it is there now, and serves its versions. */
+  async #openAwaited(): Promise<void> {
+    const state = await this.#opener!();
+    if (state === undefined) return;
+    if (this.#closed) {
+      await state.close();
+      return;
+    }
+    this.#state = state;
+    this.#report.log?.(`the store was made: following it (${state.versions().length} versions)`);
+    this.#warnDamaged(state.damagedVersions());
+    this.#serve(state.versions());
   }
 
   /** Reports each damaged version not reported at the last read. */
@@ -128,7 +186,8 @@ export class FollowedState implements TreeSource {
   #serve(versions: VersionInfo[]): void {
     const key = (t: { version: number; root: Uint8Array }) => `${t.version} ${toHex(t.root)}`;
     const held = new Map(this.#served.trees().map((t) => [key(t), t]));
-    const trees = versions.map((v) => held.get(key(v)) ?? storedVersion(this.#state, v));
+    const state = this.#state!;
+    const trees = versions.map((v) => held.get(key(v)) ?? storedVersion(state, v));
     const now = new Set(trees);
     for (const t of trees) if (!held.has(key(t))) this.#report.log?.(`serving version ${t.version} (root ${toHex(t.root)})`);
     for (const t of held.values()) if (!now.has(t)) this.#report.log?.(`version ${t.version} was pruned or rolled back by another process: no longer served`);

@@ -5,12 +5,13 @@
 // the version for), and the read that ends after that must not list it
 // again in ROOTS. Deterministic: the reader's backend holds the end of its
 // scan of the version records until the prune and the request are done.
-// Every wait is bounded.
+// And `FollowedState.awaiting`: a directory with no store is served empty
+// until a writer makes one. Every wait is bounded.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openState, type State, TABLES } from '@bpavl/store';
+import { holdsNoState, openState, type State, TABLES } from '@bpavl/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import type { StorageBackend } from '../../storage/src/port.ts';
@@ -115,6 +116,48 @@ describe('FollowedState', { timeout: 60_000 }, () => {
       await followed?.close();
       await reader?.close();
       await writer.close();
+    }
+  });
+
+  it('awaiting a store: serves nothing, opens nothing while the directory holds no store, then follows the one a writer makes', async () => {
+    const db = join(dir, 'awaited', 'state');
+    expect(await holdsNoState(db)).toBe(true);
+    const logged: string[] = [];
+    const warnings: string[] = [];
+    let opens = 0;
+    const followed = FollowedState.awaiting(
+      async () => {
+        if (await holdsNoState(db)) return undefined;
+        opens++;
+        return openState({ path: db, readOnly: true });
+      },
+      { log: (m) => logged.push(m), warn: (m) => warnings.push(m) },
+    );
+    let writer: State | undefined;
+    try {
+      expect(followed.trees()).toEqual([]);
+      expect(followed.state).toBeUndefined();
+      await followed.update(true);
+      expect(opens).toBe(0);
+      expect(followed.state).toBeUndefined();
+      expect(followed.trees()).toEqual([]);
+      const w = (writer = await openState({ path: db, capacity: 8 }));
+      // Made, no version yet: opened, and served empty.
+      await followed.update(true);
+      expect(opens).toBe(1);
+      expect(followed.state).toBeDefined();
+      expect(followed.trees()).toEqual([]);
+      await w.put(key(1), value(1, 1));
+      const { root } = await w.commit();
+      await followed.update(true);
+      expect(followed.trees().map((t) => t.version)).toEqual([1]);
+      expect(followed.lookup(root)).toBeDefined();
+      expect(opens).toBe(1);
+      expect(logged.join('\n')).toMatch(/serving version 1/);
+      expect(warnings).toEqual([]);
+    } finally {
+      await followed.close();
+      await writer?.close();
     }
   });
 });

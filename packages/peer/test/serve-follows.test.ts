@@ -7,7 +7,10 @@
 // version record that fails its checks is not served, and the rest is,
 // whether it is damaged while serve runs or before serve starts. A store
 // with no version yet is served too (ROOTS lists nothing) until another
-// process commits one; a directory with no store is refused.
+// process commits one; a directory with no store is refused, unless
+// --wait-for-store: then it is served from none until another process
+// (sync --db, import, generate --db) makes the store, and what is not a
+// store is refused all the same.
 // Every wait is bounded.
 
 import type { ChildProcess } from 'node:child_process';
@@ -44,12 +47,19 @@ async function importEntries(db: string, name: string, entries: Record<string, s
   return r.out.root;
 }
 
+type ServeInfo = { ws: string; root: string | null; versions: number };
+
 /** `bpavl serve --db db` as a child: its first JSON line, and its stderr so far. */
-async function serveDb(db: string): Promise<{ child: ChildProcess; info: { ws: string; root: string | null; versions: number }; stderr: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--db', db, '--json', '--verbose', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'pipe'] });
+function serveDb(db: string, ...extra: string[]): Promise<{ child: ChildProcess; info: ServeInfo; stderr: () => string }> {
+  return serveChild(['--db', db, ...extra]);
+}
+
+/** `bpavl serve ARGS` as a child: its first JSON line, and its stderr so far. */
+async function serveChild(args: string[]): Promise<{ child: ChildProcess; info: ServeInfo; stderr: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args, '--json', '--verbose', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
-  const info = await new Promise<{ ws: string; root: string | null; versions: number }>((resolve, reject) => {
+  const info = await new Promise<ServeInfo>((resolve, reject) => {
     let buf = '';
     const t = setTimeout(() => reject(new Error(`serve --db did not start: ${err}`)), 30_000);
     child.once('exit', (code) => {
@@ -185,6 +195,94 @@ describe('bpavl serve --db follows the directory', { timeout: 120_000 }, () => {
       c.close();
       await stop(child);
     }
+  });
+
+  it('with --wait-for-store, a server started on an empty directory serves nothing, then the store a sync makes there, and the versions an import adds', async () => {
+    const db = join(dir, 'wait-empty');
+    await mkdir(db);
+    // The peer a sync into db takes its first version from.
+    const source = await serveChild(['--entries', '3000', '--chunk', '16', '--seed', '5']);
+    const { child, info, stderr } = await serveDb(db, '--wait-for-store');
+    const c = await wsClient(info.ws);
+    try {
+      expect(info).toMatchObject({ versions: 0, root: null, version: null, chunkCount: 0, entryCount: 0, capacity: null });
+      expect(await roots(c)).toEqual([]);
+      expect((await c.request({ kind: Kind.Chunk, root: bytes(source.info.root!), index: 0 })).status).toBe(Status.UnknownRoot);
+      await sleep(300);
+      expect(await roots(c)).toEqual([]);
+
+      // Another process syncs the directory's first version from the other peer: listed, and served (a whole sync from this server).
+      const first = await json(['sync', '--root', source.info.root!, '--peer', source.info.ws, '--db', db]);
+      expect(first.code, first.stderr).toBe(0);
+      await rootsBecome(c, [source.info.root!]);
+      const copy = await json(['sync', '--root', source.info.root!, '--peer', info.ws, '--db', join(dir, 'wait-empty-copy')]);
+      expect(copy.code, copy.stderr).toBe(0);
+      expect(copy.out).toMatchObject({ root: source.info.root, version: 1 });
+
+      // Another process imports a second version: asked for at once by its root, it is served, and a key read from it is proven.
+      const v2 = await importEntries(db, 'wait-v2', { 'waited key': 'waited value' });
+      const got = await json(['get', '--root', v2, '--peer', info.ws, '--utf8', 'waited key']);
+      expect(got.code, got.stderr).toBe(0);
+      expect(got.out.results).toEqual([{ key: hex('waited key'), value: hex('waited value') }]);
+      await rootsBecome(c, [source.info.root!, v2]);
+      expect(stderr()).toMatch(/the store was made: following it/);
+      expect(stderr()).toMatch(/serving version 2 \(root /);
+      expect(stderr()).not.toMatch(/failed/);
+    } finally {
+      c.close();
+      await stop(child);
+      await stop(source.child);
+    }
+  });
+
+  it('with --wait-for-store, a server started on a missing directory serves the store generate --db makes there', async () => {
+    const db = join(dir, 'wait-missing', 'state');
+    const { child, info } = await serveDb(db, '--wait-for-store');
+    const c = await wsClient(info.ws);
+    try {
+      expect(info).toMatchObject({ versions: 0, root: null });
+      expect(await roots(c)).toEqual([]);
+      const gen = await json(['generate', '--db', db, '--entries', '1000', '--chunk', '16', '--seed', '4']);
+      expect(gen.code, gen.stderr).toBe(0);
+      await rootsBecome(c, [gen.out.root]);
+      const chunk = await c.request({ kind: Kind.Chunk, root: bytes(gen.out.root), index: 0 });
+      expect(chunk.status).toBe(Status.Ok);
+      verifyChunk(bytes(gen.out.root), 0, chunk.payload);
+    } finally {
+      c.close();
+      await stop(child);
+    }
+  });
+
+  it('with --wait-for-store, a directory that holds what is not a store is refused all the same', async () => {
+    const notSqlite = join(dir, 'wait-not-sqlite');
+    await mkdir(notSqlite);
+    await writeFile(join(notSqlite, 'data.sqlite'), 'this is not a database at all, but it is long enough to have a header'.repeat(20));
+    const otherApp = join(dir, 'wait-other-app');
+    await mkdir(otherApp);
+    const other = new DatabaseSync(join(otherApp, 'data.sqlite'));
+    other.exec('CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES (1)');
+    other.close();
+    const truncated = join(dir, 'wait-truncated');
+    expect((await json(['generate', '--db', truncated, '--entries', '100', '--chunk', '16'])).code).toBe(0);
+    await rm(join(truncated, 'data.sqlite-wal'), { force: true });
+    await rm(join(truncated, 'data.sqlite-shm'), { force: true });
+    await writeFile(join(truncated, 'data.sqlite'), '');
+    const aFile = join(dir, 'wait-a-file');
+    await writeFile(aFile, 'a file, not a directory');
+    for (const [db, code] of [
+      [notSqlite, 'STORE_NOT_A_DATABASE'],
+      [otherApp, 'STORE_NOT_A_DATABASE'],
+      [truncated, 'STORE_CORRUPT'],
+      [aFile, 'STORE_NOT_A_DATABASE'],
+    ] as const) {
+      const r = await spawnCli(['serve', '--db', db, '--wait-for-store', '--libp2p-port', 'off', '--exit-on-stdin-end']).done;
+      expect(r.code, `${db}: ${r.stderr}`).toBe(1);
+      expect(r.stderr).toContain(`(${code})`);
+    }
+    const usage = await spawnCli(['serve', '--wait-for-store', '--libp2p-port', 'off', '--exit-on-stdin-end']).done;
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/--wait-for-store needs --db/);
   });
 
   it('a directory with no store (missing, empty, or another kind of file) is refused with STORE_NOT_A_DATABASE', async () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isStorageError } from '../src/errors.ts';
-import { openNodeBackend } from '../src/node/index.ts';
+import { holdsNoStore, openNodeBackend } from '../src/node/index.ts';
 import { DATA_FILE } from '../src/node/sqlite.ts';
 import { checkPrefix, checkStablePrefix, TABLES } from './batches.ts';
 import { kill, startChild, type Child } from './processes.ts';
@@ -95,6 +95,36 @@ describe('Node backend and files that are not its database', () => {
     expect(await codeOf(() => openNodeBackend({ path: join(dir, 'missing'), tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
     writeFileSync(join(dir, 'file'), 'x');
     expect(await codeOf(() => openNodeBackend({ path: join(dir, 'file'), tables: TABLES }))).toBe('STORE_IO');
+  });
+
+  it('holdsNoStore: true for what a writer has not made a store in yet, false for a store and for what is not one', async () => {
+    // Nothing yet: a reader's open is STORE_NOT_A_DATABASE, and a writer makes the store there.
+    expect(holdsNoStore(join(dir, 'missing', 'deeper'))).toBe(true);
+    expect(holdsNoStore(dir)).toBe(true);
+    writeFileSync(join(dir, 'notes.txt'), 'an operator\'s notes');
+    expect(holdsNoStore(dir)).toBe(true);
+    writeFileSync(join(dir, DATA_FILE), '');
+    expect(holdsNoStore(dir)).toBe(true); // a new database: what a writer leaves before it sets the file up
+    expect(await codeOf(() => openNodeBackend({ path: dir, tables: TABLES, readOnly: true }))).toBe('STORE_NOT_A_DATABASE');
+    const writer = await openNodeBackend({ path: dir, tables: TABLES });
+    expect(holdsNoStore(dir)).toBe(false);
+    await writer.close();
+    expect(holdsNoStore(dir)).toBe(false);
+    // Not a store: the open says what it is.
+    const notSqlite = mkdtempSync(join(dir, 'not-sqlite-'));
+    writeFileSync(join(notSqlite, DATA_FILE), 'these are not the bytes of a database, but they are long enough to look like a header '.repeat(20));
+    expect(holdsNoStore(notSqlite)).toBe(false);
+    const otherApp = mkdtempSync(join(dir, 'other-app-'));
+    const other = new DatabaseSync(join(otherApp, DATA_FILE));
+    other.exec("CREATE TABLE notes (body TEXT)");
+    other.close();
+    expect(holdsNoStore(otherApp)).toBe(false);
+    rmSync(join(dir, `${DATA_FILE}-wal`), { force: true });
+    rmSync(join(dir, `${DATA_FILE}-shm`), { force: true });
+    truncateSync(join(dir, DATA_FILE), 0);
+    expect(holdsNoStore(dir)).toBe(false); // store.made says a store was made: truncated (STORE_CORRUPT)
+    writeFileSync(join(dir, 'file'), 'x');
+    expect(holdsNoStore(join(dir, 'file'))).toBe(false);
   });
 
   it('a data file truncated to zero bytes, or removed, is STORE_CORRUPT, not a new empty store', async () => {

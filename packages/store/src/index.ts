@@ -76,3 +76,18 @@ export async function openState(options: OpenStateOptions): Promise<State> {
     throw e;
   }
 }
+
+/**
+ * Whether the state directory `path` holds no state yet, and nothing that
+ * is not one: it does not exist, is empty, or holds a database that its
+ * first writer has not set up yet. A writer (`openState({ path })`) makes
+ * the state there; until one has, a read-only open is
+ * `STORE_NOT_A_DATABASE`. `false` for a state, and for what a read-only
+ * open refuses for another reason (another file, a truncated store: open
+ * it to learn which). Node only (`@bpavl/storage/node`, `holdsNoStore`).
+ */
+export async function holdsNoState(path: string): Promise<boolean> {
+  if (typeof path !== 'string') throw new TypeError('path must be a string');
+  const { holdsNoStore } = await import('#path-backend');
+  return holdsNoStore(path);
+}

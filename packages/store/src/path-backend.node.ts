@@ -4,4 +4,4 @@
  * "imports"), so that browser bundles of the store never see `node:` modules.
  * @module
  */
-export { openNodeBackend as openPathBackend } from '../../storage/src/node/index.ts';
+export { holdsNoStore, openNodeBackend as openPathBackend } from '../../storage/src/node/index.ts';

@@ -3,4 +3,4 @@
  * `node:sqlite`; see sqlite.ts and docs/storage.md for why).
  * @module
  */
-export { openNodeBackend, type NodeBackendOptions } from './sqlite.ts';
+export { holdsNoStore, openNodeBackend, type NodeBackendOptions } from './sqlite.ts';

@@ -89,6 +89,55 @@ function markMade(path: string): void {
   }
 }
 
+/** The database's `application_id`, and whether it is new: no id set and no table (SQLite reads a zero-length file so). */
+function header(db: DatabaseSync): { id: number; fresh: boolean } {
+  const { application_id: id } = db.prepare('PRAGMA application_id').get() as { application_id: number };
+  return { id, fresh: id === 0 && (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0 };
+}
+
+/**
+ * Whether directory `path` holds no store yet, and nothing that a writer
+ * would refuse to make one in: it does not exist, or holds neither the
+ * made marker nor a data file, or its data file is a new database that no
+ * writer has set up yet (empty, unmarked). A writer opening it makes the
+ * store there; until one has, a read-only open is `STORE_NOT_A_DATABASE`.
+ * `false` for anything else, a store or not (open it to learn which): a
+ * data file that is not SQLite or is another application's, a truncated
+ * or removed store (the marker says one was made), a path that is not a
+ * directory or cannot be read. Reads only; creates nothing.
+ *
+ * @example
+ * ```ts
+ * if (holdsNoStore(path)) console.log('no store yet: waiting for a writer');
+ * else backend = await openNodeBackend({ path, tables, readOnly: true });
+ * ```
+ */
+export function holdsNoStore(path: string): boolean {
+  if (typeof path !== 'string') throw new TypeError('path must be a string');
+  let file: string;
+  try {
+    const dir = statSync(path, { throwIfNoEntry: false });
+    if (dir === undefined) return true;
+    if (!dir.isDirectory() || existsSync(join(path, MADE_FILE))) return false;
+    file = join(path, DATA_FILE);
+    const data = statSync(file, { throwIfNoEntry: false });
+    if (data === undefined) return true;
+    if (!data.isFile()) return false;
+    if (data.size === 0) return true;
+  } catch {
+    return false; // unreadable (EACCES, ENOTDIR, …): the open says why
+  }
+  let db: DatabaseSync | undefined;
+  try {
+    db = new DatabaseSync(file, { readOnly: true, timeout: BUSY_TIMEOUT_MS });
+    return header(db).fresh;
+  } catch {
+    return false; // not SQLite, or busy: the open says which
+  } finally {
+    db?.close();
+  }
+}
+
 function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<string>, mmapBytes: number): DatabaseSync {
   const file = join(path, DATA_FILE);
   const made = existsSync(join(path, MADE_FILE));
@@ -98,8 +147,7 @@ function openDatabase(path: string, readOnly: boolean, tables: ReadonlySet<strin
   try {
     guarded(`opening ${file}`, () => {
       // The first read of the header: a file that is not SQLite fails here (SQLITE_NOTADB).
-      const { application_id: id } = db.prepare('PRAGMA application_id').get() as { application_id: number };
-      const fresh = id === 0 && (db.prepare('SELECT count(*) AS n FROM sqlite_schema').get() as { n: number }).n === 0;
+      const { id, fresh } = header(db);
       if (fresh && made) throw new StorageError('STORE_CORRUPT', `${file} was truncated or replaced by an empty database`);
       // Empty and unmarked: a writer is making the store (or was killed doing so), which a reader cannot read yet.
       if (fresh && readOnly) throw new StorageError('STORE_NOT_A_DATABASE', `no store was made in ${path} yet`);
