@@ -73,6 +73,14 @@ describe('catchUp', () => {
     await expect(catchUp({ store, root, peers, connect, ...options })).rejects.toThrow(type);
     expect(connects).toBe(0);
   });
+
+  it('an aborted signal rejects with its reason before the store is touched, as syncState', async () => {
+    connects = 0;
+    await expect(catchUp({ store, root, peers, connect, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    const reason = new Error('stopped');
+    await expect(catchUp({ store, root, peers, connect, signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(connects).toBe(0);
+  });
 });
 
 describe('createClient', () => {

@@ -429,6 +429,50 @@ it('a stopped catch-up is resumed: nothing it stored is fetched again, a damaged
   await after.close();
 });
 
+it('a listener that throws cannot break a catch-up, as it cannot break a sync: the walk and the whole-chunk fallback complete, and the store is writable after', async () => {
+  const { base, next } = chain(3000, 16, 40);
+  let calls = 0;
+  const throwing = () => {
+    calls++;
+    throw new Error('listener');
+  };
+  for (const old of [false, true]) {
+    const path = await storeOf(base);
+    const url = (await serve(next, { old })).wsUrl!;
+    calls = 0;
+    const result = await run(path, next, [url], throwing);
+    expect(result, `old: ${old}`).toMatchObject({ fromVersion: 1, version: 2, banned: [], wholeChunks: old });
+    expect(calls).toBeGreaterThan(1); // told of every event still, its errors ignored
+    await expectHolds(path, next, 2);
+    const state = await openState({ path });
+    expect(state.pendingCatchUp()).toBeUndefined();
+    await state.put(enc('x'), enc('y'));
+    await state.close();
+  }
+});
+
+it('an aborted signal rejects with its reason before the store is touched, as syncState does: nothing is left pending, also for the head\'s own root', async () => {
+  const { base, next } = chain(3000, 16, 40);
+  const path = await storeOf(base);
+  const url = (await serve(next)).wsUrl!;
+  const state = await openState({ path });
+  try {
+    await expect(catchUp({ store: state, root: next.head().root, peers: [url], signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    expect(state.pendingCatchUp()).toBeUndefined();
+    expect(await state.pendingSync()).toBeUndefined();
+    // The head's own root (nothing to fetch) is rejected too, with the signal's reason.
+    const reason = new Error('stopped');
+    await expect(catchUp({ store: state, root: base.head().root, peers: [url], signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    await state.put(enc('x'), enc('y')); // no catch-up pending: not SYNC_PENDING
+  } finally {
+    await state.close();
+  }
+  const reopened = await openState({ path, readOnly: true });
+  expect(reopened.pendingCatchUp()).toBeUndefined();
+  expect(reopened.head()).toMatchObject({ version: 1 });
+  await reopened.close();
+});
+
 /** Versions 1 (`base`) and 2 (`next`) in a directory, served from storage by a peer over one read-only state, and a connection to it. */
 async function servedFromStorage() {
   const { base, next } = chain(3000, 16, 40);

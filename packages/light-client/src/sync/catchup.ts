@@ -19,6 +19,7 @@ import { PeerPool, type PoolPeer } from '../client/pool.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, RequestBody } from '../transport/types.js';
 import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
+import { notify } from '../listener.js';
 import { Kind, MAX_IN_FLIGHT_PER_CONNECTION, MAX_MULTI_CHUNKS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { multiParts } from '../wire/messages.js';
 import { DEFAULT_STALL_TIMEOUT_MS, syncState } from './engine.js';
@@ -97,7 +98,9 @@ export interface CatchUpOptions {
   root: Uint8Array;
   /** Peer addresses: `ws://host:port` URLs and libp2p multiaddrs. */
   peers: readonly string[];
+  /** Stops the catch-up: it rejects with the signal's reason (already aborted: before the store is touched). */
   signal?: AbortSignal;
+  /** Receives every {@link CatchUpEvent}; what it throws is ignored. */
   onEvent?: (event: CatchUpEvent) => void;
   connect?: Connect;
   /** Per-attempt deadline in ms (default 10,000). */
@@ -228,7 +231,9 @@ const TOP = Uint8Array.of(0);
  * (`wholeChunks` in the result; a stopped run of it is resumed as such).
  * Rejects with `SyncError` `NO_PEERS`, or `NO_HONEST_PEERS` when some piece
  * finds no peer that serves it honestly; with the store's errors (e.g.
- * `CAPACITY_MISMATCH`, `VERSION_UNKNOWN`); or with the signal's reason.
+ * `CAPACITY_MISMATCH`, `VERSION_UNKNOWN`); or with the signal's reason,
+ * at once and with the store untouched if it is aborted already. What an
+ * `onEvent` listener throws is ignored (it cannot break the catch-up).
  *
  * @example
  * ```ts
@@ -246,6 +251,8 @@ export async function catchUp(opts: CatchUpOptions): Promise<CatchUpResult> {
   optCountArg(opts.inflightPerPeer, 'inflightPerPeer', 1, MAX_IN_FLIGHT_PER_CONNECTION);
   optCountArg(opts.chunksPerRequest, 'chunksPerRequest', 1, MAX_MULTI_CHUNKS);
   if (opts.peers.length === 0) throw new SyncError('NO_PEERS', 'a catch-up needs at least one peer');
+  // As `syncState`: an aborted signal rejects before the store is touched (no catch-up session is opened).
+  if (opts.signal?.aborted) throw opts.signal.reason;
   const t0 = performance.now();
   const pending = await opts.store.pendingSync();
   if (pending !== undefined && equalBytes(pending.root, opts.root)) {
@@ -274,7 +281,7 @@ interface WalkLeftover {
  * (`spec/wire.md`, "Catch-up").
  */
 async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftover, resumed: boolean): Promise<CatchUpResult> {
-  const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
+  const emit = (e: CatchUpEvent) => notify(opts.onEvent, e); // a listener's error must not break the catch-up
   emit({ type: 'whole-chunks', resumed });
   let sink: NextVersionSink | undefined;
   const r = await syncState({
@@ -317,7 +324,9 @@ async function wholeChunks(opts: CatchUpOptions, t0: number, before: WalkLeftove
 
 /** The walk from the top: the catch-up itself, or (no peer serves `NODES`) what its fallback needs. */
 async function walk(opts: CatchUpOptions, t0: number): Promise<{ result: CatchUpResult } | WalkLeftover> {
-  const emit = (e: CatchUpEvent) => opts.onEvent?.(e);
+  const emit = (e: CatchUpEvent) => notify(opts.onEvent, e); // a listener's error must not break the catch-up
+  // Aborted while the store was asked for a stopped fallback: no session is opened either.
+  if (opts.signal?.aborted) throw opts.signal.reason;
   const session = await opts.store.catchUpSession(opts.root);
   const banned: BannedPeer[] = [];
   const pool = new PeerPool(opts.peers, {

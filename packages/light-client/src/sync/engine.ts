@@ -11,6 +11,7 @@ import { equalBytes } from '../codec.js';
 import { MAX_CAPACITY, MIN_CAPACITY } from '../constants.js';
 import { emptyRoot } from '../hash.js';
 import { optCountArg, optMsArg, peersArg, rootArg } from '../input.js';
+import { notify } from '../listener.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, TransportError } from '../transport/types.js';
@@ -237,11 +238,7 @@ class SyncSession<Out, Result> {
   }
 
   private emit(e: SyncEvent): void {
-    try {
-      this.opts.onEvent?.(e);
-    } catch {
-      // A listener's error must not break the sync.
-    }
+    notify(this.opts.onEvent, e); // a listener's error must not break the sync
   }
 
   private setPeer(p: PeerState, status: PeerState['status'], reason?: string, code?: string, outcome?: PeerOutcome): void {

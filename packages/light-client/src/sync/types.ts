@@ -42,7 +42,7 @@ export interface SyncOptions {
   peers: readonly string[];
   /** Stops the sync: the promise rejects with the signal's reason and every connection closes. */
   signal?: AbortSignal;
-  /** Receives every {@link SyncEvent}. */
+  /** Receives every {@link SyncEvent}; what it throws is ignored. */
   onEvent?: (event: SyncEvent) => void;
   /** Opens connections; the default picks WebSocket or libp2p by address. */
   connect?: Connect;
