@@ -399,6 +399,33 @@ describe('RANGE answers cut to fit the response limit (spec/wire.md, "Requests")
   });
 });
 
+describe('listeners and close', () => {
+  it('a listener that throws (onEvent or subscribe) cannot break a read: get, getMany and range resolve, and the other listeners hear every event', async () => {
+    const heard: QueryEvent[] = [];
+    const c = client(honest.map((s) => s.address), {
+      deadlineMs: 3000,
+      onEvent: () => {
+        throw new Error('onEvent');
+      },
+    });
+    c.subscribe(() => {
+      throw new Error('subscriber');
+    });
+    c.subscribe((e) => heard.push(e));
+    const [k, v] = r.pick(model);
+    expect(hex((await c.get(k))!)).toBe(hex(v));
+    const some = model.slice(0, 300);
+    expect((await c.getMany(some.map(([key]) => key))).map((x) => hex(x!))).toEqual(some.map(([, x]) => hex(x)));
+    const entries: Entry[] = [];
+    for await (const page of c.range(model[0]![0], model[25]![0], { limit: 10 })) entries.push(...page.entries);
+    expect(pairs(entries)).toEqual(pairs(model.slice(0, 25)));
+    const verified = heard.filter((e) => e.type === 'verified');
+    expect(verified.filter((e) => e.kind === 'range')).toHaveLength(3);
+    expect(verified.length).toBeGreaterThan(3);
+    expect(c.banned).toEqual([]);
+  });
+});
+
 describe('no honest peer', () => {
   it('all liars: a typed NO_HONEST_PEERS within the configured deadline, never a hang', async () => {
     const liars = await Promise.all((['corrupt-proof', 'silent', 'busy'] as const).map((mode) => serve('ws', { mode })));

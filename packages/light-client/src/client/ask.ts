@@ -216,13 +216,23 @@ export function ask<T>(
       const hedgeTimer = later(Math.max(ctx.hedgeAfterMs, 4 * (peer.latencyMs ?? 0)), () => {
         if (running < 2) next(true);
       });
-      void attempt(peer, hedge).then((v) => {
+      const settled = () => {
         running--;
         clearTimeout(hedgeTimer);
         timers.delete(hedgeTimer);
-        if (v !== FAILED) finish(() => resolve(v));
-        else next(false);
-      });
+      };
+      void attempt(peer, hedge).then(
+        (v) => {
+          settled();
+          if (v !== FAILED) finish(() => resolve(v));
+          else next(false);
+        },
+        (e: unknown) => {
+          // A bug, not a peer's fault: surfaced as the call's error, never left unhandled with the call hung.
+          settled();
+          finish(() => reject(e));
+        },
+      );
     };
     next(false);
   });

@@ -9,6 +9,7 @@
 import { checkKey, compareBytes } from '../codec.js';
 import { isProofError } from '../errors.js';
 import { rootArg, bytesArg, optBytesArg, optCountArg, optMsArg, peersArg } from '../input.js';
+import { notify } from '../listener.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
 import type { Connect, PeerConnection } from '../transport/types.js';
@@ -38,7 +39,7 @@ export interface ClientOptions {
   hedgeAfterMs?: number;
   /** Consecutive timeouts or lost connections after which a peer is dropped (default 4). */
   maxFailures?: number;
-  /** Receives every {@link QueryEvent}. */
+  /** Receives every {@link QueryEvent}; what it throws is ignored (it cannot break a read). */
   onEvent?: (event: QueryEvent) => void;
 }
 
@@ -95,7 +96,7 @@ export interface Client {
   proof(key: Uint8Array, opts?: CallOptions): Promise<VerifiedProof>;
   /** Follows a new head: reads from now on verify against `root`; reads already started finish against the old one. */
   setRoot(root: Uint8Array): void;
-  /** Calls `listener` with every event until the returned function is called. */
+  /** Calls `listener` with every event until the returned function is called; what it throws is ignored (it cannot break a read). */
   subscribe(listener: (event: QueryEvent) => void): () => void;
   /** The peers banned so far, with their codes. */
   readonly banned: readonly BannedPeer[];
@@ -137,8 +138,9 @@ export function createClient(opts: ClientOptions): Client {
   const verifier: Verifier = opts.wasm ? wasmVerifier(opts.wasm) : tsVerifier;
   const listeners = new Set<(e: QueryEvent) => void>();
   if (opts.onEvent) listeners.add(opts.onEvent);
+  // A listener's error must not break a read: each listener is isolated from the others and from the client.
   const emit = (e: QueryEvent) => {
-    for (const l of listeners) l(e);
+    for (const l of listeners) notify(l, e);
   };
   const banned: BannedPeer[] = [];
   const pool = new PeerPool(opts.peers, {
