@@ -424,6 +424,39 @@ describe('listeners and close', () => {
     expect(verified.length).toBeGreaterThan(3);
     expect(c.banned).toEqual([]);
   });
+
+  it('close(): reads in flight reject at once with CLIENT_CLOSED, and so does every read after (no peer asked); arguments are checked first', async () => {
+    // A peer connection whose requests are never answered: the reads stay in flight until close().
+    const kinds = new Set<Kind>();
+    let requests = 0;
+    let allAsked!: () => void;
+    const asked = new Promise<void>((resolve) => (allAsked = resolve));
+    const held = intercepting((req) => {
+      requests++;
+      kinds.add(req.kind);
+      if (kinds.has(Kind.Proof) && kinds.has(Kind.Multiproof) && kinds.has(Kind.Range)) allAsked();
+      return new Promise<Response>(() => {});
+    });
+    const deadlineMs = 3000;
+    const c = client([honest[0]!.address], { connect: held, deadlineMs, requestTimeoutMs: deadlineMs });
+    const [k] = r.pick(model);
+    const inFlight = [c.get(k), c.getMany(model.slice(0, 50).map(([key]) => key)), c.range(model[0]![0], undefined, { limit: 10 }).next()];
+    const settling = Promise.allSettled(inFlight);
+    await asked;
+    const t0 = performance.now();
+    c.close();
+    const settled = await settling;
+    // Not at the read's deadline: at close.
+    expect(performance.now() - t0).toBeLessThan(deadlineMs / 2);
+    for (const s of settled) expect(s).toMatchObject({ status: 'rejected', reason: { name: 'QueryError', code: 'CLIENT_CLOSED' } });
+    const before = requests;
+    const after = await Promise.allSettled([c.get(k), c.has(k), c.proof(k), c.getMany([k]), c.getMany([]), c.range(k).next()]);
+    for (const s of after) expect(s).toMatchObject({ status: 'rejected', reason: { name: 'QueryError', code: 'CLIENT_CLOSED' } });
+    expect(requests).toBe(before);
+    await expect(c.get(new Uint8Array(0))).rejects.toMatchObject({ code: 'KEY_EMPTY' });
+    c.close(); // a second close does nothing
+    await expect(c.get(k)).rejects.toMatchObject({ code: 'CLIENT_CLOSED' });
+  });
 });
 
 describe('no honest peer', () => {

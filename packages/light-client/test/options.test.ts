@@ -87,11 +87,24 @@ describe('createClient', () => {
   it.each<Case>([
     ...bad,
     ...badPeers,
+    ['root of 31 bytes', { root: new Uint8Array(31) }, RangeError],
+    ['a root that is no Uint8Array', { root: Array.from(root) }, TypeError],
     ['deadlineMs 0', { deadlineMs: 0 }, RangeError],
     ['hedgeAfterMs -1', { hedgeAfterMs: -1 }, RangeError],
     ['maxFailures 2.5', { maxFailures: 2.5 }, RangeError],
   ])('%s', (_name, options, type) => {
     expect(() => createClient({ root, peers, connect, ...options })).toThrow(type);
+  });
+
+  it('setRoot: a root of 31 bytes is a RangeError, one that is no Uint8Array a TypeError; the root is unchanged', () => {
+    const client = createClient({ root, peers, connect });
+    try {
+      expect(() => client.setRoot(new Uint8Array(31))).toThrow(RangeError);
+      expect(() => client.setRoot('00'.repeat(32) as unknown as Uint8Array)).toThrow(TypeError);
+      expect(client.root).toBe(root);
+    } finally {
+      client.close();
+    }
   });
 
   it('takes any address when given its own connect', () => {

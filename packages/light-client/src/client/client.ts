@@ -23,7 +23,7 @@ import { PeerPool, type PoolPeer } from './pool.js';
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {
-  /** The trusted root (32 bytes). */
+  /** The trusted root: 32 bytes (not a Uint8Array: `TypeError`; another length: `RangeError`, at `createClient`). */
   root: Uint8Array;
   /** Peer addresses: `ws://host:port` URLs and libp2p multiaddrs. */
   peers: readonly string[];
@@ -94,13 +94,22 @@ export interface Client {
   range(start: Uint8Array, end?: Uint8Array, opts?: RangeOptions): AsyncIterableIterator<RangePage>;
   /** The verified proof of `key`, with its bytes. */
   proof(key: Uint8Array, opts?: CallOptions): Promise<VerifiedProof>;
-  /** Follows a new head: reads from now on verify against `root`; reads already started finish against the old one. */
+  /**
+   * Follows a new head: reads from now on verify against `root`; reads
+   * already started finish against the old one. `root` must be 32 bytes:
+   * not a Uint8Array is a `TypeError`, another length a `RangeError`
+   * (thrown, the root unchanged).
+   */
   setRoot(root: Uint8Array): void;
   /** Calls `listener` with every event until the returned function is called; what it throws is ignored (it cannot break a read). */
   subscribe(listener: (event: QueryEvent) => void): () => void;
   /** The peers banned so far, with their codes. */
   readonly banned: readonly BannedPeer[];
-  /** Closes every connection. */
+  /**
+   * Closes every connection. Reads in flight reject at once with
+   * `QueryError` `CLIENT_CLOSED`, and so does every read called after
+   * (arguments are checked first); a second call does nothing.
+   */
   close(): void;
 }
 
@@ -117,7 +126,12 @@ const SINGLE_PROOFS_PER_TRIP = 8;
 const MULTIPROOF_REQUEST_OVERHEAD = 1 + 1 + 8 + 32 + 2;
 
 /**
- * A query client over `peers` that trusts only `root`.
+ * A query client over `peers` that trusts only `root`. Throws before any
+ * peer is dialed: `TypeError` or `RangeError` for a bad option (a `root`
+ * that is not 32 bytes is a `RangeError`), `QueryError` `NO_PEERS` for
+ * no peer. Reads reject with `QueryError` `NO_HONEST_PEERS`, or
+ * `CLIENT_CLOSED` once {@link Client.close} is called, or with their
+ * signal's reason.
  *
  * @example
  * ```ts
@@ -160,6 +174,30 @@ export function createClient(opts: ClientOptions): Client {
     noHonestPeers: (why) => new QueryError('NO_HONEST_PEERS', `no honest peer answered: ${why}`, [...banned]),
   };
 
+  let closed = false;
+  /** One controller per read in flight: `close()` aborts each with `CLIENT_CLOSED`. */
+  const reads = new Set<AbortController>();
+  const closedError = () => new QueryError('CLIENT_CLOSED', 'the client is closed', [...banned]);
+  /**
+   * Runs one read (or one range page) with a signal that the caller's
+   * `signal` aborts with its reason and `close()` with `CLIENT_CLOSED`;
+   * on a closed client it rejects at once.
+   */
+  const guarded = async <T>(signal: AbortSignal | undefined, read: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    if (closed) throw closedError();
+    signal?.throwIfAborted();
+    const ctl = new AbortController();
+    const forward = () => ctl.abort(signal!.reason);
+    signal?.addEventListener('abort', forward, { once: true });
+    reads.add(ctl);
+    try {
+      return await read(ctl.signal);
+    } finally {
+      reads.delete(ctl);
+      signal?.removeEventListener('abort', forward);
+    }
+  };
+
   /** Checks a PROOF payload for `key` against `at`; throws the lie's code. */
   const checkProof = (at: Uint8Array, key: Uint8Array, payload: Uint8Array): VerifiedProof => {
     const { present, value, proof } = decodeProofPayload(payload);
@@ -171,10 +209,10 @@ export function createClient(opts: ClientOptions): Client {
     return { root: at, key, value: undefined, proof, position: undefined, absence };
   };
 
-  const proof = (key: Uint8Array, o?: CallOptions): Promise<VerifiedProof> => {
+  const proof = async (key: Uint8Array, o?: CallOptions): Promise<VerifiedProof> => {
     key = keyArg(key);
     const at = root;
-    return ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal);
+    return guarded(o?.signal, (signal) => ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), signal));
   };
 
   /** Peers that answered `MULTIPROOF` with `BAD_REQUEST` (they predate it): asked one `PROOF` per key. */
@@ -183,6 +221,11 @@ export function createClient(opts: ClientOptions): Client {
   const getMany = async (keys: readonly Uint8Array[], o?: CallOptions): Promise<(Uint8Array | undefined)[]> => {
     const given = keys.map(keyArg);
     const at = root;
+    return guarded(o?.signal, (signal) => getManyAt(at, given, signal));
+  };
+
+  /** `getMany` of checked keys against `at`; `signal` is the read's (its caller's, or `close()`). */
+  const getManyAt = async (at: Uint8Array, given: Uint8Array[], signal: AbortSignal): Promise<(Uint8Array | undefined)[]> => {
     // Each distinct key once, in key order: a multiproof asks for strictly
     // increasing keys, and keys close together share the most of its tree.
     const order = given.map((_, i) => i).sort((a, b) => compareBytes(given[a]!, given[b]!));
@@ -205,7 +248,7 @@ export function createClient(opts: ClientOptions): Client {
     const settled = new Promise<void>((resolve) => (settle = resolve));
     if (remaining === 0) settle();
     const onAbort = () => settle();
-    o?.signal?.addEventListener('abort', onAbort, { once: true });
+    signal.addEventListener('abort', onAbort, { once: true });
     const verified = (i: number, value: Uint8Array | undefined) => {
       values[i] = value;
       if (done[i]) return;
@@ -288,7 +331,7 @@ export function createClient(opts: ClientOptions): Client {
       // of lanes (after a BUSY), or to `ask`, which fails over.
       const trips = async (): Promise<void> => {
         for (;;) {
-          if (o?.signal?.aborted || peer.status !== 'active' || performance.now() < peer.notBefore) return;
+          if (signal.aborted || peer.status !== 'active' || performance.now() < peer.notBefore) return;
           const single = singleProofPeers.has(peer);
           let groups = anyLeft() ? window(single) : [];
           const hedge = groups.length === 0;
@@ -382,7 +425,7 @@ export function createClient(opts: ClientOptions): Client {
       for (;;) {
         backedOff = false;
         await Promise.race([Promise.all(pool.usable().map(lane)), settled]);
-        if (o?.signal?.aborted || !anyLeft() || !backedOff) break;
+        if (signal.aborted || !anyLeft() || !backedOff) break;
         // A lane stopped at a BUSY, "retry later" (spec/wire.md), not a sign
         // that its peer predates MULTIPROOF: the lanes go on once a peer's
         // back-off ends, within the read's deadline.
@@ -396,9 +439,9 @@ export function createClient(opts: ClientOptions): Client {
         }
       }
     } finally {
-      o?.signal?.removeEventListener('abort', onAbort);
+      signal.removeEventListener('abort', onAbort);
     }
-    if (o?.signal?.aborted) throw o.signal.reason;
+    if (signal.aborted) throw signal.reason;
     // What no lane finished (every lane ended early) is asked key by key,
     // with failover: a few keys at a time, so that peers answering BUSY are
     // not flooded, and none after the first failure.
@@ -409,7 +452,7 @@ export function createClient(opts: ClientOptions): Client {
       for (let i = left.pop(); i !== undefined && failure === undefined; i = left.pop()) {
         const key = asked[i]!;
         try {
-          verified(i, (await ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), o?.signal)).value);
+          verified(i, (await ask(ctx, { kind: Kind.Proof, root: at, key }, 'proof', (p) => checkProof(at, key, p), signal)).value);
         } catch (error) {
           failure ??= { error };
         }
@@ -429,7 +472,7 @@ export function createClient(opts: ClientOptions): Client {
     for (;;) {
       const from = cursor;
       const req = { kind: Kind.Range, root: at, start: from, limit, ...(stop ? { end: stop } : {}) } as const;
-      const page = await ask(ctx, req, 'range', (p) => verifyRangePage(verifier, at, from, stop, limit, p), o?.signal);
+      const page = await guarded(o?.signal, (signal) => ask(ctx, req, 'range', (p) => verifyRangePage(verifier, at, from, stop, limit, p), signal));
       yield { entries: page.entries, complete: page.complete, resumeKey: page.resumeKey };
       if (page.complete) return;
       cursor = page.resumeKey!;
@@ -455,7 +498,13 @@ export function createClient(opts: ClientOptions): Client {
     get banned() {
       return [...banned];
     },
-    close: () => pool.close(),
+    close() {
+      if (closed) return;
+      closed = true;
+      const error = closedError();
+      for (const ctl of reads) ctl.abort(error);
+      pool.close();
+    },
   };
 }
 

@@ -4,8 +4,8 @@
  * @module
  */
 
-/** Why a read failed (abort rejects with the signal's reason instead). */
-export type QueryErrorCode = 'NO_HONEST_PEERS' | 'NO_PEERS';
+/** Why a read failed (abort rejects with the signal's reason instead); `CLIENT_CLOSED`: the client was closed before or during the read. */
+export type QueryErrorCode = 'NO_HONEST_PEERS' | 'NO_PEERS' | 'CLIENT_CLOSED';
 
 /** A peer the client banned, and why. */
 export interface BannedPeer {
