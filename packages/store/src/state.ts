@@ -296,6 +296,8 @@ export class State {
   /** The root of the unfinished catch-up the store holds: no writes until it finishes or is discarded. */
   #catchUpRoot: Uint8Array | undefined;
   #sinkOpening = false;
+  /** Whether a catch-up session is being opened (from its call until its turn among the writes has run). */
+  #catchUpOpening = false;
   /** Whether a bulk load runs: it takes no other write meanwhile. */
   #bulkLoading = false;
   /**
@@ -418,18 +420,24 @@ export class State {
    * `STORE_NOT_EMPTY` if the store holds a version, `SYNC_PENDING` while a
    * sync, catch-up or another bulk load is unfinished or runs, TreeError
    * `KEYS_NOT_SORTED` for a key not above the one before (and the entry
-   * checks of `put`). It starts once the writes called before it have run
-   * (a commit among them makes it `STORE_NOT_EMPTY`), and writes called
+   * checks of `put`). It starts once the writes called before it have run,
+   * and checks the store then (a commit among them makes it
+   * `STORE_NOT_EMPTY`, a `discardSync` lets it load), and writes called
    * while it runs wait for it. A batch of puts and deletes not committed
    * yet is dropped: the loaded state replaces it. Records go in writes of the
    * size of a piece written ahead (`cacheBytes`, within 1 … 16 MiB), each
    * chunk its record and the values records of its groups.
    */
   async bulkLoad(entries: SortedEntries, options: BulkLoadOptions = {}): Promise<VersionInfo> {
-    this.#writer();
+    this.#open();
+    if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
+    // Refused while another load, a sync or a catch-up runs or is being opened; the rest at its turn.
+    if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
     if (this.#sink !== undefined || this.#sinkOpening) throw new StoreError('SYNC_PENDING', 'a sync into this store is running');
+    if (this.#catchingUp || this.#catchUpOpening) throw new StoreError('SYNC_PENDING', 'a catch-up of this store is running');
     return this.#serially(async () => {
       // Checked once the writes called before it have run: a commit among them makes a version.
+      this.#writer();
       if (this.#versions.size > 0) throw new StoreError('STORE_NOT_EMPTY', `the store holds a state (version ${this.#head}); bulk-load into an empty store`);
       this.#bulkLoading = true;
       try {
@@ -481,16 +489,32 @@ export class State {
    * running, `STORE_NOT_EMPTY` if the store holds another state (and
    * `asNextVersion` is not set); a store whose head is `root` already is a
    * sync with nothing left to fetch. A batch of puts and deletes not
-   * committed yet is dropped: the synced state replaces it.
+   * committed yet is dropped: the synced state replaces it. The store is
+   * judged once the writes called before it have run (a sync, catch-up or
+   * bulk load running at the call is `SYNC_PENDING` at once), and writes
+   * called after it wait for the sink to open.
    */
   async syncSink(root: Uint8Array, options: { asNextVersion?: boolean } = {}): Promise<StoreSink | Synced> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
     if (options.asNextVersion !== undefined && typeof options.asNextVersion !== 'boolean') throw new TypeError('asNextVersion must be a boolean');
-    this.#undamaged();
-    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
+    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#catchUpOpening) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
     if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
+    const asked = root.slice();
+    const asNextVersion = options.asNextVersion === true;
+    this.#sinkOpening = true;
+    try {
+      // The store is judged at its turn, once the writes called before it have run (a commit, a rollback, a discard).
+      return await this.#serially(() => this.#openSink(asked, asNextVersion));
+    } finally {
+      this.#sinkOpening = false;
+    }
+  }
+
+  async #openSink(root: Uint8Array, asNextVersion: boolean): Promise<StoreSink | Synced> {
+    this.#open();
+    this.#undamaged();
     const head = this.#versions.get(this.#head);
     const resume = this.#syncing !== undefined && equal(this.#syncing, root);
     if (head !== undefined && equal(head.root, root) && !resume) return new Synced(this.#head, head.chunkCount);
@@ -499,7 +523,7 @@ export class State {
     }
     // A sync into a store that holds a version is that version's next: asked for, or an unfinished one resumed.
     const next = head !== undefined;
-    if (next && !resume && options.asNextVersion !== true) {
+    if (next && !resume && !asNextVersion) {
       throw new StoreError('STORE_NOT_EMPTY', `the store holds another state (version ${this.#head}); sync into an empty store, or catch it up`);
     }
     if (next && equal(root, this.#rootOf(undefined))) throw new RangeError("the empty tree's root needs no sync: catchUp reaches it without a request");
@@ -507,27 +531,20 @@ export class State {
     if (pending !== undefined && !equal(pending, root)) {
       throw new StoreError('SYNC_PENDING', `an unfinished catch-up to another root (${hex(pending)}) is stored: discard it first`);
     }
-    this.#sinkOpening = true;
+    // The synced state replaces a batch not committed yet; an unfinished catch-up of the same root is given up.
+    await this.#dropBatch();
+    if (pending !== undefined) await this.#forgetUnfinished();
+    // The head's smallest key (read and checked as any read): its first chunk is shared too, if unchanged.
+    const firstKey = next ? await this.#firstKey() : undefined;
+    const tree = next ? await this.#loadHead() : undefined;
     try {
-      return await this.#serially(async () => {
-        // The synced state replaces a batch not committed yet; an unfinished catch-up of the same root is given up.
-        await this.#dropBatch();
-        if (pending !== undefined) await this.#forgetUnfinished();
-        // The head's smallest key (read and checked as any read): its first chunk is shared too, if unchanged.
-        const firstKey = next ? await this.#firstKey() : undefined;
-        const tree = next ? await this.#loadHead() : undefined;
-        try {
-          const onto = tree === undefined ? undefined : { tree, capacity: this.#capacity, firstKey };
-          const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume, onto);
-          this.#syncing = root.slice();
-          this.#sink = sink;
-          return sink;
-        } finally {
-          tree?.free();
-        }
-      });
+      const onto = tree === undefined ? undefined : { tree, capacity: this.#capacity, firstKey };
+      const sink = await StoreSink.open(this.#sinkHost(), root, this.#head + 1, resume, onto);
+      this.#syncing = root;
+      this.#sink = sink;
+      return sink;
     } finally {
-      this.#sinkOpening = false;
+      tree?.free();
     }
   }
 
@@ -576,49 +593,63 @@ export class State {
    * head holds and the new tree keeps. `VERSION_UNKNOWN` if the store holds
    * no version (sync into it instead), `SYNC_PENDING` while a sync is
    * unfinished or a sync or catch-up runs. A batch of puts and deletes not
-   * committed yet is dropped: the caught-up state replaces it.
+   * committed yet is dropped: the caught-up state replaces it. As for
+   * `syncSink`, the store is judged once the writes called before it have
+   * run, and writes called after it wait for the session to open (and are
+   * then `SYNC_PENDING` until it is released).
    */
   async catchUpSession(root: Uint8Array): Promise<StoreCatchUp> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
     if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
+    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#catchUpOpening || this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a sync, catch-up or bulk load of this store is running');
+    const asked = root.slice();
+    this.#catchUpOpening = true;
+    try {
+      // The store is judged at its turn, once the writes called before it have run (a commit, a rollback, a discard).
+      return await this.#serially(() => this.#openCatchUp(asked));
+    } finally {
+      this.#catchUpOpening = false;
+    }
+  }
+
+  async #openCatchUp(root: Uint8Array): Promise<StoreCatchUp> {
+    this.#open();
     if (this.#syncing !== undefined) throw new StoreError('SYNC_PENDING', 'a sync into this store is unfinished: finish it (the same sync again) or discard it');
     this.#undamaged();
-    if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a sync, catch-up or bulk load of this store is running');
     const pending = this.#catchUpRoot;
     if (pending !== undefined && !equal(pending, root)) {
       throw new StoreError('SYNC_PENDING', `an unfinished catch-up to another root (${hex(pending)}) is stored: discard it first`);
     }
     const head = this.#versions.get(this.#head);
     if (head === undefined) throw new StoreError('VERSION_UNKNOWN', 'the store holds no version to catch up from: sync into it instead');
+    // From here until the session is released, every other write is SYNC_PENDING.
     this.#catchingUp = true;
     try {
-      return await this.#serially(async () => {
-        await this.#dropBatch();
-        const host: CatchUpHost = {
-          backend: this.#backend,
-          commitCaughtUp: async (batch, version, versionRecord) => {
-            this.#open();
-            await this.#backend.write(batch);
-            this.#versions.set(version, decodeVersionRecord(versionRecord, this.#capacity));
-            this.#head = version;
-            this.#catchUpRoot = undefined;
-          },
-          release: () => {
-            this.#catchingUp = false;
-          },
-          abandon: () => this.#forgetUnfinished(),
-        };
-        if (equal(head.root, root) && pending === undefined) return StoreCatchUp.upToDate(host, root, this.#head);
-        const tree = await this.#loadHead();
-        try {
-          const session = await StoreCatchUp.open(host, tree, root, this.#head, pending !== undefined);
-          this.#catchUpRoot = root.slice();
-          return session;
-        } finally {
-          tree.free();
-        }
-      });
+      await this.#dropBatch();
+      const host: CatchUpHost = {
+        backend: this.#backend,
+        commitCaughtUp: async (batch, version, versionRecord) => {
+          this.#open();
+          await this.#backend.write(batch);
+          this.#versions.set(version, decodeVersionRecord(versionRecord, this.#capacity));
+          this.#head = version;
+          this.#catchUpRoot = undefined;
+        },
+        release: () => {
+          this.#catchingUp = false;
+        },
+        abandon: () => this.#forgetUnfinished(),
+      };
+      if (equal(head.root, root) && pending === undefined) return StoreCatchUp.upToDate(host, root, this.#head);
+      const tree = await this.#loadHead();
+      try {
+        const session = await StoreCatchUp.open(host, tree, root, this.#head, pending !== undefined);
+        this.#catchUpRoot = root;
+        return session;
+      } finally {
+        tree.free();
+      }
     } catch (e) {
       this.#catchingUp = false;
       throw e;
@@ -627,14 +658,19 @@ export class State {
 
   /**
    * Deletes the unfinished sync or catch-up and every record it stored
-   * (`SYNC_PENDING` while one runs).
+   * (`SYNC_PENDING` while one runs). A write like the others: it runs
+   * once the writes called before it have run (a sync or catch-up opened
+   * by one of them is running then), and those called after it wait for it.
    */
   async discardSync(): Promise<void> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
-    if (this.#sink !== undefined || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
-    if (this.#syncing === undefined && this.#catchUpRoot === undefined) return;
-    await this.#forgetUnfinished();
+    return this.#serially(async () => {
+      this.#open();
+      if (this.#sink !== undefined || this.#catchingUp) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
+      if (this.#syncing === undefined && this.#catchUpRoot === undefined) return;
+      await this.#forgetUnfinished();
+    });
   }
 
   /** Drops an unfinished sync or catch-up and every record it stored. */
@@ -1321,22 +1357,32 @@ export class State {
    * Reclaims what only older versions use: keeps the last `keepLast`
    * versions, or every version from `before` on. The version records go
    * first (one atomic write), then the records their stale marks name, and
-   * the backend gives their space back (`compact`).
+   * the backend gives their space back (`compact`). A write like the
+   * others: it runs once the writes, commits and rollbacks called before it
+   * have run, and counts the versions then, and those called after it wait
+   * for it (a prune called while a bulk load runs is `SYNC_PENDING`).
    */
   async prune(options: PruneOptions): Promise<void> {
     this.#open();
-    // Damaged records count as versions: pruning past them is how a writer drops them.
-    const retained = [...this.#versions.keys(), ...this.#damaged.map((d) => d.version)].sort((a, b) => a - b);
-    let keepFrom: number;
     if ('keepLast' in options && 'before' in options) throw new RangeError('prune takes keepLast or before, not both');
     if (options.vacuum !== undefined && typeof options.vacuum !== 'boolean') throw new TypeError('vacuum must be a boolean');
+    let keep: { readonly keepLast: number } | { readonly before: number };
     if ('keepLast' in options) {
       if (!Number.isSafeInteger(options.keepLast) || options.keepLast < 1) throw new RangeError('keepLast must be a positive integer');
-      keepFrom = retained[Math.max(0, retained.length - options.keepLast)] ?? 0;
+      keep = { keepLast: options.keepLast };
     } else {
       if (!Number.isSafeInteger(options.before) || options.before < 0) throw new RangeError('before must be a version number');
-      keepFrom = Math.min(options.before, this.#lastStored());
+      keep = { before: options.before };
     }
+    if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
+    const vacuum = options.vacuum === true;
+    return this.#serially(() => this.#prune(keep, vacuum));
+  }
+
+  async #prune(keep: { readonly keepLast: number } | { readonly before: number }, vacuum: boolean): Promise<void> {
+    // Damaged records count as versions: pruning past them is how a writer drops them.
+    const retained = [...this.#versions.keys(), ...this.#damaged.map((d) => d.version)].sort((a, b) => a - b);
+    const keepFrom = 'keepLast' in keep ? (retained[Math.max(0, retained.length - keep.keepLast)] ?? 0) : Math.min(keep.before, this.#lastStored());
     this.#writer((v) => v < keepFrom);
     const dropped = retained.filter((v) => v < keepFrom);
     if (dropped.length > 0) await this.#backend.write({ deletes: dropped.map((v) => ['versions', versionKey(v)] as const) });
@@ -1352,7 +1398,7 @@ export class State {
       const deletes = [...batch.map((k) => ['stale', k] as const), ...records];
       await this.#backend.write({ deletes });
     }
-    await this.#backend.compact({ full: options.vacuum === true });
+    await this.#backend.compact({ full: vacuum });
   }
 
   #forget(version: number): void {
@@ -1407,11 +1453,26 @@ export class State {
     };
   }
 
-  /** Drops the pending batch, frees the loaded trees, lets the questions already asked end, and closes the backend. */
+  /**
+   * Closes the state and its backend; a second call resolves at once.
+   * Every call made after it is `STORE_CLOSED` (thrown at once by the
+   * synchronous ones). Writes first: the one running (a put, commit,
+   * prune, rollback, bulk load, `discardSync`, or the opening of a sync or
+   * catch-up) runs to its end, and those called earlier that have not
+   * started yet reject with `STORE_CLOSED`, changing nothing. Then the
+   * pending batch is dropped (it was never committed) and the snapshots
+   * `snapshot()` keeps are freed. Reads are not waited for as a whole: the
+   * question each asked of the records before the close gets its answer
+   * (a read that asks one, such as `proveChunk`, `exportChunk` or
+   * `proveRange`, resolves), but a read that asks several in turn
+   * (`getMany` of keys not in the value cache, `range()`) rejects with
+   * `STORE_CLOSED` at the first it would ask after the close. Last, a
+   * stopped sync's final write lands, and the backend closes.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    // Writes already running end first (later ones are STORE_CLOSED).
+    // The write running ends first (those called before it that have not started are STORE_CLOSED at their turn).
     await this.#writing;
     this.#dropTree();
     for (const s of this.#loaded.values()) s.free();
