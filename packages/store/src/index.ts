@@ -11,7 +11,7 @@
  * @module
  */
 
-import { init } from '@bpavl/wasm';
+import { encodeStoreRecord, init } from '@bpavl/wasm';
 import type { StorageBackend } from '../../storage/src/port.ts';
 import { TABLES } from './records.ts';
 import { State, type StateSizes } from './state.ts';
@@ -41,7 +41,14 @@ export type StateLocation =
 /** What `openState` is given. */
 export type OpenStateOptions = StateLocation &
   StateSizes & {
-    /** Chunk capacity of a new state (2 … 4096, default 256; TreeError `CAPACITY_INVALID` outside it); an existing state keeps its own. */
+    /**
+     * Chunk capacity of a new state (2 … 4096, default 256); an existing
+     * state keeps its own. Checked before anything is opened or written,
+     * whether or not the state exists: an integer outside 2 … 4096 is
+     * TreeError `CAPACITY_INVALID`; a number that is not a non-negative
+     * safe integer (`2.5`, `-1`, `NaN`) is a `RangeError`, and a value that
+     * is no number a `TypeError`, as `@bpavl/wasm` checks its arguments.
+     */
     readonly capacity?: number;
   };
 
@@ -49,18 +56,27 @@ export type OpenStateOptions = StateLocation &
  * Opens the state at `path` or in `backend`, or starts an empty one.
  * Backend failures keep their codes: a second writer is `STORE_LOCKED`, a
  * file that is not a store is `STORE_NOT_A_DATABASE` (`spec/errors.md`).
+ * Options are checked first: a refused open (a bad capacity, size or
+ * flag) opens and writes nothing at `path` (a `backend` given is closed,
+ * as by any failed open).
  */
 export async function openState(options: OpenStateOptions): Promise<State> {
   if (typeof options !== 'object' || options === null) throw new TypeError('openState takes an options object: { path } or { backend }');
-  if ('backend' in options && 'path' in options) throw new TypeError('give path or backend, not both');
-  if ('readOnly' in options && options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new TypeError('readOnly must be a boolean');
-  for (const name of ['cacheBytes', 'valueCacheBytes', 'batchBytes'] as const) {
-    const bytes = options[name];
-    if (bytes !== undefined && !(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`${name} must be a non-negative integer`);
-  }
   // The module compiles off the main thread while the backend opens (about 15 ms of an open here).
   const ready = init();
   ready.catch(() => {});
+  try {
+    await checkOptions(options, ready);
+  } catch (e) {
+    if ('backend' in options && !('path' in options)) {
+      try {
+        await options.backend.close();
+      } catch {
+        // The refusal is the error to report.
+      }
+    }
+    throw e;
+  }
   let backend: StorageBackend;
   if ('backend' in options) backend = options.backend;
   else {
@@ -90,4 +106,20 @@ export async function holdsNoState(path: string): Promise<boolean> {
   if (typeof path !== 'string') throw new TypeError('path must be a string');
   const { holdsNoStore } = await import('#path-backend');
   return holdsNoStore(path);
+}
+
+/** Refuses bad options before any backend is opened (so a refused open leaves no file behind). */
+async function checkOptions(options: OpenStateOptions, ready: Promise<unknown>): Promise<void> {
+  if ('backend' in options && 'path' in options) throw new TypeError('give path or backend, not both');
+  if ('readOnly' in options && options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new TypeError('readOnly must be a boolean');
+  for (const name of ['cacheBytes', 'valueCacheBytes', 'batchBytes'] as const) {
+    const bytes = options[name];
+    if (bytes !== undefined && !(Number.isSafeInteger(bytes) && bytes >= 0)) throw new RangeError(`${name} must be a non-negative integer`);
+  }
+  const { capacity } = options;
+  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity >= 2 && capacity <= 4096)) {
+    // The core's own refusal (TypeError, RangeError or TreeError CAPACITY_INVALID): the happy path keeps the compile beside the open.
+    await ready;
+    encodeStoreRecord(capacity);
+  }
 }

@@ -247,6 +247,12 @@ async function keysFrom(backend: StorageBackend, table: string, start: Uint8Arra
   return keys;
 }
 
+/** A root argument: `TypeError` unless a `Uint8Array`, `RangeError` unless 32 bytes long (as `@bpavl/wasm` and the light client). */
+function rootArg(root: unknown): void {
+  if (!(root instanceof Uint8Array)) throw new TypeError('root must be a Uint8Array');
+  if (root.length !== 32) throw new RangeError(`root must be 32 bytes, got ${root.length}`);
+}
+
 /** A version argument: `TypeError` unless a number (one that no commit made, or that is pruned, is `VERSION_UNKNOWN`). */
 function versionArg(version: unknown): number {
   if (typeof version !== 'number') throw new TypeError(`version must be a number, got ${typeof version}`);
@@ -492,12 +498,13 @@ export class State {
    * committed yet is dropped: the synced state replaces it. The store is
    * judged once the writes called before it have run (a sync, catch-up or
    * bulk load running at the call is `SYNC_PENDING` at once), and writes
-   * called after it wait for the sink to open.
+   * called after it wait for the sink to open. A `root` that is no
+   * `Uint8Array` is a `TypeError`, one not 32 bytes long a `RangeError`.
    */
   async syncSink(root: Uint8Array, options: { asNextVersion?: boolean } = {}): Promise<StoreSink | Synced> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
-    if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
+    rootArg(root);
     if (options.asNextVersion !== undefined && typeof options.asNextVersion !== 'boolean') throw new TypeError('asNextVersion must be a boolean');
     if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#catchUpOpening) throw new StoreError('SYNC_PENDING', 'a sync or catch-up of this store is running');
     if (this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a bulk load into this store is running');
@@ -595,13 +602,14 @@ export class State {
    * unfinished or a sync or catch-up runs. A batch of puts and deletes not
    * committed yet is dropped: the caught-up state replaces it. As for
    * `syncSink`, the store is judged once the writes called before it have
-   * run, and writes called after it wait for the session to open (and are
-   * then `SYNC_PENDING` until it is released).
+   * run, writes called after it wait for the session to open (and are then
+   * `SYNC_PENDING` until it is released), and a `root` that is no
+   * `Uint8Array` is a `TypeError`, one not 32 bytes long a `RangeError`.
    */
   async catchUpSession(root: Uint8Array): Promise<StoreCatchUp> {
     this.#open();
     if (this.#backend.readOnly) throw new StoreError('STORE_READ_ONLY', 'the store is open for reading only');
-    if (!(root instanceof Uint8Array) || root.length !== 32) throw new TypeError('root must be 32 bytes');
+    rootArg(root);
     if (this.#sink !== undefined || this.#sinkOpening || this.#catchingUp || this.#catchUpOpening || this.#bulkLoading) throw new StoreError('SYNC_PENDING', 'a sync, catch-up or bulk load of this store is running');
     const asked = root.slice();
     this.#catchUpOpening = true;
@@ -1221,7 +1229,12 @@ export class State {
     }
   }
 
-  /** The proof of chunk `index` (`spec/proof-format.md`), verified against the version's root. */
+  /**
+   * The proof of chunk `index` (`spec/proof-format.md`), verified against
+   * the version's root. `CHUNK_OUT_OF_RANGE` for an index at or above the
+   * version's chunk count; `RangeError` for one that is not a non-negative
+   * integer, `TypeError` for one that is no number.
+   */
   async proveChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#chunkAt(index, at);
     const { done } = await this.#ask(version, () => this.#pages.proveChunk(record.top?.[0], record.top?.[1], index));
@@ -1263,10 +1276,16 @@ export class State {
     return (await this.#ask(version, () => this.#pages.exportEntries(record?.top?.[0], record?.top?.[1], path, bitmap, maxBytes))).done;
   }
 
-  /** `#at`, for a chunk that the version holds (TreeError code `CHUNK_OUT_OF_RANGE` otherwise). */
+  /**
+   * `#at`, for a chunk that the version holds (TreeError code
+   * `CHUNK_OUT_OF_RANGE` otherwise): an index that is no number is a
+   * `TypeError`, one that is not a non-negative safe integer (`-1`, `1.5`)
+   * a `RangeError`.
+   */
   #chunkAt(index: number, at: AtVersion): [number, VersionRecord] {
     const [version, record] = this.#at(at);
-    if (!Number.isSafeInteger(index) || index < 0) throw new TypeError('index must be a non-negative integer');
+    if (typeof index !== 'number') throw new TypeError(`index must be a number, got ${typeof index}`);
+    if (!Number.isSafeInteger(index) || index < 0) throw new RangeError(`index must be a non-negative integer, got ${index}`);
     if (record === undefined || index >= record.chunkCount) throw new StoreError('CHUNK_OUT_OF_RANGE', `version ${version} has no chunk ${index}`);
     return [version, record];
   }

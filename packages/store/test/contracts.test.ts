@@ -2,15 +2,16 @@
 // the opening of a sync included) runs in the order it was called, judging
 // the store as the writes called before it left it, so that calls made at
 // once, a few microtasks apart, end as if each were awaited in turn; a
-// close lets the running write end.
+// close lets the running write end; a refused open writes nothing; bad
+// arguments are TypeError (wrong type) or RangeError (wrong value).
 // Errors are asserted by code or class, never by message.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openState, type State } from '../src/index.ts';
 import { key, value } from './model.ts';
-import { inMemory } from './support/places.ts';
+import { inMemory, memoryBackend } from './support/places.ts';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -193,6 +194,73 @@ describe('close and a running prune', () => {
     expect(await queued).toBe('STORE_CLOSED');
     state = await openState({ path: dir });
     expect(state.versions().map((v) => v.version)).toEqual([5, 6]);
+    await state.close();
+  });
+});
+
+describe('a refused open writes nothing', () => {
+  const refusals = [
+    [1, 'CAPACITY_INVALID'],
+    [4097, 'CAPACITY_INVALID'],
+    [0, 'CAPACITY_INVALID'],
+    [2.5, 'RangeError'],
+    [-1, 'RangeError'],
+    [Number.NaN, 'RangeError'],
+    ['8', 'TypeError'],
+  ] as const;
+
+  it.each(refusals)('capacity %s is %s, and the directory stays as it was', async (capacity, expected) => {
+    const empty = newDir();
+    const missing = join(newDir(), 'not-made');
+    for (const path of [empty, missing]) {
+      expect(await outcome(openState({ path, capacity: capacity as number }))).toBe(expected);
+    }
+    expect(readdirSync(empty)).toEqual([]);
+    expect(existsSync(missing)).toBe(false);
+    // And the directory still opens as a new store.
+    const state = await openState({ path: empty, capacity: 4 });
+    expect(state.capacity).toBe(4);
+    await state.close();
+  });
+
+  it('a bad cacheBytes writes nothing either, and a given backend is closed by a refused open', async () => {
+    const empty = newDir();
+    await expect(openState({ path: empty, cacheBytes: -1 })).rejects.toThrow(RangeError);
+    expect(readdirSync(empty)).toEqual([]);
+    const place = inMemory();
+    let closed = false;
+    const backend = memoryBackend(place.database);
+    const close = backend.close.bind(backend);
+    backend.close = async () => {
+      closed = true;
+      await close();
+    };
+    expect(await outcome(openState({ backend, capacity: 1 }))).toBe('CAPACITY_INVALID');
+    expect(closed).toBe(true);
+    expect([...place.database.table('meta')]).toEqual([]);
+  });
+});
+
+describe('bad arguments: TypeError for a wrong type, RangeError for a wrong value', () => {
+  it('a chunk index and a root', async () => {
+    const { state } = await fourVersions();
+    for (const index of [-1, 1.5, Number.NaN, Infinity]) {
+      await expect(state.proveChunk(index)).rejects.toThrow(RangeError);
+      await expect(state.exportChunk(index)).rejects.toThrow(RangeError);
+    }
+    await expect(state.proveChunk('0' as unknown as number)).rejects.toThrow(TypeError);
+    await expect(state.proveChunk(1 << 30)).rejects.toMatchObject({ code: 'CHUNK_OUT_OF_RANGE' });
+    for (const root of [new Uint8Array(31), new Uint8Array(33)]) {
+      await expect(state.syncSink(root)).rejects.toThrow(RangeError);
+      await expect(state.catchUpSession(root)).rejects.toThrow(RangeError);
+    }
+    for (const root of ['ab', Array(32).fill(0)]) {
+      await expect(state.syncSink(root as unknown as Uint8Array)).rejects.toThrow(TypeError);
+      await expect(state.catchUpSession(root as unknown as Uint8Array)).rejects.toThrow(TypeError);
+    }
+    // Refused before anything: the store takes writes as before.
+    await state.put(key(0), value(0, 5));
+    expect((await state.commit()).version).toBe(5);
     await state.close();
   });
 });
