@@ -5,10 +5,17 @@
 // test: it prints the targets next to the figures and exits 0 when they are
 // missed (1 only when a run fails or a result does not check).
 //
-//   npm run bench:sync-store [-- --n 1000000 --peers 9 --kill-at 0.5 --keep]
+//   npm run bench:sync-store [-- --n 1000000 --peers 9 --kill-at 0.5 --source generated --keep]
 //
 // 1. `bpavl generate --db` the standard workload (n entries, C = 256) into
-//    a source directory under /tmp (kept between runs with --keep);
+//    a source directory under /tmp (kept between runs with --keep). It
+//    commits the entries as puts do, an entry record each, as a state that
+//    grew by commits holds them. With `--source synced`, that state is then
+//    synced from one `bpavl serve --db` of it into another directory, which
+//    the peers serve instead, as the peer B of a chain A → B → C holds it: a
+//    synced (or imported) state keeps a chunk's values in 16 records beside
+//    its chunk record (docs/store.md, "Values held in chunk records"), and
+//    its peers read a chunk from 17 records instead of 257;
 // 2. starts the peers (`bpavl serve --db SRC`, each its own process);
 // 3. syncs into a new directory: `bpavl sync --db DST --json`, its peak RSS
 //    read from /proc every 50 ms; checks the root, the entry count, and that
@@ -21,12 +28,12 @@
 // 5. deletes what it made under /tmp (the source too, unless --keep).
 //
 // The last line on stdout is JSON:
-// {n, store_mb_s, seconds, peak_rss_mib, peak_rss_anon_mib, peak_rss_file_mib, resume_stored_chunks, resume_redownloaded_chunks, resume_start_s, chunk_count}
+// {n, source, store_mb_s, seconds, peak_rss_mib, peak_rss_anon_mib, peak_rss_file_mib, resume_stored_chunks, resume_redownloaded_chunks, resume_start_s, chunk_count}
 //   store_mb_s  state bytes (n · 544: keys and values) / seconds of the sync, MB = 10^6 bytes
 //   peak_rss_anon_mib, peak_rss_file_mib  the largest anonymous (heaps, WASM) and file-backed
 //               (SQLite's memory map) parts of the RSS sampled every 50 ms
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runSampled } from './files.mjs';
@@ -37,12 +44,13 @@ const { values: args } = parseArgs({
     peers: { type: 'string', default: '9' },
     'kill-at': { type: 'string', default: '0.5' },
     dir: { type: 'string', default: '/tmp/bench-sync-store' },
+    source: { type: 'string', default: 'generated' },
     keep: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
-  process.stdout.write('usage: node bench/sync-store.mjs [--n 1000000] [--peers 9] [--kill-at 0.5] [--dir /tmp/bench-sync-store] [--keep]\n');
+  process.stdout.write('usage: node bench/sync-store.mjs [--n 1000000] [--peers 9] [--kill-at 0.5] [--source synced|generated] [--dir /tmp/bench-sync-store] [--keep]\n');
   process.exit(0);
 }
 const n = Number(args.n);
@@ -51,11 +59,13 @@ const killAt = Number(args['kill-at']);
 if (!Number.isSafeInteger(n) || n < 1000) throw new Error('--n must be an integer ≥ 1000');
 if (!Number.isSafeInteger(peerCount) || peerCount < 1 || peerCount > 32) throw new Error('--peers must be in 1 … 32');
 if (!(killAt > 0 && killAt < 1)) throw new Error('--kill-at must be in (0, 1)');
+if (!['synced', 'generated'].includes(args.source)) throw new Error('--source must be synced or generated');
 
 const TARGETS = { store_mb_s: 150, peak_rss_mib: 256, resume_redownloaded_chunks: 0, resume_start_s: 1 };
 const BIN = fileURLToPath(new URL('../packages/peer/bin/bpavl.mjs', import.meta.url));
 const log = (s) => process.stderr.write(`bench:sync-store: ${s}\n`);
-const src = `${args.dir}/source-${n}`;
+const generated = `${args.dir}/source-${n}`;
+const src = args.source === 'synced' ? `${args.dir}/source-${n}-synced` : generated;
 const dst = `${args.dir}/synced`;
 const resumed = `${args.dir}/resumed`;
 /** The serving peers, stopped at the end (and killed if this process exits first). */
@@ -71,10 +81,10 @@ async function bpavl(argv, opts) {
   return { ...run, json: last && last.startsWith('{') ? JSON.parse(last) : undefined };
 }
 
-/** Starts `bpavl serve --db SRC` and resolves with its info line. */
-function serve() {
+/** Starts `bpavl serve --db DIR` and resolves with its info line. */
+function serve(dir = src) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--db', src, '--json', '--ws-port', '0', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [BIN, 'serve', '--db', dir, '--json', '--ws-port', '0', '--libp2p-port', 'off', '--exit-on-stdin-end'], { stdio: ['pipe', 'pipe', 'inherit'] });
     children.add(child);
     let buf = '';
     const t = setTimeout(() => reject(new Error('serve --db did not start in 120 s')), 120_000);
@@ -98,9 +108,21 @@ const check = (ok, what) => {
 };
 
 try {
+  if (!existsSync(generated)) {
+    log(`generating ${n.toLocaleString('en-US')} entries into ${generated}`);
+    execFileSync(process.execPath, [BIN, 'generate', '--db', generated, '--entries', String(n), '--json'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   if (!existsSync(src)) {
-    log(`generating ${n.toLocaleString('en-US')} entries into ${src}`);
-    execFileSync(process.execPath, [BIN, 'generate', '--db', src, '--entries', String(n), '--json'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    log(`syncing ${generated} into ${src} from one peer`);
+    const peer = await serve(generated);
+    const partial = `${src}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    const made = await bpavl(['sync', '--root', peer.root, '--peer', peer.ws, '--db', partial, '--json']);
+    check(made.code === 0 && made.json?.root === peer.root, `the source's sync ended ${made.code}`);
+    if (failed) throw new Error('could not make the synced source');
+    renameSync(partial, src);
+    for (const c of children) c.kill('SIGTERM');
+    children.clear();
   }
   rmSync(dst, { recursive: true, force: true });
   rmSync(resumed, { recursive: true, force: true });
@@ -131,6 +153,7 @@ try {
 
   const result = {
     n,
+    source: args.source,
     chunk_count: full.json.chunkCount,
     seconds,
     store_mb_s: Number(((n * 544) / 1e6 / seconds).toFixed(1)),
