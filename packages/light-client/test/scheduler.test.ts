@@ -13,6 +13,18 @@ function drain(s: Scheduler<string>, peer: string, now: number): number[] {
   return got;
 }
 
+/** Hands out at most `n` chunks to `peer` at `now`. */
+function drainSome(s: Scheduler<string>, peer: string, now: number, n: number): number[] {
+  const got: number[] = [];
+  while (got.length < n) {
+    const next = s.next(peer, true, now);
+    if (next === undefined || next.hedge) break;
+    s.requested(peer, next.index, now);
+    got.push(next.index);
+  }
+  return got;
+}
+
 describe('Scheduler', () => {
   it('asks for chunk 0 first; until its count is known, other peers race for it, each once', () => {
     const s = new Scheduler<string>();
@@ -112,5 +124,46 @@ describe('Scheduler', () => {
     expect(s.next('c', true, 202)).toBeUndefined();
     expect(s.hedgeDueAt).toBe(400); // 200 + 2 · 100
     expect(s.next('c', true, 400)).toEqual({ index: 0, hedge: true });
+  });
+  it('keeps its queue small whatever the chunk count: a root naming 2^32 - 1 chunks allocates nothing per chunk', () => {
+    const max = 2 ** 32 - 1;
+    const s = new Scheduler<string>();
+    s.requested('a', s.next('a', false, 0)!.index, 0);
+    s.learnChunkCount(max); // returns at once: no entry per chunk
+    expect(s.chunkCount).toBe(max);
+    expect(s.queueEntries).toBe(0);
+    const first: number[] = [];
+    for (let k = 0; k < 1000; k++) {
+      const next = s.next('b', true, 1)!;
+      expect(next.hedge).toBe(false);
+      s.requested('b', next.index, 1);
+      first.push(next.index);
+    }
+    expect(first).toEqual(Array.from({ length: 1000 }, (_, k) => k + 1));
+    // Put back: first (a lost request) and last (BUSY) go before and after the untouched range.
+    s.settled('b', 7);
+    s.requeue(7);
+    s.settled('b', 8);
+    s.requeue(8, true);
+    expect(s.queueEntries).toBe(2);
+    expect(s.next('c', true, 2)).toEqual({ index: 7, hedge: false });
+    expect(s.next('c', true, 2)).toEqual({ index: 1001, hedge: false });
+    expect(s.queueEntries).toBe(1);
+    expect(s.complete).toBe(false);
+  });
+
+  it('a schedule restored with a huge known count hands out the gaps in order, with no entry per chunk', () => {
+    const s = new Scheduler<string>([0, 1, 3], 2 ** 32 - 1);
+    expect(s.queueEntries).toBe(0);
+    expect(drainSome(s, 'a', 0, 4)).toEqual([2, 4, 5, 6]);
+  });
+
+  it('a chunk put back last before the count is known comes before the rest of the chunks, as it always did', () => {
+    const s = new Scheduler<string>();
+    s.requested('a', s.next('a', false, 0)!.index, 0);
+    s.settled('a', 0);
+    s.requeue(0, true);
+    s.learnChunkCount(3);
+    expect(drain(s, 'b', 1)).toEqual([0, 1, 2]);
   });
 });

@@ -27,8 +27,20 @@ export interface NextChunk {
 }
 
 export class Scheduler<Peer> {
-  /** Indices to fetch that nobody is fetching, next first. */
-  readonly #queue: number[] = [];
+  /*
+   * The indices to fetch that nobody is fetching, next first, are, in order:
+   * `#head`, then the range `#cursor` up to `#end` (never handed out yet),
+   * then `#tail`. The range is two numbers, not an entry per chunk: a root
+   * may name up to 2^32 - 1 chunks, and the queue's memory grows with the
+   * chunks put back, not with the count. An index in the range that is in
+   * (restored) is skipped when the cursor reaches it.
+   */
+  /** Chunks put back first, and chunk 0 until the count is known. */
+  readonly #head: number[] = [];
+  #cursor = 0;
+  #end = 0;
+  /** Chunks put back last once the count is known (after the range). */
+  readonly #tail: number[] = [];
   /** Who is fetching each index, and since when (ms). */
   readonly #fetchers = new Map<number, Map<Peer, number>>();
   readonly #received = new Set<number>();
@@ -51,8 +63,8 @@ export class Scheduler<Peer> {
   constructor(held: Iterable<number> = [], chunkCount?: number) {
     for (const index of held) this.#received.add(index);
     this.#chunkCount = chunkCount;
-    if (chunkCount === undefined) this.#queue.push(0);
-    else for (let i = 0; i < chunkCount; i++) if (!this.#received.has(i)) this.#queue.push(i);
+    if (chunkCount === undefined) this.#head.push(0);
+    else this.#end = chunkCount;
   }
 
   get chunkCount(): number | undefined {
@@ -72,6 +84,15 @@ export class Scheduler<Peer> {
     return this.#received.has(index);
   }
 
+  /**
+   * How many indices the queue holds as entries (chunks put back, chunk 0
+   * before the count is known), not counting the range never handed out:
+   * its memory, whatever the chunk count. For tests.
+   */
+  get queueEntries(): number {
+    return this.#head.length + this.#tail.length;
+  }
+
   /** Whether a request for `index` is out. */
   isOut(index: number): boolean {
     return this.#fetchers.has(index);
@@ -81,8 +102,10 @@ export class Scheduler<Peer> {
   learnChunkCount(chunkCount: number): void {
     if (this.#chunkCount !== undefined) return;
     this.#chunkCount = chunkCount;
-    // Chunk 0 is the first asked for: it is out (or in) when the count arrives.
-    for (let i = 1; i < chunkCount; i++) if (!this.#received.has(i) && !this.#fetchers.has(i)) this.#queue.push(i);
+    // Chunk 0 is the first asked for: it is out (or in) when the count
+    // arrives, and no other index was handed out before it.
+    this.#cursor = 1;
+    this.#end = Math.max(1, chunkCount);
   }
 
   /** A valid chunk came in `ms`, new or not. */
@@ -127,8 +150,9 @@ export class Scheduler<Peer> {
   requeue(index: number, last = false): void {
     if (this.#received.has(index) || (this.#fetchers.get(index)?.size ?? 0) > 0) return;
     this.refetches += 1;
-    if (last) this.#queue.push(index);
-    else this.#queue.unshift(index);
+    if (!last) this.#head.unshift(index);
+    else if (this.#chunkCount === undefined) this.#head.push(index); // before the range, which is not known yet
+    else this.#tail.push(index);
   }
 
   /**
@@ -139,9 +163,20 @@ export class Scheduler<Peer> {
    * shows itself, for one duplicate).
    */
   next(peer: Peer, askedBefore: boolean, now: number): NextChunk | undefined {
-    while (this.#queue.length > 0) {
-      const index = this.#queue.shift()!;
-      if (!this.#received.has(index) && !this.#fetchers.has(index)) return { index, hedge: false };
+    const free = (index: number): boolean => !this.#received.has(index) && !this.#fetchers.has(index);
+    while (this.#head.length > 0) {
+      const index = this.#head.shift()!;
+      if (free(index)) return { index, hedge: false };
+    }
+    // Each turn moves the cursor on: at most the count's worth in all, and
+    // only restored (or, never in practice, out) indices are passed over.
+    while (this.#cursor < this.#end) {
+      const index = this.#cursor++;
+      if (free(index)) return { index, hedge: false };
+    }
+    while (this.#tail.length > 0) {
+      const index = this.#tail.shift()!;
+      if (free(index)) return { index, hedge: false };
     }
     // Before the first chunk tells the total, any number of peers may race
     // for chunk 0, so that stallers listed first cannot hold the start.
