@@ -71,6 +71,9 @@ const LISTED_ROOTS = 8;
 /** Why an attempt produced nothing; the ask moves on. */
 const FAILED = Symbol('failed');
 
+/** The reason an attempt still connecting stops once its call has finished. */
+const FINISHED = Symbol('finished');
+
 /**
  * Asks `req` until one peer's OK payload passes `check` (which throws a
  * ProofError, WireError or {@link Lie} for a lie) and resolves with its
@@ -92,6 +95,8 @@ export function ask<T>(
     const tried = new Set<PoolPeer>();
     const denied = new Set<PoolPeer>();
     const timers = new Set<ReturnType<typeof setTimeout>>();
+    /** Aborted once the call has finished: an attempt still connecting stops waiting (and its timer goes). */
+    const over = new AbortController();
     let running = 0;
     let done = false;
     const later = (ms: number, f: () => void) => {
@@ -107,6 +112,7 @@ export function ask<T>(
       done = true;
       for (const t of timers) clearTimeout(t);
       signal?.removeEventListener('abort', onAbort);
+      over.abort(FINISHED);
       f();
     };
     const onAbort = () => finish(() => reject(signal!.reason));
@@ -119,9 +125,10 @@ export function ask<T>(
       peer.inflight++;
       let res: Response;
       try {
-        const conn = await connectionOf(ctx, peer);
+        const conn = await connectionOf(ctx, peer, over.signal);
         res = await conn.request(req, { timeoutMs: ctx.timeoutMs });
       } catch (e) {
+        if (e === FINISHED) return FAILED; // the call finished while this attempt was connecting
         return failed(peer, e);
       } finally {
         peer.inflight--;
@@ -251,18 +258,33 @@ function lieCode(e: unknown): string | undefined {
 
 /**
  * The peer's connection within the attempt deadline; any failure to connect
- * is a `TransportError` (retried with back-off, never a ban).
+ * is a `TransportError` (retried with back-off, never a ban). Once `signal`
+ * aborts, it stops waiting (its timer cleared) and rejects with the
+ * signal's reason; the connection, if it opens, stays the pool's.
  */
-export function connectionOf(ctx: AskContext, peer: PoolPeer): Promise<PeerConnection> {
+export function connectionOf(ctx: AskContext, peer: PoolPeer, signal?: AbortSignal): Promise<PeerConnection> {
   return new Promise<PeerConnection>((resolve, reject) => {
-    const t = setTimeout(() => reject(new TransportError('TIMEOUT', `no connection to ${peer.address} in ${ctx.timeoutMs} ms`)), ctx.timeoutMs);
+    if (signal?.aborted) return reject(signal.reason);
+    const stop = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', stop);
+    };
+    const t = setTimeout(() => {
+      done();
+      reject(new TransportError('TIMEOUT', `no connection to ${peer.address} in ${ctx.timeoutMs} ms`));
+    }, ctx.timeoutMs);
+    signal?.addEventListener('abort', stop, { once: true });
     ctx.pool.connection(peer).then(
       (c) => {
-        clearTimeout(t);
+        done();
         resolve(c);
       },
       (e: unknown) => {
-        clearTimeout(t);
+        done();
         reject(e instanceof TransportError ? e : new TransportError('CONNECT_FAILED', `cannot connect to ${peer.address}`));
       },
     );

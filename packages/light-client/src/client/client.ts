@@ -224,8 +224,41 @@ export function createClient(opts: ClientOptions): Client {
     return guarded(o?.signal, (signal) => getManyAt(at, given, signal));
   };
 
-  /** `getMany` of checked keys against `at`; `signal` is the read's (its caller's, or `close()`). */
-  const getManyAt = async (at: Uint8Array, given: Uint8Array[], signal: AbortSignal): Promise<(Uint8Array | undefined)[]> => {
+  /**
+   * `getMany` of checked keys against `at`; `caller` is the read's signal
+   * (its caller's, or `close()`). The read ends by its deadline whatever its
+   * requests do (a transport's request may never settle), and leaves no
+   * timer behind once it settles.
+   */
+  const getManyAt = async (at: Uint8Array, given: Uint8Array[], caller: AbortSignal): Promise<(Uint8Array | undefined)[]> => {
+    // The read's own signal: aborted with the caller's reason, with
+    // `NO_HONEST_PEERS` at the deadline, and once the read has settled (so
+    // that a lane still waiting stops at its next step).
+    const read = new AbortController();
+    const signal = read.signal;
+    const forward = () => read.abort(caller.reason);
+    caller.addEventListener('abort', forward, { once: true });
+    const deadline = setTimeout(() => read.abort(ctx.noHonestPeers(`no verified answer within ${ctx.deadlineMs} ms`)), ctx.deadlineMs);
+    /** Back-off and hedging waits in progress, cleared when the read settles. */
+    const timers = new Set<ReturnType<typeof setTimeout>>();
+    try {
+      return await getManyWith(at, given, signal, timers);
+    } finally {
+      clearTimeout(deadline);
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      caller.removeEventListener('abort', forward);
+      if (!signal.aborted) read.abort(new Error('the read has settled'));
+    }
+  };
+
+  /** `getManyAt`'s work; `signal` is the read's own, `timers` its waits. */
+  const getManyWith = async (
+    at: Uint8Array,
+    given: Uint8Array[],
+    signal: AbortSignal,
+    timers: Set<ReturnType<typeof setTimeout>>,
+  ): Promise<(Uint8Array | undefined)[]> => {
     // Each distinct key once, in key order: a multiproof asks for strictly
     // increasing keys, and keys close together share the most of its tree.
     const order = given.map((_, i) => i).sort((a, b) => compareBytes(given[a]!, given[b]!));
@@ -244,9 +277,17 @@ export function createClient(opts: ClientOptions): Client {
     const done: boolean[] = new Array(asked.length).fill(false);
     let remaining = asked.length;
     /** Resolves once every key is verified, or the call is aborted: a lane still waiting on a stalled peer is not waited for. */
-    let settle!: () => void;
-    const settled = new Promise<void>((resolve) => (settle = resolve));
+    let over = false;
+    let resolveSettled!: () => void;
+    const settled = new Promise<void>((resolve) => (resolveSettled = resolve));
+    const settle = () => {
+      over = true;
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      resolveSettled();
+    };
     if (remaining === 0) settle();
+    if (signal.aborted) settle();
     const onAbort = () => settle();
     signal.addEventListener('abort', onAbort, { once: true });
     const verified = (i: number, value: Uint8Array | undefined) => {
@@ -255,8 +296,20 @@ export function createClient(opts: ClientOptions): Client {
       done[i] = true;
       if (--remaining === 0) settle();
     };
-    /** Waits `ms`, or less if the call settles first. */
-    const pause = (ms: number) => Promise.race([settled, new Promise<void>((resolve) => setTimeout(resolve, ms))]);
+    /** Waits `ms`, or less if the call settles first (its timer is then cleared; none is set once it has). */
+    const pause = (ms: number): Promise<void> =>
+      over
+        ? Promise.resolve()
+        : Promise.race([
+            settled,
+            new Promise<void>((resolve) => {
+              const t = setTimeout(() => {
+                timers.delete(t);
+                resolve();
+              }, ms);
+              timers.add(t);
+            }),
+          ]);
     /** Keys given back by a lane (a lie, a cut answer, trouble): taken before new ones. */
     const requeued: number[] = [];
     let next = 0;
@@ -322,9 +375,9 @@ export function createClient(opts: ClientOptions): Client {
     const lane = async (peer: PoolPeer): Promise<void> => {
       let conn: PeerConnection;
       try {
-        conn = await connectionOf(ctx, peer);
+        conn = await connectionOf(ctx, peer, signal);
       } catch {
-        pool.onFailure(peer);
+        if (!signal.aborted) pool.onFailure(peer);
         return;
       }
       // A lane ends at its peer's first trouble (ban, back-off): its keys go to another lane, to the next round
@@ -430,13 +483,15 @@ export function createClient(opts: ClientOptions): Client {
         // that its peer predates MULTIPROOF: the lanes go on once a peer's
         // back-off ends, within the read's deadline.
         // (A timer may fire a fraction of a millisecond early: wait until a peer is ready.)
-        for (let wait = pool.readyIn(new Set()); wait !== undefined && wait > 0 && remaining > 0; wait = pool.readyIn(new Set())) {
+        for (let wait = pool.readyIn(new Set()); wait !== undefined && wait > 0 && remaining > 0 && !signal.aborted; wait = pool.readyIn(new Set())) {
           if (performance.now() + wait >= until) {
             await pause(until - performance.now());
+            if (signal.aborted) break; // the caller's reason, or the deadline's
             if (remaining > 0) throw ctx.noHonestPeers(`no verified answer within ${ctx.deadlineMs} ms`);
           }
           await pause(wait);
         }
+        if (signal.aborted) break;
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
