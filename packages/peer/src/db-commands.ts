@@ -12,7 +12,7 @@ import { accessSync, constants, createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { verifyChunk, verifyRange } from '@bpavl/wasm';
-import { DEFAULT_BATCH_BYTES, openState, type State, StoreError, type VersionInfo } from '@bpavl/store';
+import { DEFAULT_BATCH_BYTES, openState, type AtVersion, type State, StoreError, type VersionInfo } from '@bpavl/store';
 import { removeSortDirs, sortRecords } from '@bpavl/store/sort';
 import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
@@ -189,29 +189,42 @@ function versionOf(v: Values, state: State): number {
   return head;
 }
 
-/** `key`'s value (`undefined`: absent) and the proof of it at `version`, verified by the store. */
-async function proveKey(state: State, key: Uint8Array, version: number): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }> {
+/**
+ * `key`'s value (`undefined`: absent) and the proof of it at `at`, verified
+ * by the store. Two reads when the key is absent: with `at.root`, both are
+ * of that root (`VERSION_UNKNOWN` if the version was committed again with
+ * another root between them).
+ */
+async function proveKey(state: State, key: Uint8Array, at: AtVersion): Promise<{ value: Uint8Array | undefined; proof: Uint8Array }> {
   try {
-    return await state.proveExistence(key, { version });
+    return await state.proveExistence(key, at);
   } catch (e) {
     if ((e as { code?: unknown }).code !== 'KEY_NOT_FOUND') throw e;
-    return { value: undefined, proof: await state.proveAbsence(key, { version }) };
+    return { value: undefined, proof: await state.proveAbsence(key, at) };
   }
 }
 
-/** The retained `version` of `state`, served from storage as asked (`bpavl serve --db`). */
+/**
+ * The retained `version` of `state`, served from storage as asked (`bpavl
+ * serve --db`). Every read is pinned to `root`: one that meets the version
+ * committed again with another root by another process (a rollback) fails
+ * `VERSION_UNKNOWN` (the server answers `UNKNOWN_ROOT`), never answers from
+ * the other root's records (docs/store.md, "A version committed again
+ * under its number").
+ */
 export function storedVersion(state: State, { version, root, chunkCount }: VersionInfo): StoredTree {
+  const at: AtVersion = { version, root };
   return {
     stored: true,
     root,
     version,
     chunkCount,
-    exportChunk: (index) => state.exportChunk(index, { version }),
-    prove: (key) => proveKey(state, key, version),
-    proveRange: (start, end, limit) => state.proveRange(start, end, limit, { version }),
-    exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, { version }),
-    exportLeaves: (path) => state.exportLeaves(path, { version }),
-    exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, { version }),
+    exportChunk: (index) => state.exportChunk(index, at),
+    prove: (key) => proveKey(state, key, at),
+    proveRange: (start, end, limit) => state.proveRange(start, end, limit, at),
+    exportSubtree: (path, levels, maxBytes) => state.exportSubtree(path, levels, maxBytes, at),
+    exportLeaves: (path) => state.exportLeaves(path, at),
+    exportEntries: (path, bitmap, maxBytes) => state.exportEntries(path, bitmap, maxBytes, at),
   };
 }
 
@@ -413,7 +426,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const results = [];
         for (const text of positionals) {
           const key = bytesOf(text, v.utf8, 'key');
-          const { value } = await proveKey(state, key, version);
+          const { value } = await proveKey(state, key, { version });
           results.push({ key: toHex(key), value: value === undefined ? null : toHex(value) });
         }
         out({ version, root: toHex(root), results }, results.map((r) => `${r.key} ${r.value ?? '(absent)'}`).join('\n'));
@@ -425,7 +438,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const version = versionOf(v, state);
         const root = rootOf(state, version);
         const key = bytesOf(positionals[0]!, v.utf8, 'key');
-        const { value, proof } = await proveKey(state, key, version);
+        const { value, proof } = await proveKey(state, key, { version });
         const kind = value === undefined ? 'absence' : 'existence';
         out({ version, root: toHex(root), key: toHex(key), kind, value: value === undefined ? null : toHex(value), proof: toHex(proof) }, `${kind} proof (verified against ${toHex(root)})\n${toHex(proof)}`);
         return 0;

@@ -5,6 +5,10 @@
 // the version for), and the read that ends after that must not list it
 // again in ROOTS. Deterministic: the reader's backend holds the end of its
 // scan of the version records until the prune and the request are done.
+// And a version the writer rolls back and commits again with another root
+// while a request at the old root is read: the answer is UNKNOWN_ROOT, never
+// the new root's data (a), nor BUSY from a STORE_CORRUPT (b); the backend
+// holds one read of the records until the writer and a refresh are done.
 // And `FollowedState.awaiting`: a directory with no store is served empty
 // until a writer makes one. Every wait is bounded.
 
@@ -12,10 +16,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { holdsNoState, openState, type State, TABLES } from '@bpavl/store';
+import { Kind, Status } from '@bpavl/light-client/wire';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNodeBackend } from '../../storage/src/node/index.ts';
 import type { StorageBackend } from '../../storage/src/port.ts';
 import { FollowedState } from '../src/followed.ts';
+import { SyncServer } from '../src/server.ts';
 import type { StoredTree } from '../src/source.ts';
 import { wasmReady } from './support.ts';
 
@@ -68,6 +74,133 @@ async function heldBackend(path: string): Promise<{ backend: StorageBackend; hol
   };
   return { backend, hold: (g) => ((gate = g), (scanned = false)), scanned: () => scanned };
 }
+
+/** A read-only backend on `path` whose next `getMany`, once `hold` is called, waits for the gate before it reads anything. */
+async function pausedBackend(path: string): Promise<{ backend: StorageBackend; hold(gate: Promise<void>): void; waiting(): boolean }> {
+  const inner = await openNodeBackend({ path, tables: TABLES, readOnly: true });
+  let gate: Promise<void> | undefined;
+  let waiting = false;
+  const backend: StorageBackend = {
+    kind: inner.kind,
+    readOnly: inner.readOnly,
+    get: (table, k) => inner.get(table, k),
+    async getMany(table, keys) {
+      const held = gate;
+      gate = undefined;
+      if (held !== undefined) {
+        waiting = true;
+        await held;
+        waiting = false;
+      }
+      return inner.getMany(table, keys);
+    },
+    scan: (table, range) => inner.scan(table, range),
+    write: (batch) => inner.write(batch),
+    sizeBytes: () => inner.sizeBytes(),
+    compact: (options) => inner.compact(options),
+    close: () => inner.close(),
+  };
+  return { backend, hold: (g) => ((gate = g), (waiting = false)), waiting: () => waiting };
+}
+
+/**
+ * A writer with versions 1 … 3, each rewriting all 60 values (so that
+ * version 3's records are all born at 3), a reader on a paused backend,
+ * followed and served; `replace` rolls the writer back to 2 and commits
+ * another version 3, then lets the reader refresh.
+ */
+async function replacedVersion(name: string) {
+  const db = join(dir, name);
+  const writer = await openState({ path: db, capacity: 4 });
+  for (let round = 1; round <= 3; round++) {
+    await writer.putMany(Array.from({ length: 60 }, (_, i) => [key(i), value(i, round)] as const));
+    await writer.commit();
+  }
+  const old = writer.head()!;
+  const paused = await pausedBackend(db);
+  const reader = await openState({ backend: paused.backend });
+  const warnings: string[] = [];
+  const followed = new FollowedState(reader, { warn: (m) => warnings.push(m) });
+  const server = new SyncServer(followed);
+  const replace = async () => {
+    await writer.rollback(2);
+    await writer.putMany(Array.from({ length: 60 }, (_, i) => [key(i), value(i, 4)] as const));
+    const now = await writer.commit();
+    expect(now.version).toBe(3);
+    expect(now.root).not.toEqual(old.root);
+    await followed.update(true);
+    expect(reader.versions().find((v) => v.version === 3)?.root).toEqual(now.root);
+    return now;
+  };
+  const close = async () => {
+    await followed.close();
+    await reader.close();
+    await writer.close();
+  };
+  return { old, paused, reader, followed, server, warnings, replace, close };
+}
+
+describe('a version committed again under its number while it is served', { timeout: 60_000 }, () => {
+  it('(a) a request at the old root is never answered from the new root: UNKNOWN_ROOT', async () => {
+    const t = await replacedVersion('replaced-a');
+    try {
+      // A key absent from both roots, its path cached: proving it at the old root is a read of
+      // existence (from the cache) and then one of absence.
+      const absent = new TextEncoder().encode('key-0100');
+      expect((await t.server.answer({ id: 1, kind: Kind.Proof, root: t.old.root, key: absent })).status).toBe(Status.Ok);
+
+      // A read of version 2 holds the reader's questions; the proof at the old root is asked behind it.
+      let release!: () => void;
+      t.paused.hold(new Promise<void>((resolve) => (release = resolve)));
+      const blocking = t.reader.exportChunk(0, { version: 2 });
+      await until(t.paused.waiting);
+      const answer = t.server.answer({ id: 1, kind: Kind.Proof, root: t.old.root, key: absent });
+
+      // The writer commits another version 3, and the reader lists it, before the proof is read.
+      const now = await t.replace();
+      release();
+      await blocking;
+      expect((await answer).status).toBe(Status.UnknownRoot);
+      expect(t.server.stats.internalErrors).toBe(0);
+
+      // The new version 3 is served, listed and readable.
+      expect(t.followed.trees().map((x) => x.version)).toEqual([1, 2, 3]);
+      expect(t.followed.lookup(now.root)).toBeDefined();
+      expect(t.followed.lookup(t.old.root)).toBeUndefined();
+      expect((await t.server.answer({ id: 1, kind: Kind.Proof, root: now.root, key: absent })).status).toBe(Status.Ok);
+      expect(t.warnings).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('(b) a read at the old root whose records went is UNKNOWN_ROOT, not BUSY, and the new version stays listed', async () => {
+    const t = await replacedVersion('replaced-b');
+    try {
+      // The chunk's first read of records waits until the old version 3's records are gone.
+      let release!: () => void;
+      t.paused.hold(new Promise<void>((resolve) => (release = resolve)));
+      const answer = t.server.answer({ id: 1, kind: Kind.Chunk, root: t.old.root, index: 0 });
+      await until(t.paused.waiting);
+      const now = await t.replace();
+      release();
+      expect((await answer).status).toBe(Status.UnknownRoot);
+      expect(t.server.stats.internalErrors).toBe(0);
+
+      // The reader forgot the old root only: the new version 3 is still its and the server's.
+      expect(t.reader.versions().map((v) => [v.version, v.root])).toEqual(t.followed.trees().map((x) => [x.version, x.root]));
+      expect(t.reader.versions().at(-1)).toMatchObject({ version: 3, root: now.root });
+      expect((await t.server.answer({ id: 1, kind: Kind.Chunk, root: now.root, index: 0 })).status).toBe(Status.Ok);
+      // The store says the same to a caller that pins the root.
+      await expect(t.reader.exportChunk(0, { version: 3, root: t.old.root })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+      expect(await t.reader.isRetained(3, t.old.root)).toBe(false);
+      expect(await t.reader.isRetained(3, now.root)).toBe(true);
+      expect(t.warnings).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+});
 
 describe('FollowedState', { timeout: 60_000 }, () => {
   it('a version pruned while the records are read again, and found gone by a request meanwhile, is not listed again', async () => {

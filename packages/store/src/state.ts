@@ -63,9 +63,19 @@ export interface DamagedVersion {
   readonly error: StoreError;
 }
 
-/** Which version a read is taken from; the head when omitted. */
+/**
+ * Which version a read is taken from; the head when omitted. With `root`,
+ * only while that version has this root: a version the state lists with
+ * another root (rolled back and committed again by another process, and
+ * refreshed) is `VERSION_UNKNOWN`, as is one that such a change replaces
+ * while the read runs, so that a read never answers from another root's
+ * records (docs/store.md, "A version committed again under its number").
+ * A `root` that is no `Uint8Array` is a `TypeError`, one not 32 bytes
+ * long a `RangeError`.
+ */
 export interface AtVersion {
   readonly version?: number;
+  readonly root?: Uint8Array;
 }
 
 /** Which version `range()` reads, and how many entries each of its proofs holds. */
@@ -882,7 +892,13 @@ export class State {
     return record;
   }
 
-  /** The retained version `at` names (the head by default) and its record (`undefined`: nothing committed yet). */
+  /**
+   * The retained version `at` names (the head by default) and its record
+   * (`undefined`: nothing committed yet). A read takes it once: every step
+   * of the read uses this record (its top, its root), never the version's
+   * number again, and `#again` checks between steps that the version
+   * still has its root.
+   */
   #at(at: AtVersion): [number, VersionRecord | undefined] {
     this.#open();
     const version = at.version === undefined ? this.#head : versionArg(at.version);
@@ -892,7 +908,24 @@ export class State {
       if (damaged !== undefined) throw new StoreError('STORE_CORRUPT', damaged.error.message);
       throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
     }
+    if (at.root !== undefined) {
+      rootArg(at.root);
+      if (compareBytes(record?.root ?? this.#rootOf(undefined), at.root) !== 0) {
+        throw new StoreError('VERSION_UNKNOWN', `version ${version} does not have root ${hex(at.root)} (rolled back and committed again by another process, or not committed yet)`);
+      }
+    }
     return [version, record];
+  }
+
+  /**
+   * The record of `version` again, for the next step of a read that began
+   * at `record`: `VERSION_UNKNOWN` if the version no longer has that root
+   * (pruned, or rolled back and committed again), as `#at` for a pruned one.
+   */
+  #again(version: number, record: VersionRecord | undefined): VersionRecord | undefined {
+    const [, now] = this.#at({ version });
+    if (!sameRoot(now, record)) throw new StoreError('VERSION_UNKNOWN', `version ${version} was rolled back and committed again with another root by another process`);
+    return now;
   }
 
   /** The head version, or `undefined` before the first commit. */
@@ -903,19 +936,26 @@ export class State {
   }
 
   /**
-   * Whether the database still holds `version` as this state knows it (the
-   * same root): read from storage, so that a read-only state learns of a
-   * prune or a rollback by the writer (its own list of versions is the one
-   * it opened or last refreshed with). A version this state does not know
-   * counts if stored.
+   * Whether the database still holds `version` with `root` (by default the
+   * root this state knows it by): read from storage, so that a read-only
+   * state learns of a prune or a rollback by the writer (its own list of
+   * versions is the one it opened or last refreshed with). Without `root`,
+   * a version this state does not know counts if stored. A stored record
+   * that fails its checks counts (damaged, not gone).
    */
-  async isRetained(version: number): Promise<boolean> {
+  async isRetained(version: number, root?: Uint8Array): Promise<boolean> {
     this.#open();
-    const stored = await this.#backend.get('versions', versionKey(versionArg(version)));
-    const held = this.#versions.get(version);
-    if (stored === undefined || held === undefined) return stored !== undefined;
+    versionArg(version);
+    if (root !== undefined) rootArg(root);
+    return this.#holds(version, root ?? this.#versions.get(version)?.root);
+  }
+
+  /** Whether storage holds `version` with `root` (any root: `undefined`); a damaged record counts. */
+  async #holds(version: number, root: Uint8Array | undefined): Promise<boolean> {
+    const stored = await this.#backend.get('versions', versionKey(version));
+    if (stored === undefined || root === undefined) return stored !== undefined;
     try {
-      return compareBytes(decodeVersionRecord(stored, this.#capacity).root, held.root) === 0;
+      return compareBytes(decodeVersionRecord(stored, this.#capacity).root, root) === 0;
     } catch {
       return true; // damaged, not gone: the read's own error stands
     }
@@ -986,21 +1026,27 @@ export class State {
   }
 
   /**
-   * Runs a read of `version`. Its `STORE_CORRUPT` is `VERSION_UNKNOWN` when
-   * another process pruned or rolled back the version meanwhile (it then
-   * leaves this state's list), so that a reader beside a writer never
-   * reports routine upkeep as damage.
+   * Runs a read of `version` from `record` (the version record it began
+   * with). Its `STORE_CORRUPT` is `VERSION_UNKNOWN` when storage no longer
+   * holds the version with that record's root: another process pruned it,
+   * or rolled it back (and maybe committed it again with another root)
+   * meanwhile. It then leaves this state's list, unless a refresh has put
+   * the new record in its place (that one is the database's). So a reader
+   * beside a writer never reports routine upkeep as damage, whichever
+   * record its list holds when the read fails.
    */
-  async #reading<T>(version: number, read: () => Promise<T>): Promise<T> {
+  async #reading<T>(version: number, record: VersionRecord | undefined, read: () => Promise<T>): Promise<T> {
     try {
       return await read();
     } catch (e) {
-      // Errors come from this package and from the WASM core: told by their code.
-      if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT' || (await this.isRetained(version).catch(() => true))) throw e;
-      const held = this.#versions.get(version);
-      if (held !== undefined) for (const gone of this.#goneWhileRefreshing) gone.push([version, held.root]);
-      this.#forget(version);
-      if (version === this.#head) this.#head = lastKey(this.#versions);
+      // Errors come from this package and from the WASM core: told by their code. Judged by the
+      // read's own root: the list may hold another record of this number by now (a refresh).
+      if ((e as { code?: unknown } | null)?.code !== 'STORE_CORRUPT' || record === undefined || (await this.#holds(version, record.root).catch(() => true))) throw e;
+      for (const gone of this.#goneWhileRefreshing) gone.push([version, record.root]);
+      if (sameRoot(this.#versions.get(version), record)) {
+        this.#forget(version);
+        if (version === this.#head) this.#head = lastKey(this.#versions);
+      }
       throw new StoreError('VERSION_UNKNOWN', `version ${version} was pruned or rolled back by another process`);
     }
   }
@@ -1017,10 +1063,17 @@ export class State {
    * frees it when it drops it.
    */
   async snapshot(at: AtVersion = {}): Promise<Snapshot> {
-    const [version] = this.#at(at);
+    const [version, record] = this.#at(at);
     let snapshot = this.#loaded.get(version);
     if (snapshot === undefined) {
-      snapshot = await this.#load(version);
+      snapshot = await this.#load(version, record);
+      // Kept by number only while the number still names what was loaded (a refresh may have replaced it meanwhile).
+      try {
+        this.#again(version, record);
+      } catch (e) {
+        snapshot.free();
+        throw e;
+      }
       this.#loaded.set(version, snapshot);
       for (const old of [...this.#loaded.keys()].slice(0, -LOADED_VERSIONS)) {
         this.#loaded.get(old)!.free();
@@ -1036,14 +1089,25 @@ export class State {
    * never frees it, so it can be served for as long as the caller wants.
    */
   async loadSnapshot(version: number): Promise<Snapshot> {
-    this.#at({ version });
-    return this.#load(version);
+    const [, record] = this.#at({ version });
+    return this.#load(version, record);
   }
 
-  /** Loads the stored `version` whole (`STORE_CORRUPT` on any bad record). */
-  async #load(version: number): Promise<Snapshot> {
-    const load = async () => loadTree(this.#backend, version, await this.#versionRecord(version), this.capacity);
-    const tree = version === 0 ? new Tree(this.capacity) : await this.#reading(version, load);
+  /**
+   * Loads the stored `version` whole from `record`'s root (`STORE_CORRUPT`
+   * on any bad record; `VERSION_UNKNOWN` if storage no longer holds it
+   * with that root).
+   */
+  async #load(version: number, record: VersionRecord | undefined): Promise<Snapshot> {
+    const load = async () => {
+      const stored = await this.#versionRecord(version);
+      // The record read now, not the one listed: another process may have committed the number again.
+      if (record !== undefined && !sameRoot(decodeVersionRecord(stored, this.capacity), record)) {
+        throw new StoreError('STORE_CORRUPT', `version ${version} has another root in storage`);
+      }
+      return loadTree(this.#backend, version, stored, this.capacity);
+    };
+    const tree = version === 0 ? new Tree(this.capacity) : await this.#reading(version, record, load);
     const snapshot = tree.head();
     tree.free();
     return snapshot;
@@ -1056,8 +1120,8 @@ export class State {
    * evict its chunks from a small cache and drop the entry records supplied
    * for it, so that neither ends.
    */
-  #ask<A extends object>(version: number, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
-    const asked = this.#asking.then(() => this.#reading(version, () => this.#askAlone(version, question, chunks)));
+  #ask<A extends object>(version: number, record: VersionRecord | undefined, question: () => A, chunks = 1): Promise<Exclude<A, Needs>> {
+    const asked = this.#asking.then(() => this.#reading(version, record, () => this.#askAlone(version, question, chunks)));
     this.#asking = asked.catch(() => {});
     return asked;
   }
@@ -1103,17 +1167,17 @@ export class State {
       else values[i] = cached ?? undefined;
     }
     misses.sort((a, b) => compareBytes(keys[a]!, keys[b]!));
-    // Asked again for each key: the store may have been closed, or the version pruned, meanwhile.
-    for (const i of misses) values[i] = await this.#read(version, this.#at({ version })[1]!, keys[i]!);
+    // Asked again for each key: the store may have been closed, or the version pruned or replaced, meanwhile.
+    for (const i of misses) values[i] = await this.#read(version, this.#again(version, record)!, keys[i]!);
     return values;
   }
 
   /** `key`'s value read from the records of `version` (not from the value cache), then kept there. */
   async #read(version: number, record: VersionRecord, key: Uint8Array): Promise<Uint8Array | undefined> {
     const top = record.top!;
-    const answer = await this.#ask(version, () => this.#pages.lookup(top[0], top[1], key));
+    const answer = await this.#ask(version, record, () => this.#pages.lookup(top[0], top[1], key));
     let value: Uint8Array | null = null;
-    await this.#reading(version, async () => {
+    await this.#reading(version, record, async () => {
       if ('found' in answer) value = await readEntry(this.#backend, answer.found, key);
       else if ('value' in answer) value = answer.value;
       else if ('held' in answer) value = await readHeld(this.#backend, answer.held, key, answer.hash);
@@ -1158,14 +1222,14 @@ export class State {
     const [version, record] = this.#at(at);
     const top = record?.top;
     if (top === undefined) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
-    const answer = await this.#ask(version, () => this.#pages.proveExistence(top[0], top[1], key));
+    const answer = await this.#ask(version, record, () => this.#pages.proveExistence(top[0], top[1], key));
     if ('notFound' in answer) throw new StoreError('KEY_NOT_FOUND', 'the key is absent');
     // A cached value is checked by the proof too.
     let value = this.#cached(record!, key);
     if (value === undefined || value === null) {
       if ('value' in answer) value = answer.value;
-      else if ('held' in answer) value = await this.#reading(version, () => readHeld(this.#backend, answer.held, key, answer.hash));
-      else value = await this.#reading(version, () => readEntry(this.#backend, answer.found, key));
+      else if ('held' in answer) value = await this.#reading(version, record, () => readHeld(this.#backend, answer.held, key, answer.hash));
+      else value = await this.#reading(version, record, () => readEntry(this.#backend, answer.found, key));
       this.#remember(record!, key, value);
     }
     proven(version, () => verifyExistence(record!.root, key, value, answer.proof));
@@ -1181,7 +1245,7 @@ export class State {
   async proveAbsence(key: Uint8Array, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#at(at);
     const top = record?.top;
-    const answer = await this.#ask(version, () => this.#pages.proveAbsence(top?.[0], top?.[1], key));
+    const answer = await this.#ask(version, record, () => this.#pages.proveAbsence(top?.[0], top?.[1], key));
     if ('present' in answer) throw new StoreError('KEY_EXISTS', 'the key is present');
     proven(version, () => verifyAbsence(this.#rootOf(record), key, answer.proof));
     return answer.proof;
@@ -1205,7 +1269,7 @@ export class State {
     const range = new PagedRange(start, end, limit);
     try {
       // Every chunk but the first and the last adds a result.
-      const { done: proof } = await this.#ask(version, () => this.#pages.proveRange(top?.[0], top?.[1], range), limit + 2);
+      const { done: proof } = await this.#ask(version, record, () => this.#pages.proveRange(top?.[0], top?.[1], range), limit + 2);
       return { proof, page: proven(version, () => verifyRange(this.#rootOf(record), start, end, limit, proof)) };
     } finally {
       range.free();
@@ -1218,11 +1282,11 @@ export class State {
    * `pageSize` entries (default 1,024) at a time.
    */
   async *range(start: Uint8Array | undefined, end?: Uint8Array, at: RangeOptions = {}): AsyncGenerator<[key: Uint8Array, value: Uint8Array]> {
-    const [version] = this.#at(at);
+    const [version, first] = this.#at(at);
     const pageSize = at.pageSize ?? RANGE_PAGE;
     for (let from: Uint8Array | undefined = start ?? new Uint8Array(); from !== undefined; ) {
-      // Asked again for each page: the store may have been closed, or the version pruned, meanwhile.
-      const [, record] = this.#at({ version });
+      // Asked again for each page: the store may have been closed, or the version pruned or replaced, meanwhile.
+      const record = this.#again(version, first);
       const { page } = await this.#rangeProof(version, record, from, end, pageSize);
       yield* page.entries;
       from = page.complete ? undefined : page.resumeKey;
@@ -1237,7 +1301,7 @@ export class State {
    */
   async proveChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#chunkAt(index, at);
-    const { done } = await this.#ask(version, () => this.#pages.proveChunk(record.top?.[0], record.top?.[1], index));
+    const { done } = await this.#ask(version, record, () => this.#pages.proveChunk(record.top?.[0], record.top?.[1], index));
     proven(version, () => verifyChunkProof(record.root, done));
     return done;
   }
@@ -1250,7 +1314,7 @@ export class State {
    */
   async exportChunk(index: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#chunkAt(index, at);
-    const { done } = await this.#ask(version, () => this.#pages.exportChunk(record.top?.[0], record.top?.[1], index));
+    const { done } = await this.#ask(version, record, () => this.#pages.exportChunk(record.top?.[0], record.top?.[1], index));
     return done;
   }
 
@@ -1263,17 +1327,17 @@ export class State {
    */
   async exportSubtree(path: Uint8Array, levels: number, maxBytes: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#at(at);
-    return (await this.#ask(version, () => this.#pages.exportSubtree(record?.top?.[0], record?.top?.[1], path, levels, maxBytes), 2)).done;
+    return (await this.#ask(version, record, () => this.#pages.exportSubtree(record?.top?.[0], record?.top?.[1], path, levels, maxBytes), 2)).done;
   }
 
   async exportLeaves(path: Uint8Array, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#at(at);
-    return (await this.#ask(version, () => this.#pages.exportLeaves(record?.top?.[0], record?.top?.[1], path))).done;
+    return (await this.#ask(version, record, () => this.#pages.exportLeaves(record?.top?.[0], record?.top?.[1], path))).done;
   }
 
   async exportEntries(path: Uint8Array, bitmap: Uint8Array, maxBytes: number, at: AtVersion = {}): Promise<Uint8Array> {
     const [version, record] = this.#at(at);
-    return (await this.#ask(version, () => this.#pages.exportEntries(record?.top?.[0], record?.top?.[1], path, bitmap, maxBytes))).done;
+    return (await this.#ask(version, record, () => this.#pages.exportEntries(record?.top?.[0], record?.top?.[1], path, bitmap, maxBytes))).done;
   }
 
   /**
@@ -1540,6 +1604,11 @@ async function removeKeys(backend: StorageBackend, table: string, start: Uint8Ar
   for (let keys = await keysFrom(backend, table, start, end); keys.length > 0; keys = await keysFrom(backend, table, start, end)) {
     await backend.write({ deletes: keys.map((k) => [table, k] as const) });
   }
+}
+
+/** Whether two version records (`undefined`: nothing committed) have the same root. */
+function sameRoot(a: VersionRecord | undefined, b: VersionRecord | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && compareBytes(a.root, b.root) === 0);
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {

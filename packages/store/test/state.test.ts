@@ -139,6 +139,49 @@ describe('on the Node backend, by path', () => {
     await expect(reader.refresh()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
   });
 
+  it('a read pinned to a root: a version committed again with another root between its steps is VERSION_UNKNOWN, never read from the new root', async () => {
+    const at = place();
+    const writer = await at.open({ capacity: 4 });
+    for (let round = 1; round <= 3; round++) {
+      await writer.putMany(Array.from({ length: 40 }, (_, i) => [key(i), value(i, round)] as const));
+      await writer.commit();
+    }
+    const old = writer.head()!;
+    const reader = await at.open({ readOnly: true });
+    try {
+      // A range read a page at a time, and the root given with the version.
+      const pages = reader.range(undefined, undefined, { version: 3, root: old.root, pageSize: 4 });
+      expect((await pages.next()).value).toEqual([key(0), value(0, 3)]);
+      const plain = reader.range(undefined, undefined, { version: 3, pageSize: 4 });
+      expect((await plain.next()).value).toEqual([key(0), value(0, 3)]);
+      await writer.rollback(2);
+      await writer.putMany(Array.from({ length: 40 }, (_, i) => [key(i), value(i, 4)] as const));
+      const now = await writer.commit();
+      // Before the reader looks again: the old root's records are gone, and storage says so.
+      expect(await reader.isRetained(3)).toBe(false);
+      expect(await reader.isRetained(3, now.root)).toBe(true);
+      await reader.refresh();
+      expect(reader.head()).toEqual(now);
+      expect(await reader.isRetained(3, old.root)).toBe(false);
+      // The next page of either read meets the new root under the same number.
+      for (const read of [pages, plain]) {
+        for (let i = 1; i < 4; i++) expect((await read.next()).value).toEqual([key(i), value(i, 3)]);
+        await expect(read.next()).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+      }
+      await expect(reader.get(key(1), { version: 3, root: old.root })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+      await expect(reader.proveAbsence(key(99), { version: 3, root: old.root })).rejects.toMatchObject({ code: 'VERSION_UNKNOWN' });
+      expect(await reader.get(key(1), { version: 3, root: now.root })).toEqual(value(1, 4));
+      expect(await reader.get(key(1), { root: now.root })).toEqual(value(1, 4));
+      // A root that is no Uint8Array, or not 32 bytes long.
+      await expect(reader.get(key(1), { version: 3, root: 'ab' as unknown as Uint8Array })).rejects.toThrow(TypeError);
+      await expect(reader.get(key(1), { version: 3, root: now.root.subarray(1) })).rejects.toThrow(RangeError);
+      await expect(reader.isRetained(3, now.root.subarray(1))).rejects.toThrow(RangeError);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+
   /** A store of versions 1 … 4 (key v written at v) whose version 2 record has its last byte flipped, in one SQLite transaction. */
   async function damagedVersion2() {
     const at = place();
