@@ -49,9 +49,8 @@ async function fourVersions() {
 
 type Call = (state: State) => Promise<unknown>;
 
-/** What the store holds after `calls`: their outcomes, the versions (in memory and reopened) and the head's values. */
-async function runCalls(calls: readonly Call[], gap: number | 'awaited') {
-  const { place, state } = await fourVersions();
+/** Makes `calls` on `state`, each awaited before the next or `gap` microtasks apart; their outcomes. */
+async function issue(state: State, calls: readonly Call[], gap: number | 'awaited'): Promise<string[]> {
   const ended: Promise<string>[] = [];
   for (const [i, call] of calls.entries()) {
     if (gap === 'awaited') ended.push(Promise.resolve(await outcome(call(state))));
@@ -60,7 +59,13 @@ async function runCalls(calls: readonly Call[], gap: number | 'awaited') {
       ended.push(outcome(call(state)));
     }
   }
-  const outcomes = await Promise.all(ended);
+  return Promise.all(ended);
+}
+
+/** What the store holds after `calls`: their outcomes, the versions (in memory and reopened) and the head's values. */
+async function runCalls(calls: readonly Call[], gap: number | 'awaited') {
+  const { place, state } = await fourVersions();
+  const outcomes = await issue(state, calls, gap);
   const versions = state.versions().map((v) => v.version);
   await state.close();
   const reopened = await place.open();
@@ -117,15 +122,7 @@ describe('writes called at once run in call order, as if each were awaited', { t
       const sink = await state.syncSink(new Uint8Array(32).fill(7));
       await sink.close();
       expect(await state.pendingSync()).toBeDefined();
-      const ended: Promise<string>[] = [];
-      for (const [i, call] of calls.entries()) {
-        if (gap === 'awaited') ended.push(Promise.resolve(await outcome(call(state))));
-        else {
-          if (i > 0 && gap > 0) await ticks(gap);
-          ended.push(outcome(call(state)));
-        }
-      }
-      const outcomes = await Promise.all(ended);
+      const outcomes = await issue(state, calls, gap);
       const result = { outcomes, pending: await state.pendingSync(), versions: state.versions().map((v) => v.version), got: await state.get(key(0)) };
       await state.close();
       return result;
