@@ -232,7 +232,7 @@ function rootOf(state: State, version: number): Uint8Array {
   const info = state.versions().find((x) => x.version === version);
   const damaged = state.damagedVersions().find((d) => d.version === version);
   if (damaged !== undefined) throw damaged.error;
-  if (info === undefined) throw Object.assign(new Error(`version ${version} is not retained`), { code: 'VERSION_UNKNOWN' });
+  if (info === undefined) throw new StoreError('VERSION_UNKNOWN', `version ${version} is not retained`);
   return info.root;
 }
 
