@@ -282,6 +282,46 @@ describe('getMany: many keys per MULTIPROOF request (spec/wire.md)', () => {
     expect(c.banned).toEqual([]);
   }, 20_000);
 
+  it.each([
+    ['busy', 'BUSY'],
+    ['silent', 'TIMEOUT'],
+    ['corrupt-proof', 'ROOT_MISMATCH'],
+  ] as const)('a %s peer: each of its round trips has one outcome, rejected %s (count: its keys), never verified; a lie is banned right after its one rejected', async (mode, code) => {
+    const bad = await serve('ws', { mode });
+    const events: QueryEvent[] = [];
+    const ofBad = () => events.filter((e) => e.peer === bad.address);
+    const outcomes = () => ofBad().filter((e) => e.type === 'verified' || e.type === 'rejected');
+    // Every round trip of the bad peer has its outcome (a silent peer's time out 500 ms after they were sent): bounded by the test's timeout.
+    let allOut!: () => void;
+    const settled = new Promise<void>((resolve) => (allOut = resolve));
+    const c = client([bad.address, ...honest.map((s) => s.address)], {
+      onEvent: (e) => {
+        events.push(e);
+        if (e.peer === bad.address && e.type !== 'request' && outcomes().length === ofBad().filter((x) => x.type === 'request').length) allOut();
+      },
+    });
+    const keys = model.slice(0, 2000).map(([k]) => k);
+    expect((await c.getMany(keys)).map((v) => hex(v!))).toEqual(model.slice(0, 2000).map(([, v]) => hex(v)));
+    await settled;
+    const requests = ofBad().filter((e) => e.type === 'request');
+    expect(requests.length).toBeGreaterThan(0);
+    // One outcome per round trip, however many keys it asked (up to 256); a lying round trip's is followed by the ban.
+    const lies = outcomes().filter((e) => e.type === 'rejected' && e.code === code);
+    if (mode === 'corrupt-proof') {
+      const at = events.findIndex((e) => e.type === 'rejected' && e.peer === bad.address && e.code === code);
+      expect(events[at + 1]).toMatchObject({ type: 'banned', peer: bad.address, code });
+      // The round trips still out at the ban: a lie again, or failed by the connection the ban closed.
+      expect(outcomes().every((e) => e.type === 'rejected' && (e.code === code || e.code === 'CONNECTION_CLOSED'))).toBe(true);
+      expect(c.banned).toEqual([{ peer: bad.address, code }]);
+    } else {
+      expect(lies).toHaveLength(requests.length);
+      expect(c.banned).toEqual([]);
+    }
+    expect(outcomes()).toHaveLength(requests.length);
+    const counts = (es: QueryEvent[]) => es.map((e) => (e.type === 'request' || e.type === 'rejected' ? e.count : 0)).sort((a, b) => a - b);
+    expect(counts(outcomes())).toEqual(counts(requests));
+  });
+
   it('a peer from before MULTIPROOF (it answers BAD_REQUEST) is asked one PROOF per key, and not banned', async () => {
     const old = honest[0]!.address;
     const kinds: number[] = [];

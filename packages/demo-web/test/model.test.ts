@@ -38,16 +38,16 @@ describe('SyncModel', () => {
     const m = new SyncModel([A, B, C], 0);
     m.apply({ type: 'peer', peer: A, status: 'active' }, 0);
     m.applyCatchUp({ type: 'request', peer: A, kind: 'nodes', count: 1, hedge: false }, 1);
-    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'nodes', code: 'BUSY' }, 1);
-    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'CONNECT_FAILED' }, 1);
-    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'leaves', code: 'BUSY' }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'nodes', code: 'BUSY', count: 1 }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'CONNECT_FAILED', count: 1 }, 1);
+    m.applyCatchUp({ type: 'rejected', peer: A, kind: 'leaves', code: 'BUSY', count: 1 }, 1);
     // A lie: the ban follows its rejection at once.
-    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH' }, 2);
+    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH', count: 1 }, 2);
     m.applyCatchUp({ type: 'banned', peer: B, code: 'NODE_MISMATCH', reason: 'lied' }, 2);
     // A request that was out when B was banned.
-    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH' }, 3);
+    m.applyCatchUp({ type: 'rejected', peer: B, kind: 'leaves', code: 'NODE_MISMATCH', count: 1 }, 3);
     // A code that is mostly a refusal, a lie this time (a root the peer listed).
-    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'UNKNOWN_ROOT' }, 4);
+    m.applyCatchUp({ type: 'rejected', peer: C, kind: 'nodes', code: 'UNKNOWN_ROOT', count: 1 }, 4);
     m.applyCatchUp({ type: 'banned', peer: C, code: 'UNKNOWN_ROOT', reason: 'denied a root it listed' }, 4);
     // A ban with no rejected answer (found when the catch-up commits).
     m.applyCatchUp({ type: 'banned', peer: A, code: 'KEY_COPY_MISMATCH', reason: 'bad key copy' }, 5);

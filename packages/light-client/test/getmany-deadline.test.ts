@@ -9,10 +9,7 @@
 import { init } from '@bpavl/wasm';
 import { afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { createClient, type Client } from '../src/client/index.js';
-import type { Connect, PeerConnection, RequestBody } from '../src/transport/types.js';
-import { Kind, MAX_RESPONSE_BYTES, Status } from '../src/wire/constants.js';
-import type { Response } from '../src/wire/messages.js';
-import { buildTree } from './support/server.js';
+import { fakeConnect, honestAnswers } from './support/fake-peers.js';
 
 beforeAll(() => init());
 
@@ -21,34 +18,6 @@ afterEach(() => {
   for (const c of clients.splice(0)) c.close();
   vi.useRealTimers();
 });
-
-/** Connections that answer each request with `answer(address, req)`; the address `never` gets a promise that never settles. */
-function fakeConnect(answer: (address: string, req: RequestBody) => Promise<Response> = () => new Promise<Response>(() => {})): Connect {
-  return async (address) => {
-    const conn: PeerConnection = {
-      address,
-      isClosed: false,
-      close() {},
-      onClose() {},
-      request: (req) => answer(address, req),
-    };
-    return conn;
-  };
-}
-
-const never = () => new Promise<Response>(() => {});
-
-/** A tree's honest MULTIPROOF answers, for the peers `honest` names. */
-function honestAnswers(honest: ReadonlySet<string>) {
-  const { tree, root } = buildTree(300, 16);
-  const snap = tree.head();
-  const keys = Array.from({ length: 40 }, (_, i) => new TextEncoder().encode(`key-1-${String(i * 7).padStart(8, '0')}`));
-  const answer = (address: string, req: RequestBody): Promise<Response> => {
-    if (!honest.has(address) || req.kind !== Kind.Multiproof) return never();
-    return Promise.resolve({ id: 0, kind: Kind.Multiproof, status: Status.Ok, payload: snap.proveMulti([...req.keys], MAX_RESPONSE_BYTES - 64) });
-  };
-  return { root, keys, answer };
-}
 
 function client(opts: Parameters<typeof createClient>[0]): Client {
   const c = createClient(opts);

@@ -169,6 +169,38 @@ it('a catch-up commits the newer root as the next version, fetching a small part
   expect(again.changedIndices).toEqual(new Uint32Array(0));
 });
 
+it('a finished catch-up reports nothing of the requests its own end fails: a staller\'s requests still out are not rejected CONNECTION_CLOSED', { timeout: 30_000 }, async () => {
+  const { base, next } = chain(3000, 16, 30);
+  const path = await storeOf(base);
+  // Never answers the first request, the top's NODES (asked of it: it is listed first), and answers the rest: the
+  // honest peer's hedge of the top, 2 s later, starts the walk, and the top's request is still out when it ends.
+  const hook: ServerHook = {
+    reply: (req) => {
+      const r = req.request;
+      return r?.kind === Kind.Nodes && r.path.length === 1 && r.path[0] === 0 ? { kind: 'drop' } : undefined;
+    },
+  };
+  const staller = await startHonestPeer(new StaticTreeSource([new CachedTree(next.head())]), { libp2pPort: null, hook });
+  peers.push(staller);
+  const honest = await serve(next);
+  const events: CatchUpEvent[] = [];
+  const state = await openState({ path });
+  let result;
+  try {
+    // A timeout longer than the catch-up: the staller's requests are out when it finishes (its hedges answered by the honest peer).
+    result = await catchUp({ store: state, root: next.head().root, peers: [staller.wsUrl!, honest.wsUrl!], requestTimeoutMs: 30_000, onEvent: (e) => events.push(e) });
+  } finally {
+    await state.close();
+  }
+  expect(result.banned).toEqual([]);
+  expect(events[0]).toMatchObject({ type: 'request', kind: 'nodes', peer: staller.wsUrl! });
+  expect(events.some((e) => e.type === 'request' && e.hedge && e.peer === honest.wsUrl)).toBe(true);
+  // They used to come as a burst of CONNECTION_CLOSED after the last progress, failed by the catch-up's own pool.close().
+  expect(events.filter((e) => e.type === 'rejected')).toEqual([]);
+  expect(events.at(-1)?.type).toBe('progress');
+  await expectHolds(path, next);
+});
+
 it('every liar is banned at its first bad answer, with its code, and the state is still exact', { timeout: 30_000 }, async () => {
   const { base, next } = chain(4000, 8, 60);
   const other = chain(4000, 8, 61).next;

@@ -19,12 +19,43 @@ import type { PeerPool, PoolPeer } from './pool.js';
 /** What is asked: the query client's proofs and ranges, and a catch-up's pieces (`spec/wire.md`, "Catch-up"). */
 export type AskKind = 'proof' | 'range' | 'nodes' | 'leaves' | 'entries' | 'chunk';
 
-/** What the query client reports while it works. */
+/**
+ * What the query client (and a catch-up, `CatchUpEvent`) reports while it
+ * works. Each `request` is followed by its outcome: `verified` (an answer
+ * that verified: only then does the peer's latency count, and its failures
+ * reset) or `rejected` (nothing verified from it), whatever other requests
+ * asked meanwhile (a hedge answered first does not make a timed-out request
+ * `verified`). Only a `getMany` round trip of several requests (`PROOF`s to
+ * a peer from before `MULTIPROOF`, or a hedge of those) may have both, for
+ * its verified and its unanswered keys.
+ * An outcome may come after the read settled (a hedge that lost); nothing is
+ * reported of requests failed by the client's own `close()` (or the end of a
+ * catch-up).
+ *
+ * `count` is a number of keys, or 1:
+ * - `getMany`: `request` the keys its round trip asks (one `MULTIPROOF`, or
+ *   up to 8 `PROOF`s to a peer from before it, or a hedge of those); `verified` the keys its
+ *   answer proved (fewer than asked for an answer cut to fit the response
+ *   limit: the rest is asked again, no rejection); `rejected` the keys it
+ *   does not answer (all of them for a lie).
+ * - `get`, `has`, `proof` (one key), a `range` page, a catch-up's piece or
+ *   batch of pieces (one `MULTILEAVES`/`MULTIENTRIES`) or chunk: always 1.
+ */
 export type QueryEvent =
   | { type: 'request'; peer: string; kind: AskKind; count: number; hedge: boolean }
   | { type: 'verified'; peer: string; kind: AskKind; count: number; ms: number }
-  /** An answer not taken: a lie (then also `banned`), or `BUSY`, `UNKNOWN_ROOT`, `BAD_REQUEST` (a kind the peer does not serve), `TIMEOUT`, `CONNECTION_CLOSED`, `CONNECT_FAILED`. */
-  | { type: 'rejected'; peer: string; kind: AskKind; code: string }
+  /**
+   * A request whose answer is not taken, one event per request however
+   * many keys it asked (`count`): a lie, its code (then `banned`, right
+   * after this event, unless the peer was banned already: a request that
+   * was out then); or `BUSY`, `UNKNOWN_ROOT` (a root the peer does not
+   * serve), `BAD_REQUEST` (a kind the peer does not serve), `TIMEOUT`,
+   * `CONNECTION_CLOSED` (also: requests out when their peer was banned,
+   * whose connection the ban closed), `CONNECT_FAILED`. A peer that breaks
+   * the wire protocol (a `WireError` code) is banned as its connection
+   * fails, before this event.
+   */
+  | { type: 'rejected'; peer: string; kind: AskKind; code: string; count: number }
   | { type: 'banned'; peer: string; code: string; reason: string };
 
 /** Timing and reporting shared by every request of a client. */
@@ -135,7 +166,7 @@ export function ask<T>(
       }
       if (res.status === Status.Busy) {
         pool.onBusy(peer);
-        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BUSY' });
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BUSY', count: 1 });
         return FAILED;
       }
       try {
@@ -147,20 +178,20 @@ export function ask<T>(
             if (listedBefore) throw new Lie('UNKNOWN_ROOT', 'denied a root it listed before and after');
             peer.listed = [...peer.listed.filter((l) => !equalBytes(l.root, req.root)).slice(1 - LISTED_ROOTS), { root: req.root, at: performance.now() }];
             pool.onRefused(peer, 'UNKNOWN_ROOT');
-            ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
+            ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT', count: 1 });
             return FAILED;
           }
           peer.listed = peer.listed.filter((l) => !equalBytes(l.root, req.root));
           denied.add(peer);
           pool.onRefused(peer, 'UNKNOWN_ROOT');
-          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT' });
+          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'UNKNOWN_ROOT', count: 1 });
           return FAILED;
         }
         if (res.status === Status.BadRequest && opts.onRefused !== undefined) {
           opts.onRefused(peer);
           denied.add(peer);
           pool.onRefused(peer, 'BAD_REQUEST');
-          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BAD_REQUEST' });
+          ctx.emit({ type: 'rejected', peer: peer.address, kind, code: 'BAD_REQUEST', count: 1 });
           return FAILED;
         }
         // A well-formed request about a served root earns nothing but OK.
@@ -196,11 +227,13 @@ export function ask<T>(
       const code = lieCode(e);
       if (code !== undefined) {
         const reason = e instanceof Error ? e.message : String(e);
-        ctx.emit({ type: 'rejected', peer: peer.address, kind, code });
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code, count: 1 });
         pool.ban(peer, code, reason);
       } else if (e instanceof TransportError) {
+        // Failed by the pool's own close (the client's, or a finished catch-up's): no peer's doing, not reported.
+        if (pool.closed) return FAILED;
         pool.onFailure(peer);
-        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: e.code });
+        ctx.emit({ type: 'rejected', peer: peer.address, kind, code: e.code, count: 1 });
       } else if (!signal?.aborted) {
         finish(() => reject(e)); // a bug, not a peer's fault: surface it
       }

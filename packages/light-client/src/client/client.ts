@@ -12,7 +12,7 @@ import { rootArg, bytesArg, optBytesArg, optCountArg, optMsArg, peersArg } from 
 import { notify } from '../listener.js';
 import { checkRangeQuery, rangeWindowCount, type AbsenceResult, type EntryPosition, type KeyValue, type RangeResult } from '../proofs.js';
 import { connectAuto } from '../transport/auto.js';
-import type { Connect, PeerConnection } from '../transport/types.js';
+import { TransportError, type Connect, type PeerConnection } from '../transport/types.js';
 import { tsVerifier, wasmVerifier, type Verifier, type WasmVerifierModule } from '../verifier.js';
 import { Kind, MAX_MULTIPROOF_REQUEST_KEYS, MAX_REQUEST_BYTES, Status } from '../wire/constants.js';
 import { WireError } from '../wire/errors.js';
@@ -414,47 +414,75 @@ export function createClient(opts: ClientOptions): Client {
           );
           peer.inflight -= groups.length;
           inflight.delete(trip);
-          const failed = checkWindow(peer, single, groups, answers).filter((i) => !done[i]);
-          requeued.push(...failed);
-          if (failed.length === 0) {
-            pool.onSuccess(peer, performance.now() - t0);
-            emit({ type: 'verified', peer: peer.address, kind: 'proof', count, ms: performance.now() - t0 });
-          }
+          // Its keys that are still needed go back; the outcome is what this round trip's own answers were,
+          // whether or not a hedge has answered its keys meanwhile.
+          requeued.push(...checkWindow(peer, single, groups, answers, performance.now() - t0).filter((i) => !done[i]));
         }
       };
       await Promise.all(Array.from({ length: LANE_DEPTH }, trips));
     };
 
-    /** Records the verified answers of a window; returns the indices to ask again. */
-    const checkWindow = (peer: PoolPeer, single: boolean, groups: number[][], answers: PromiseSettledResult<Response>[]): number[] => {
+    /**
+     * Records the verified answers of a round trip, reports its outcome and
+     * tells the pool; returns the indices to ask again. A lie: one `rejected`
+     * (every key of the round trip), then the ban. Otherwise `verified` for
+     * the keys its answers proved, and one `rejected` for the keys a `BUSY`,
+     * a denial, a timeout or a lost connection left unanswered; the peer's
+     * success (its latency, `ms`) counts only with no such trouble.
+     */
+    const checkWindow = (peer: PoolPeer, single: boolean, groups: number[][], answers: PromiseSettledResult<Response>[], ms: number): number[] => {
       const retry: number[] = [];
       let lie: { code: string; reason: string } | undefined;
       let trouble: 'busy' | 'failure' | undefined;
+      /** The first code of a request not answered (no lie), and how many keys those requests asked. */
+      let refusal: string | undefined;
+      let refused = 0;
+      let proven = 0;
+      const refuse = (code: string, group: number[]) => {
+        refusal ??= code;
+        refused += group.length;
+        retry.push(...group);
+      };
       for (const [j, a] of answers.entries()) {
         const group = groups[j]!;
         if (a.status === 'rejected') {
-          if (a.reason instanceof WireError) lie ??= { code: a.reason.code, reason: a.reason.message };
-          else trouble = 'failure';
-          retry.push(...group);
+          if (a.reason instanceof WireError) {
+            lie ??= { code: a.reason.code, reason: a.reason.message };
+            retry.push(...group);
+          } else {
+            trouble = 'failure';
+            // A transport rejects with TransportError or WireError only; anything else is counted as a lost connection.
+            refuse(a.reason instanceof TransportError ? a.reason.code : 'CONNECTION_CLOSED', group);
+          }
           continue;
         }
         const res = a.value;
         if (res.status !== Status.Ok) {
-          if (res.status === Status.Busy) trouble ??= 'busy';
-          else if (res.status === Status.UnknownRoot) trouble = 'failure'; // `ask` tells a denial from a lie
-          else if (res.status === Status.BadRequest && !single) singleProofPeers.add(peer); // a peer from before MULTIPROOF
-          else lie ??= { code: statusName(res.status), reason: 'status' };
-          retry.push(...group);
+          if (res.status === Status.Busy) {
+            trouble ??= 'busy';
+            refuse('BUSY', group);
+          } else if (res.status === Status.UnknownRoot) {
+            trouble = 'failure'; // `ask` tells a denial from a lie
+            refuse('UNKNOWN_ROOT', group);
+          } else if (res.status === Status.BadRequest && !single) {
+            singleProofPeers.add(peer); // a peer from before MULTIPROOF
+            refuse('BAD_REQUEST', group);
+          } else {
+            lie ??= { code: statusName(res.status), reason: 'status' };
+            retry.push(...group);
+          }
           continue;
         }
         try {
           if (single) {
             verified(group[0]!, checkProof(at, asked[group[0]!]!, res.payload).value);
+            proven += 1;
             continue;
           }
           const { count, proof: bytes } = decodeMultiproofPayload(res.payload, group.length);
-          const proven = verifier.verifyMultiproof(at, group.slice(0, count).map((i) => asked[i]!), bytes);
-          for (const [n, v] of proven.values.entries()) verified(group[n]!, v);
+          const values = verifier.verifyMultiproof(at, group.slice(0, count).map((i) => asked[i]!), bytes).values;
+          for (const [n, v] of values.entries()) verified(group[n]!, v);
+          proven += count;
           retry.push(...group.slice(count)); // a cut answer: the rest is asked again
         } catch (e) {
           if (!(e instanceof WireError) && !isProofError(e)) throw e;
@@ -462,14 +490,21 @@ export function createClient(opts: ClientOptions): Client {
           retry.push(...group);
         }
       }
+      // Requests failed by the client's own close(): nobody's doing, not reported.
+      if (pool.closed) return retry;
       if (lie) {
-        for (const _ of retry) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code });
+        const count = groups.reduce((n, g) => n + g.length, 0);
+        emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: lie.code, count });
         pool.ban(peer, lie.code, lie.reason);
-      } else if (trouble === 'failure') pool.onFailure(peer);
+        return retry;
+      }
+      if (proven > 0) emit({ type: 'verified', peer: peer.address, kind: 'proof', count: proven, ms });
+      if (refusal !== undefined) emit({ type: 'rejected', peer: peer.address, kind: 'proof', code: refusal, count: refused });
+      if (trouble === 'failure') pool.onFailure(peer);
       else if (trouble === 'busy') {
         pool.onBusy(peer);
         backedOff = true;
-      }
+      } else if (proven > 0) pool.onSuccess(peer, ms);
       return retry;
     };
 

@@ -123,6 +123,11 @@ export class PeerPool {
     this.#stallMs = opts.stallMs;
   }
 
+  /** Whether {@link close} was called: a request failing from now on fails because of it. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** Every peer, in the order given. */
   get peers(): PoolPeer[] {
     return [...this.#entries.keys()];
