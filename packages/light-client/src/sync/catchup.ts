@@ -82,10 +82,29 @@ export interface CatchUpTarget {
   pendingSync(): Promise<{ root: Uint8Array } | undefined>;
 }
 
-/** What a catch-up reports while it runs: the query client's events, and progress. */
+/**
+ * What a catch-up reports while it runs: the query client's events (each
+ * `count` 1: a piece, a batch of pieces or a chunk is one request), and
+ * progress. Requests still out when the catch-up ends (hedges that lost)
+ * are not reported: nothing comes after the last `progress`, nor after the
+ * promise settles.
+ *
+ * The whole-chunk fallback (after a `whole-chunks` event) reports only
+ * `progress` and `banned`: no `request`, `verified` or `rejected`.
+ */
 export type CatchUpEvent =
   | QueryEvent
-  /** `wholeChunks`: in the fallback, the chunks in so far (restored ones included) and their count once known. */
+  /**
+   * After each answer is settled into the store. `bytes`: payload bytes
+   * received so far, rejected answers included (as `CatchUpResult.bytes`);
+   * in the fallback, the walk's plus the chunk envelopes the sync newly
+   * verified (its `progress.bytes`: not its rejected or duplicate ones, so
+   * it may end below the result's). `changedChunks`: the changed chunks
+   * found so far. `inflight`: the pieces in flight (asked and not settled;
+   * a `MULTILEAVES`/`MULTIENTRIES` request counts each of its pieces), 0 in
+   * the fallback. `wholeChunks`: in the fallback, the chunks in so far
+   * (restored ones included) and their count once known.
+   */
   | { type: 'progress'; bytes: number; changedChunks: number; inflight: number; wholeChunks?: { done: number; chunkCount: number | undefined } }
   /** No peer serves the catch-up requests (`NODES`): every chunk is fetched whole, and only those the store lacks are stored. */
   | { type: 'whole-chunks'; resumed: boolean };
@@ -100,7 +119,11 @@ export interface CatchUpOptions {
   peers: readonly string[];
   /** Stops the catch-up: it rejects with the signal's reason (already aborted: before the store is touched). */
   signal?: AbortSignal;
-  /** Receives every {@link CatchUpEvent}; what it throws is ignored. */
+  /**
+   * Receives every {@link CatchUpEvent}; what it throws is ignored. In the
+   * whole-chunk fallback (`whole-chunks`) only `progress` and `banned`
+   * follow: no `request`, `verified` or `rejected`.
+   */
   onEvent?: (event: CatchUpEvent) => void;
   connect?: Connect;
   /** Per-attempt deadline in ms (default 10,000). */
@@ -147,6 +170,16 @@ export interface CatchUpResult {
   /** Of those, the ones an interrupted run stored (never fetched again), and the ones whose leaves this run fetched. */
   restoredChunks: number;
   fetchedChunks: number;
+  /**
+   * Requests made, each counted once however many attempts it took
+   * (failovers, retries and hedges are not counted): one per `NODES`,
+   * `LEAVES` or `ENTRIES` piece, one per `MULTILEAVES` or `MULTIENTRIES`
+   * batch (and one per piece of a batch asked again one by one), one per
+   * changed chunk asked whole (`CHUNK`); not the first chunk asked after
+   * the top's `OUT_OF_RANGE` (a tree of one chunk). In the fallback, the
+   * walk's plus one per chunk the sync fetched and per refetch
+   * (`SyncFigures.refetches`). 0 when nothing was asked.
+   */
   requests: number;
   banned: BannedPeer[];
   /** Whether every chunk was fetched whole: no peer served the catch-up requests (`spec/wire.md`, "Catch-up"). */

@@ -28,7 +28,12 @@ export type SyncEvent =
       type: 'progress';
       done: number;
       chunkCount: number | undefined;
+      /**
+       * Bytes of the chunk envelopes newly verified so far (each chunk once): not restored chunks,
+       * hedged duplicates or rejected envelopes, which the result's `bytes` (every envelope received) counts.
+       */
       bytes: number;
+      /** `bytes` per second of this run. */
       bytesPerSecond: number;
       etaSeconds: number | undefined;
     }
