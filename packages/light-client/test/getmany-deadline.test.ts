@@ -7,23 +7,12 @@
 // one test that reads Node's active handles, which uses a short real read.
 
 import { init } from '@bpavl/wasm';
-import { afterEach, beforeAll, expect, it, vi } from 'vitest';
-import { createClient, type Client } from '../src/client/index.js';
-import { fakeConnect, honestAnswers } from './support/fake-peers.js';
+import { beforeAll, expect, it, vi } from 'vitest';
+import { fakeConnect, honestAnswers, trackedClients } from './support/fake-peers.js';
 
 beforeAll(() => init());
 
-const clients: Client[] = [];
-afterEach(() => {
-  for (const c of clients.splice(0)) c.close();
-  vi.useRealTimers();
-});
-
-function client(opts: Parameters<typeof createClient>[0]): Client {
-  const c = createClient(opts);
-  clients.push(c);
-  return c;
-}
+const client = trackedClients();
 
 it('a read whose requests never settle rejects with NO_HONEST_PEERS at its deadline, and leaves no timer', async () => {
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });

@@ -7,26 +7,16 @@
 // reported. Time is vitest's fake clock (`setTimeout` and `performance`).
 
 import { init, Tree } from '@bpavl/wasm';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createClient, type Client, type QueryEvent } from '../src/client/index.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { QueryEvent } from '../src/client/index.js';
 import { TransportError, type Connect, type PeerConnection, type RequestBody } from '../src/transport/types.js';
 import { Kind, MAX_RESPONSE_BYTES, Status } from '../src/wire/constants.js';
 import type { Response } from '../src/wire/messages.js';
-import { fakeConnect, honestAnswers, never } from './support/fake-peers.js';
+import { fakeConnect, honestAnswers, never, trackedClients } from './support/fake-peers.js';
 
 beforeAll(() => init());
 
-const clients: Client[] = [];
-afterEach(() => {
-  for (const c of clients.splice(0)) c.close();
-  vi.useRealTimers();
-});
-
-function client(opts: Parameters<typeof createClient>[0]): Client {
-  const c = createClient(opts);
-  clients.push(c);
-  return c;
-}
+const client = trackedClients();
 
 const fakeClock = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
 

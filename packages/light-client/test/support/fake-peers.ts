@@ -1,6 +1,8 @@
 // In-memory peer connections for the query client's tests (no sockets):
 // each request is answered by a function of the peer's address.
 
+import { afterEach, vi } from 'vitest';
+import { createClient, type Client } from '../../src/client/index.js';
 import type { Connect, PeerConnection, RequestBody } from '../../src/transport/types.js';
 import { Kind, MAX_RESPONSE_BYTES, Status } from '../../src/wire/constants.js';
 import type { Response } from '../../src/wire/messages.js';
@@ -35,4 +37,21 @@ export function honestAnswers(honest: ReadonlySet<string>) {
   };
   const answer = (address: string, req: RequestBody): Promise<Response> => (honest.has(address) ? prove(req) : never());
   return { root, keys, answer, prove };
+}
+
+/**
+ * `createClient` for a test file: each client it makes is closed after each
+ * test, and vitest's real clock restored (a test may take the fake one).
+ */
+export function trackedClients(): (opts: Parameters<typeof createClient>[0]) => Client {
+  const clients: Client[] = [];
+  afterEach(() => {
+    for (const c of clients.splice(0)) c.close();
+    vi.useRealTimers();
+  });
+  return (opts) => {
+    const c = createClient(opts);
+    clients.push(c);
+    return c;
+  };
 }
