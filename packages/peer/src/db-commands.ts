@@ -18,6 +18,7 @@ import { MAX_KEY_LEN, MAX_VALUE_LEN } from '@bpavl/light-client/wire';
 import { WHOLE_STATE_MMAP_BYTES } from './constants.ts';
 import { fromHex, type StoredTree, toHex } from './source.ts';
 import { workloadEntry } from './workload.ts';
+import { type Interruption, interruptible } from './interrupt.ts';
 
 /** A malformed line of an import file (`IMPORT_LINE_INVALID`, with its line number). */
 export class ImportError extends Error {
@@ -34,6 +35,12 @@ export class ImportError extends Error {
 const BATCH_MIB = `A batch not committed yet
 holds at most --batch-mib MiB of chunks (default 1024) and writes changed
 chunks ahead past it: less memory, more writes for a batch of random keys.`;
+
+/** What SIGINT and SIGTERM do, in the help of the commands that write (\`./interrupt.ts\`). */
+const STOPPED = `SIGINT or SIGTERM (Ctrl-C) stops it at the next safe point: the state keeps
+its last commit (a batch not committed is dropped), and the command exits
+130 (--json: {"error": "ABORTED", "message": …}). A second signal exits at
+once, as a crash would: the store is crash-safe.`;
 
 const COMMON = `  --db DIR             the state directory (made by import or generate --db)
   --json               print one JSON line instead of text
@@ -56,12 +63,17 @@ does a file of no entries.
 Otherwise: puts, committing every --batch entries (default 100000) and at the
 end. ${BATCH_MIB}
 
+${STOPPED} A bulk load stopped so leaves
+the state empty.
+
 ${COMMON}`,
   generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--batch-mib M] [--json]
 
 Writes the deterministic workload of "bpavl serve" into a new version of the
 state (entries 100000, seed 0, chunk capacity 256 for a new state; a commit
 every --batch entries, default 1000000). ${BATCH_MIB}
+
+${STOPPED}
 
 ${COMMON}`,
   get: `bpavl get --db DIR [--version V] [--utf8] [--json] KEY [KEY …]
@@ -101,11 +113,22 @@ state takes no change (STORE_CORRUPT names it), so keep fewer to drop it.
 about what the kept versions hold, but the rewrite takes as long as writing the
 whole database and needs about twice its size free on disk meanwhile.
 
+Exit 0 when pruned. SIGINT or SIGTERM (Ctrl-C) before the prune starts: exit
+130 (--json: {"error": "ABORTED", "message": …}), nothing changed; once it
+has started, the prune runs to its end and exits 0 as usual. A second signal
+exits 130 at once, as a crash would: the store is crash-safe, and the same
+command finishes what the prune left.
+
 ${COMMON}`,
   rollback: `bpavl rollback --db DIR --to V [--json]
 
 Makes version V the head and discards every later version: the way to drop a
 damaged record above an intact V (the state takes no other change meanwhile).
+
+Exit 0 when rolled back. SIGINT or SIGTERM (Ctrl-C) before the rollback
+starts: exit 130 (--json: {"error": "ABORTED", "message": …}), nothing
+changed; once it has started, it runs to its end and exits 0 as usual. A
+second signal exits 130 at once, as a crash would: the store is crash-safe.
 
 ${COMMON}`,
   check: `bpavl check --db DIR [--json]
@@ -117,6 +140,8 @@ what was found (STORE_CORRUPT) otherwise, a damaged version record among
 them (the other versions are still checked). A version that a writer beside
 the check prunes or rolls back meanwhile is gone, not damaged: listed
 apart. --json: {versions, damaged: [{version, code, message}], gone: [version]}.
+SIGINT or SIGTERM (Ctrl-C) stops the check: exit 130 (--json: {"error":
+"ABORTED", "message": …}).
 
 ${COMMON}`,
 } as const;
@@ -250,9 +275,11 @@ function isReadableFile(file: string): boolean {
 const GENERATE_SLICE = 16_384;
 
 /** The entries of the JSON lines of `file`, each checked as `put` would check it; a bad line is an `ImportError`. */
-async function* importLines(file: string, utf8: boolean | undefined, counted: { lines: number; entries: number }): AsyncGenerator<[Uint8Array, Uint8Array]> {
+async function* importLines(file: string, utf8: boolean | undefined, counted: { lines: number; entries: number }, interrupt: Interruption): AsyncGenerator<[Uint8Array, Uint8Array]> {
   const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   for await (const line of lines) {
+    // A signal stops the import here: a bulk load's sort then stops, its files removed.
+    interrupt.check();
     const n = ++counted.lines;
     if (line.trim() === '') continue;
     let record: unknown;
@@ -280,11 +307,17 @@ async function* importLines(file: string, utf8: boolean | undefined, counted: { 
   }
 }
 
-/** `first`, then the rest of `rest`; `rest` is ended too when this is left early (the sort's worker and files go). */
-async function* prepend<T>(first: T, rest: AsyncIterator<T>): AsyncGenerator<T> {
+/**
+ * `first`, then the rest of `rest`, stopping at a signal; `rest` is ended too
+ * when this is left early (the sort's worker and files go).
+ */
+async function* prepend<T>(first: T, rest: AsyncIterator<T>, interrupt: Interruption): AsyncGenerator<T> {
   try {
     yield first;
-    for (let next = await rest.next(); next.done !== true; next = await rest.next()) yield next.value;
+    for (let next = await rest.next(); next.done !== true; next = await rest.next()) {
+      await interrupt.checkpoint();
+      yield next.value;
+    }
   } finally {
     await rest.return?.();
   }
@@ -292,6 +325,7 @@ async function* prepend<T>(first: T, rest: AsyncIterator<T>): AsyncGenerator<T> 
 
 /** Puts the entries of `file` into `state`, committing every `batch` entries and at the end. */
 async function importInBatches(state: State, entries: AsyncIterable<[Uint8Array, Uint8Array]>, batch: number, progress: () => void): Promise<void> {
+  // `entries` stops at a signal (importLines): the batch not committed then is dropped by the close.
   let pending = 0;
   for await (const [key, value] of entries) {
     await state.put(key, value);
@@ -304,7 +338,11 @@ async function importInBatches(state: State, entries: AsyncIterable<[Uint8Array,
   if (pending > 0) await state.commit();
 }
 
-type Out = (json: Record<string, unknown>, text: string) => void;
+/** Prints a command's result; `status`: the exit status it goes with (a second signal then exits with it). */
+type Out = (json: Record<string, unknown>, text: string, status?: number) => void;
+
+/** The commands that run long enough to be stopped by SIGINT or SIGTERM at a safe point (`./interrupt.ts`). */
+const INTERRUPTIBLE: ReadonlySet<DbCommandName> = new Set(['import', 'generate', 'prune', 'rollback', 'check']);
 
 /** Runs `bpavl NAME` on a state directory; resolves to the exit status. */
 export async function runDbCommand(name: DbCommandName, argv: string[], usageError: (message: string) => Error): Promise<number> {
@@ -337,19 +375,32 @@ async function runChecked(name: DbCommandName, argv: string[]): Promise<number> 
   if (stray !== undefined) throw new UsageError(`--${stray} is not an option of bpavl ${name}`);
   if (v.db === undefined) throw new UsageError('--db DIR is required');
   const dir = v.db;
-  const out: Out = (json, text) => process.stdout.write(v.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
   const tty = process.stderr.isTTY && !v.json;
+  const interrupt = interruptible(() => {
+    const message = name === 'check' ? 'interrupted: the check stopped before its end' : `interrupted: ${dir} keeps its last commit (a batch not committed is dropped)`;
+    if (v.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED', message })}\n`);
+    else process.stderr.write(`${tty ? '\n' : ''}bpavl ${name}: ${message}\n`);
+  });
+  if (!INTERRUPTIBLE.has(name)) interrupt.dispose();
+  const out: Out = (json, text, status = 0) => {
+    process.stdout.write(v.json ? `${JSON.stringify(json)}\n` : `${text}\n`);
+    interrupt.settled(status);
+  };
   try {
-    return await dispatch(name, v, positionals, dir, out, tty);
+    return await dispatch(name, v, positionals, dir, out, tty, interrupt);
   } catch (e) {
+    // Stopped by a signal (at a safe point, or a failure the stop caused): the state is closed by now.
+    if (interrupt.signal.aborted && !(e instanceof UsageError)) return interrupt.aborted();
     if (e instanceof UsageError || !v.json) throw e;
     const code = (e as { code?: unknown }).code;
     process.stdout.write(`${JSON.stringify({ error: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e), ...(e instanceof ImportError ? { line: e.line } : {}) })}\n`);
     return 1;
+  } finally {
+    interrupt.dispose();
   }
 }
 
-async function dispatch(name: DbCommandName, v: Values, positionals: string[], dir: string, out: Out, tty: boolean): Promise<number> {
+async function dispatch(name: DbCommandName, v: Values, positionals: string[], dir: string, out: Out, tty: boolean, interrupt: Interruption): Promise<number> {
   switch (name) {
     case 'import': {
       if (positionals.length !== 1) throw new UsageError('exactly one FILE');
@@ -358,9 +409,10 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       const batch = int(v, 'batch', 100_000, 1, 10_000_000);
       const batchBytes = batchBound(v);
       return withState(dir, false, async (state) => {
+        interrupt.check();
         const t0 = performance.now();
         const counted = { lines: 0, entries: 0 };
-        const entries = importLines(positionals[0]!, v.utf8, counted);
+        const entries = importLines(positionals[0]!, v.utf8, counted, interrupt);
         // A state with no version and no --batch: sorted on disk, then loaded in one version.
         const bulk = state.head() === undefined && v.batch === undefined;
         if (bulk) {
@@ -369,7 +421,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           // A file of no entries makes no version (the next import would be puts, not a bulk load).
           const sorted = sortRecords(entries, { dir });
           const first = await sorted.next();
-          if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted), { onProgress });
+          if (first.done !== true) await state.bulkLoad(prepend(first.value, sorted, interrupt), { onProgress });
         } else {
           await importInBatches(state, entries, batch, () => tty && process.stderr.write(`\rimported ${counted.lines} lines`));
         }
@@ -395,8 +447,10 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         false,
         async (state) => {
           const t0 = performance.now();
-          // Slices that end at each commit, their chunks read together (putMany).
+          // Slices that end at each commit, their chunks read together (putMany); a signal stops
+          // the loop between slices, and the close drops the batch not committed.
           for (let i = 0; i < entryCount; ) {
+            await interrupt.checkpoint();
             const end = Math.min(entryCount, i + GENERATE_SLICE, (Math.floor(i / batch) + 1) * batch);
             const slice: [Uint8Array, Uint8Array][] = [];
             for (; i < end; i++) slice.push(workloadEntry(seed, i));
@@ -406,6 +460,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
               if (tty) process.stderr.write(`\rgenerated ${i} of ${entryCount} entries`);
             }
           }
+          interrupt.check();
           const head = await state.commit();
           if (tty) process.stderr.write('\n');
           const stats = await state.stats();
@@ -467,13 +522,15 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         const damaged = state.damagedVersions().map(({ version, error }) => ({ version, code: error.code, message: error.message }));
         const lines = [...versions.map((x) => ({ version: x.version, text: `${x.version} ${x.root}` })), ...damaged.map((d) => ({ version: d.version, text: `${d.version} damaged: ${d.code} ${d.message}` }))];
         lines.sort((a, b) => a.version - b.version);
-        out({ versions, damaged }, lines.map((l) => l.text).join('\n') || '(no versions)');
+        out({ versions, damaged }, lines.map((l) => l.text).join('\n') || '(no versions)', damaged.length === 0 ? 0 : 1);
         // As `check`: a script tells a damaged state by the exit status, not by parsing the list.
         return damaged.length === 0 ? 0 : 1;
       });
     case 'prune': {
       const keep = int(v, 'keep', undefined, 1, Number.MAX_SAFE_INTEGER);
       return withState(dir, false, async (state) => {
+        // Stopped before it starts; once started, a prune runs to its end (a second signal stops it at once).
+        interrupt.check();
         await state.prune({ keepLast: keep, vacuum: v.vacuum === true });
         const versions = state.versions().map((x) => x.version);
         out({ kept: versions }, `kept versions ${versions.join(', ')}`);
@@ -483,6 +540,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
     case 'rollback': {
       const to = int(v, 'to', undefined, 1, Number.MAX_SAFE_INTEGER);
       return withState(dir, false, async (state) => {
+        interrupt.check();
         await state.rollback(to);
         const head = state.head()!;
         out({ version: head.version, root: toHex(head.root) }, `head is version ${head.version}, root ${toHex(head.root)}`);
@@ -495,7 +553,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
       const opened = await openState({ path: dir, readOnly: true, mmapBytes: WHOLE_STATE_MMAP_BYTES }).catch((e: unknown) => e as Error & { code?: string });
       if (!('versions' in opened)) {
         if (opened.code !== 'STORE_CORRUPT') throw opened;
-        out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }], gone: [] }, `the version records: ${opened.code} ${opened.message}`);
+        out({ versions: null, damaged: [{ version: 'records', code: opened.code, message: opened.message }], gone: [] }, `the version records: ${opened.code} ${opened.message}`, 1);
         return 1;
       }
       const state = opened;
@@ -513,6 +571,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
             // verified against the version's root, as a peer's client would: no hash covers the
             // version record's counts against its tree's.
             for (let i = 0; i < chunkCount; i++) {
+              if (i % 256 === 0) await interrupt.checkpoint();
               const envelope = await state.exportChunk(i, { version });
               try {
                 verifyChunk(root, i, envelope).free();
@@ -521,6 +580,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
               }
             }
           } catch (e) {
+            if (interrupt.signal.aborted) throw e;
             const code = (e as { code?: unknown }).code;
             if (code === 'VERSION_UNKNOWN') gone.push(version);
             else damaged.push({ version, code: typeof code === 'string' ? code : 'FAILED', message: e instanceof Error ? e.message : String(e) });
@@ -535,6 +595,7 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
           damaged.length === 0
             ? `${verified} versions verified${goneText}`
             : [...damaged.map((d) => `version ${d.version}: ${d.code} ${d.message}`), `${verified} other versions verified${goneText}`].join('\n'),
+          damaged.length === 0 ? 0 : 1,
         );
         return damaged.length === 0 ? 0 : 1;
       } finally {
