@@ -55,8 +55,10 @@ the import with its line number (exit 1, IMPORT_LINE_INVALID); the last
 commit stays as it was.
 
 Into a state that holds no version, without --batch: a bulk load. The lines
-are sorted on disk (files under DIR, removed afterwards) and written once as
-version 1, in chunks of C − C/16 under a balanced tree, so the root depends
+are sorted on disk (files under DIR/bpavl-sort-*, about the input's size,
+removed afterwards, and by a signal that stops the sort; those a killed
+process leaves are removed by the next command that writes DIR) and written
+once as version 1, in chunks of C − C/16 under a balanced tree, so the root depends
 on the entries alone. A malformed line then leaves the state empty, and so
 does a file of no entries.
 
@@ -196,9 +198,15 @@ function bytesOf(text: string, utf8: boolean | undefined, what: string): Uint8Ar
   }
 }
 
+/**
+ * Opens the state in `dir` for `body`, and closes it. A writer first removes
+ * the directories of a bulk import's sort that a killed process left (as
+ * large as its input): it holds the writer lock, so no sort runs there.
+ */
 async function withState<T>(dir: string, readOnly: boolean, body: (state: State) => Promise<T>, sizes: { capacity?: number; batchBytes?: number; mmapBytes?: number } = {}): Promise<T> {
   const state = await openState({ path: dir, readOnly, ...sizes });
   try {
+    if (!readOnly) removeSortDirs(dir);
     return await body(state);
   } finally {
     await state.close();
@@ -416,7 +424,6 @@ async function dispatch(name: DbCommandName, v: Values, positionals: string[], d
         // A state with no version and no --batch: sorted on disk, then loaded in one version.
         const bulk = state.head() === undefined && v.batch === undefined;
         if (bulk) {
-          removeSortDirs(dir);
           const onProgress = (n: number) => tty && process.stderr.write(`\rwrote ${n} of ${counted.entries} entries`);
           // A file of no entries makes no version (the next import would be puts, not a bulk load).
           const sorted = sortRecords(entries, { dir });

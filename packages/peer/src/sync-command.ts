@@ -23,6 +23,7 @@ import {
   syncState,
 } from '@bpavl/light-client/sync';
 import { openState, type State } from '@bpavl/store';
+import { removeSortDirs } from '@bpavl/store/sort';
 import cliProgress from 'cli-progress';
 import { fromHex, toHex } from './source.ts';
 
@@ -288,6 +289,8 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     let synced: SyncFigures & { entryCount: number; version?: number };
     if (opts.db !== undefined) {
       state = await openState({ path: opts.db });
+      // What a bulk import's sort that was killed left (as large as its input): this process holds the writer lock.
+      removeSortDirs(opts.db);
       if (opts.discardUnfinished) await state.discardSync();
       // A store that holds a state is caught up (an unfinished sync in it is a catch-up's fallback).
       if (state.head() !== undefined) {

@@ -62,6 +62,35 @@ describe('signals on the commands that write a state directory', { timeout: 120_
     }
   });
 
+  it('a sort directory a killed bulk import left is removed by the next writer: generate --db, import --batch', async () => {
+    const db = join(dir, 'leftover');
+    const made = await spawnCli(['generate', '--db', db, '--entries', '1000', '--json'], 'ignore', 60_000).done;
+    expect(made.code, made.stderr).toBe(0);
+    const leave = () => {
+      // What a SIGKILL during a bulk import's sort leaves: a directory of run files.
+      mkdirSync(join(db, 'bpavl-sort-Xk2u9a'));
+      writeFileSync(join(db, 'bpavl-sort-Xk2u9a', '0'), Buffer.alloc(1 << 16, 7));
+      expect(sortDirs(db)).toEqual(['bpavl-sort-Xk2u9a']);
+    };
+    leave();
+    const generated = await spawnCli(['generate', '--db', db, '--entries', '1000', '--seed', '1', '--json'], 'ignore', 60_000).done;
+    expect(generated.code, generated.stderr).toBe(0);
+    expect(sortDirs(db)).toEqual([]);
+
+    leave();
+    const file = join(dir, 'small.jsonl');
+    writeFileSync(file, '{"key":"a","value":"1"}\n{"key":"b","value":"2"}\n');
+    const imported = await spawnCli(['import', '--db', db, '--utf8', '--batch', '1', '--json', file], 'ignore', 60_000).done;
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(sortDirs(db)).toEqual([]);
+
+    // A reader leaves it: it holds no writer lock, and a bulk import may be sorting there.
+    leave();
+    const read = await spawnCli(['versions', '--db', db, '--json'], 'ignore', 60_000).done;
+    expect(read.code, read.stderr).toBe(0);
+    expect(sortDirs(db)).toEqual(['bpavl-sort-Xk2u9a']);
+  });
+
   it('generate --db stopped by SIGTERM between commits exits 130 with an ABORTED line; the state keeps its last commit', async () => {
     const db = join(dir, 'generate');
     const batch = 20_000;
