@@ -66,7 +66,7 @@ export function interruptible(report: () => void): Interruption {
   };
   const onSignal = () => {
     if (!ctl.signal.aborted) {
-      ctl.abort(new Interrupted());
+      ctl.abort();
       return;
     }
     // A second signal while the command stops: at once (the store is crash-safe).

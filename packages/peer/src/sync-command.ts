@@ -25,6 +25,7 @@ import {
 import { openState, type State } from '@bpavl/store';
 import { removeSortDirs } from '@bpavl/store/sort';
 import cliProgress from 'cli-progress';
+import { interruptible } from './interrupt.ts';
 import { fromHex, toHex } from './source.ts';
 
 export const SYNC_USAGE = `bpavl sync --root HEX --peer ADDRESS [--peer ADDRESS …] [options]
@@ -32,7 +33,9 @@ export const SYNC_USAGE = `bpavl sync --root HEX --peer ADDRESS [--peer ADDRESS 
 Syncs the state whose root is HEX (the only thing trusted) from the peers:
 ws://host:port URLs and libp2p multiaddrs (/ip4/…/tcp/…/ws/p2p/…), mixed
 freely. Every chunk is verified on arrival; a peer that sends a bad one is
-banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
+banned and the chunk is fetched elsewhere. Ctrl-C (SIGINT) or SIGTERM stops
+cleanly; a second one exits at once (what is stored stays: the same command
+resumes).
 
   --root HEX           the trusted root (64 hex digits)
   --peer ADDRESS       a peer; repeat for more
@@ -54,7 +57,7 @@ banned and the chunk is fetched elsewhere. Ctrl-C stops cleanly.
                        {error, message, peers: [{peer, outcome, reason, code}]}
 
 Exit status: 0 synced, 1 failed (e.g. no honest peer left), 2 usage, 130 interrupted
-(--json: {error: "ABORTED", message, peers: []}).`;
+by SIGINT or SIGTERM (--json: {error: "ABORTED", message, peers: []}).`;
 
 /** Counters the progress display and the summary read. */
 class Tally {
@@ -251,22 +254,27 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       )
     : undefined;
   bar?.start(1, 0, tally.payload);
-  const ctl = new AbortController();
-  const onSigint = () => ctl.abort();
-  process.once('SIGINT', onSigint);
+  /** Whether DIR held a state, caught up rather than synced. */
+  let catchingUp = false;
+  let state: State | undefined;
+  // SIGINT or SIGTERM stops the sync (a second one exits at once: what is stored stays, the same command resumes).
+  const interrupt = interruptible(() => {
+    bar?.stop();
+    // The failure line's shape, with nobody to blame.
+    if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED', message: 'interrupted: the same command resumes', peers: [] })}\n`);
+    else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}, and what was verified: the same command resumes\n`);
+    else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
+  });
   const started = performance.now();
   /** Seconds from the start of the command to its first chunk request: with --db, the time a resume takes to start. */
   let firstRequestSeconds: number | undefined;
-  let state: State | undefined;
   /** Chunks verified and handed over in this run (with --db: stored, or lost to a kill before their write). */
   let downloaded = 0;
-  /** Whether DIR held a state, caught up rather than synced. */
-  let catchingUp = false;
   try {
     const common = {
       root: opts.root,
       peers: opts.peers,
-      signal: ctl.signal,
+      signal: interrupt.signal,
       requestTimeoutMs: opts.timeout,
       connectTimeoutMs: opts.connectTimeout,
       stallTimeoutMs: opts.stallTimeout,
@@ -296,7 +304,9 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
       if (state.head() !== undefined) {
         bar?.stop();
         catchingUp = true;
-        return await runCatchUp(state, opts, ctl.signal, tty);
+        const code = await runCatchUp(state, opts, interrupt.signal, tty);
+        interrupt.settled(code);
+        return code;
       }
       const result = await syncState({ ...common, store: state });
       synced = { ...result, entryCount: state.head()!.entryCount };
@@ -331,16 +341,11 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
           summary.banned.map((b) => `  banned ${b.peer}: ${b.reason} (${b.code})\n`).join(''),
       );
     }
+    interrupt.settled(0);
     return 0;
   } catch (e) {
     bar?.stop();
-    if (ctl.signal.aborted) {
-      // The failure line's shape, with nobody to blame.
-      if (opts.json) process.stdout.write(`${JSON.stringify({ error: 'ABORTED', message: 'interrupted: the same command resumes', peers: [] })}\n`);
-      else if (catchingUp) process.stderr.write(`catch-up interrupted; ${opts.db} still holds its version ${state?.head()?.version}, and what was verified: the same command resumes\n`);
-      else process.stderr.write(`sync interrupted${opts.db === undefined ? '' : `; what was verified is stored in ${opts.db}: the same command resumes`}\n`);
-      return 130;
-    }
+    if (interrupt.signal.aborted) return interrupt.aborted();
     const storeCode = (e as { code?: unknown }).code;
     const code = e instanceof SyncError ? e.code : typeof storeCode === 'string' ? storeCode : 'SYNC_FAILED';
     const message = e instanceof Error ? e.message : String(e);
@@ -349,9 +354,9 @@ export async function runSync(argv: string[], usageError: (m: string) => Error):
     else process.stderr.write(`sync failed: ${message} (${code})\n${peers.map((p) => `  ${p.outcome} ${p.peer}: ${p.reason} (${p.code})\n`).join('')}${hintFor(code)}`);
     return 1;
   } finally {
-    process.off('SIGINT', onSigint);
     await closeTransports();
     await state?.close();
+    interrupt.dispose();
   }
 }
 

@@ -5,7 +5,7 @@
 // before (nothing stored is lost); the run that finishes restores exactly
 // what was stored, downloads only the rest, and holds the trusted root.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openState } from '@bpavl/store';
@@ -182,4 +182,26 @@ it('a sync interrupted with SIGINT exits 130, and with --json prints the failure
   const { code, stdout } = await run.done;
   expect(code).toBe(130);
   expect(JSON.parse(stdout)).toEqual({ error: 'ABORTED', message: expect.any(String), peers: [] });
+});
+
+it('a sync stopped by SIGTERM exits 130 with the ABORTED line, and the same command resumes (a leftover sort directory removed)', { timeout: 60_000 }, async () => {
+  const { tree, root } = buildTree(2_000, 16);
+  const silent = await startPeer(tree, 'silent');
+  const honest = await startPeer(tree);
+  peers.push(silent, honest);
+  const db = join(dir, 'terminated');
+  const run = spawnCli(['sync', '--root', hex(root), '--peer', silent.url, '--db', db, '--json'], 'ignore', 30_000);
+  for (let i = 0; i < 200 && silent.requests === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  expect(silent.requests).toBeGreaterThan(0);
+  run.child.kill('SIGTERM');
+  const stopped = await run.done;
+  expect(stopped.code, stopped.stderr).toBe(130);
+  expect(stopped.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ error: 'ABORTED', message: expect.any(String), peers: [] }]);
+
+  // What a bulk import killed during its sort would have left: the next writer removes it.
+  mkdirSync(join(db, 'bpavl-sort-a1b2c3'));
+  const resumed = await spawnCli(['sync', '--root', hex(root), '--peer', honest.url, '--db', db, '--json'], 'ignore', 30_000).done;
+  expect(resumed.code, resumed.stderr).toBe(0);
+  expect(JSON.parse(resumed.stdout)).toMatchObject({ root: hex(root), version: 1 });
+  expect(readdirSync(db).filter((n) => n.startsWith('bpavl-sort-'))).toEqual([]);
 });
