@@ -25,7 +25,7 @@ import { FollowedState } from './followed.ts';
 import { readTreeFile, writeTreeFile } from './treefile.ts';
 import { GET_HELP, RANGE_HELP, runGet, runRange } from './query-command.ts';
 import { hintFor, runSync, SYNC_USAGE } from './sync-command.ts';
-import { buildWorkloadTree } from './workload.ts';
+import { buildWorkloadTree, buildWorkloadTreeInSlices } from './workload.ts';
 import { DB_USAGE, hasDb, runDbCommand } from './db-commands.ts';
 import { holdsNoState, openState, type State } from '@bpavl/store';
 
@@ -53,7 +53,10 @@ const serveUsage = (extra: string) => `bpavl serve [options]
 
 Builds (or loads) a tree, commits it, and serves it to syncing clients over a
 plain WebSocket (ws://) and libp2p (WebSockets, noise, yamux; /bpavl/sync/1.0.0)
-at the same time (spec/wire.md). Stops cleanly on SIGINT or SIGTERM.
+at the same time (spec/wire.md). Stops cleanly on SIGINT or SIGTERM (exit 0),
+also while it builds the workload's tree (then before serving or printing
+anything); one that comes while it loads --file is acted on once it serves
+(its line printed, then it stops).
 
 Tree:
   --entries N          entries of the workload (default 100000)
@@ -251,6 +254,9 @@ export function serveCommand(ext?: ServeExtension): Command {
       const setUp = ext?.prepare(v, v.file !== undefined);
 
       const stopSignal = onceStopSignal(v['exit-on-stdin-end'] === true);
+      /** The stop signal, once it came (seen by the workload's build between its slices). */
+      let stoppedBy: string | undefined;
+      void stopSignal.then((s) => (stoppedBy = s));
       await init();
       const log = v.verbose ? (m: string) => process.stderr.write(`bpavl serve: ${m}\n`) : undefined;
       let source: TreeSource;
@@ -289,7 +295,12 @@ export function serveCommand(ext?: ServeExtension): Command {
           workload = { entryCount: loaded.header.entryCount, capacity: loaded.header.capacity, seed: loaded.header.seed };
         } else {
           workload = workloadArgs(v);
-          tree = buildWorkloadTree({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity);
+          // Built in slices: a signal during the build stops it at once, before anything is served or printed.
+          tree = await buildWorkloadTreeInSlices({ entryCount: workload.entryCount, seed: workload.seed }, workload.capacity, () => stoppedBy !== undefined);
+          if (tree === undefined) {
+            if (!v.json) process.stderr.write(`bpavl serve: ${stoppedBy}, stopping\n`);
+            return 0;
+          }
           snapshot = tree.head();
         }
         source = moving = new MovingHead([v['cache-chunks'] ? new CachedTree(snapshot) : snapshot]);

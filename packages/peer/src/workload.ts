@@ -70,8 +70,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
  * Baseline state from the same entries without generating them twice).
  */
 export function buildWorkloadTree(spec: WorkloadSpec, capacity: number, onEntry?: (key: Uint8Array, value: Uint8Array) => void): Tree {
-  if (!Number.isSafeInteger(spec.entryCount) || spec.entryCount < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entryCount}`);
-  if (spec.seed < 0n || spec.seed >= 1n << 64n) throw new RangeError('seed must fit in an unsigned 64-bit integer');
+  checkSpec(spec);
   const tree = new Tree(capacity);
   for (let i = 0; i < spec.entryCount; i++) {
     const [key, value] = workloadEntry(spec.seed, i);
@@ -80,6 +79,43 @@ export function buildWorkloadTree(spec: WorkloadSpec, capacity: number, onEntry?
   }
   tree.commit();
   return tree;
+}
+
+function checkSpec(spec: WorkloadSpec): void {
+  if (!Number.isSafeInteger(spec.entryCount) || spec.entryCount < 0) throw new RangeError(`entries must be a non-negative integer, got ${spec.entryCount}`);
+  if (spec.seed < 0n || spec.seed >= 1n << 64n) throw new RangeError('seed must fit in an unsigned 64-bit integer');
+}
+
+/** Entries {@link buildWorkloadTreeInSlices} inserts between two turns of the event loop. */
+const BUILD_SLICE = 4096;
+
+/**
+ * {@link buildWorkloadTree}, letting the event loop run every few thousand
+ * entries (a signal handler, for one) and asking `stopped()` then: resolves
+ * to `undefined`, the tree freed, once it says so (`bpavl serve --entries N`
+ * stops during its build).
+ */
+export async function buildWorkloadTreeInSlices(spec: WorkloadSpec, capacity: number, stopped: () => boolean): Promise<Tree | undefined> {
+  checkSpec(spec);
+  const tree = new Tree(capacity);
+  try {
+    for (let i = 0; i < spec.entryCount; i++) {
+      if (i % BUILD_SLICE === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (stopped()) {
+          tree.free();
+          return undefined;
+        }
+      }
+      const [key, value] = workloadEntry(spec.seed, i);
+      tree.insert(key, value);
+    }
+    tree.commit();
+    return tree;
+  } catch (e) {
+    tree.free();
+    throw e;
+  }
 }
 
 /** One write of a moving head's stream: a put (insert or update) or a delete. */

@@ -154,6 +154,20 @@ describe('bpavl CLI', () => {
     expect(await exited(child, 10_000)).toBe(0);
   }, 60_000);
 
+  it('serve --entries N stops on SIGTERM during its tree build, promptly: exit 0, nothing served or printed', async () => {
+    // Far more entries than 20 s build: without slices the signal waits for the build's end.
+    const run = spawnCli(['serve', '--entries', '3000000', '--ws-port', '0', '--libp2p-port', 'off', '--json'], 'ignore', 20_000);
+    // Past start-up (the handlers are in place), well inside the build.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(run.child.exitCode).toBeNull();
+    const sent = Date.now();
+    run.child.kill('SIGTERM');
+    const { code, stdout, stderr } = await run.done;
+    expect(code, stderr).toBe(0);
+    expect(stdout).toBe('');
+    expect(Date.now() - sent).toBeLessThan(5_000);
+  }, 60_000);
+
   it('serve --byzantine wrong-index lies; SIGINT stops it', async () => {
     const { info, child } = await serve(['--entries', '500', '--chunk', '32', '--byzantine', 'wrong-index', '--libp2p-port', 'off']);
     expect(info.libp2p).toBeNull();
