@@ -36,6 +36,24 @@ if (LONG_COMMANDS.has(process.argv[2]) && !process.env.BPAVL_NODE_TUNED && canEx
   process.execve(process.execPath, [process.execPath, ...nodeFlagsFor(process.argv[2]), ...process.execArgv, here, ...process.argv.slice(2)], tunedEnv(process.env));
 }
 
+// The commands that report an interruption (src/interrupt.ts: exit 130, the
+// ABORTED line with --json) install their handlers once loaded, a few hundred
+// ms from now; a SIGINT or SIGTERM meanwhile would kill the process with no
+// word. Until then, one is reported here, before anything is opened
+// (interruptible() removes this handler, marked for it).
+const argv = process.argv.slice(2);
+if (['sync', 'import', 'prune', 'rollback', 'check'].includes(argv[0]) || (argv[0] === 'generate' && argv.some((a) => a === '--db' || a.startsWith('--db=')))) {
+  const early = () => {
+    const message = 'interrupted before it started';
+    if (argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: 'ABORTED', message, ...(argv[0] === 'sync' && { peers: [] }) })}\n`);
+    else process.stderr.write(`bpavl ${argv[0]}: ${message}\n`);
+    process.exit(130);
+  };
+  early[Symbol.for('bpavl.early-interrupt')] = true;
+  process.on('SIGINT', early);
+  process.on('SIGTERM', early);
+}
+
 const src = new URL('../src/cli.ts', import.meta.url);
 const dist = new URL('../dist/cli.js', import.meta.url);
 const canStrip = Boolean(process.features?.typescript) && !here.split(/[\\/]/).includes('node_modules');

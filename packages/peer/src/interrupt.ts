@@ -48,6 +48,9 @@ export interface Interruption {
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
+/** Marks the handler bin/bpavl.mjs holds the signals with while the command loads: replaced by {@link interruptible}'s. */
+const EARLY = Symbol.for('bpavl.early-interrupt');
+
 /**
  * Handles SIGINT and SIGTERM until `dispose()`; `report` prints the
  * interruption (the `--json` ABORTED line or the stderr message), called at
@@ -72,7 +75,12 @@ export function interruptible(report: () => void): Interruption {
     // A second signal while the command stops: at once (the store is crash-safe).
     process.exit(result ?? aborted());
   };
-  for (const s of SIGNALS) process.on(s, onSignal);
+  for (const s of SIGNALS) {
+    // Ours first: a signal that came while the command loaded and is not delivered yet is lost
+    // if the signal has no listener for a moment (Node then stops watching it).
+    process.on(s, onSignal);
+    for (const l of process.listeners(s)) if ((l as unknown as Record<symbol, unknown>)[EARLY] === true) process.off(s, l);
+  }
   return {
     signal: ctl.signal,
     check() {

@@ -65,3 +65,22 @@ it('a second signal exits at once: 130, reported once, or the status of the resu
   }
   expect(listeners()).toBe(before);
 });
+
+it('replaces the handler bin/bpavl.mjs holds the signals with while the command loads', () => {
+  const early = vi.fn();
+  (early as unknown as Record<symbol, boolean>)[Symbol.for('bpavl.early-interrupt')] = true;
+  process.on('SIGINT', early);
+  process.on('SIGTERM', early);
+  const interrupt = interruptible(() => {});
+  try {
+    expect(process.listeners('SIGINT')).not.toContain(early);
+    expect(process.listeners('SIGTERM')).not.toContain(early);
+    process.emit('SIGTERM');
+    expect(early).not.toHaveBeenCalled();
+    expect(interrupt.signal.aborted).toBe(true);
+  } finally {
+    interrupt.dispose();
+    process.off('SIGINT', early);
+    process.off('SIGTERM', early);
+  }
+});

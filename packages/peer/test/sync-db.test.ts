@@ -205,3 +205,13 @@ it('a sync stopped by SIGTERM exits 130 with the ABORTED line, and the same comm
   expect(JSON.parse(resumed.stdout)).toMatchObject({ root: hex(root), version: 1 });
   expect(readdirSync(db).filter((n) => n.startsWith('bpavl-sort-'))).toEqual([]);
 });
+
+it('a SIGINT while the command still loads is reported too: exit 130, the ABORTED line', { timeout: 60_000 }, async () => {
+  // 250 ms: past Node's own start (signals kill until bin/bpavl.mjs runs), before the command's modules have loaded.
+  const run = spawnCli(['sync', '--root', '00'.repeat(32), '--peer', 'ws://127.0.0.1:9', '--db', join(dir, 'early'), '--json'], 'ignore', 30_000);
+  await new Promise((r) => setTimeout(r, 250));
+  run.child.kill('SIGINT');
+  const { code, stdout, stderr } = await run.done;
+  expect(code, stderr).toBe(130);
+  expect(stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ error: 'ABORTED', message: expect.any(String), peers: [] }]);
+});
