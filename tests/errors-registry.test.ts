@@ -300,7 +300,8 @@ function documented(type: string): Set<string> {
     case 'QueryError':
       return typedCodes('Query client', type);
     case 'TreeFileError':
-    case 'ImportError': {
+    case 'ImportError':
+    case 'Interrupted': {
       // The CLI's table, and a code its rows name (a tree file "whose contents do not give its root is `ROOT_MISMATCH`").
       const cli = table('State store#1');
       expect(cli.intro, 'the second State store table is the CLI\'s').toMatch(/`bpavl` CLI/);
@@ -323,6 +324,7 @@ const TS_CLASSES: Record<string, { file: string; type: string | null; why?: stri
   StoreError: { file: 'packages/store/src/errors.ts', type: 'StoreError' },
   TreeFileError: { file: 'packages/peer/src/treefile.ts', type: 'TreeFileError' },
   ImportError: { file: 'packages/peer/src/db-commands.ts', type: 'ImportError' },
+  Interrupted: { file: 'packages/peer/src/interrupt.ts', type: 'Interrupted' },
 };
 
 /** Files with a Rust `fn code(&self) -> &'static str`, and why each is (or is not) read here. */
@@ -491,7 +493,7 @@ describe('every code spec/errors.md lists is produced by its error type', () => 
     ['Rebuild', rust.get('RebuildError')!.codes],
     ['Storage', [...STORAGE_ERROR_CODES]],
     ['State store', [...rust.get('StoreError')!.codes, ...tsCodes('StoreError')]],
-    ['State store#1', [...tsCodes('TreeFileError'), ...tsCodes('ImportError'), ...cliJsonCodes]],
+    ['State store#1', [...tsCodes('TreeFileError'), ...tsCodes('ImportError'), ...tsCodes('Interrupted'), ...cliJsonCodes]],
   ];
   it.each(producers)('%s', (label, defined) => {
     const have = new Set(defined);
