@@ -45,22 +45,29 @@ const about = (events: QueryEvent[], peer: string) =>
   events.filter((e) => e.peer === peer).map((e) => (e.type === 'verified' ? { ...e, ms: 0 } : e.type === 'banned' ? { ...e, reason: '' } : e));
 
 /**
- * Peer `bad` (listed first: it takes every key in one round trip) answers
- * with `bad(req)` `delay` ms later; `honest` answers at once, by hedging
- * `bad`'s round trip once overdue (100 ms) or taking the keys `bad` gave back.
+ * A client, on the fake clock, of peer `name` (listed first: it takes every
+ * key in one round trip), which answers with `bad(req)` `delay` ms later, and
+ * `honest`, which answers at once, by hedging `name`'s round trip once
+ * overdue (100 ms) or taking the keys `name` gave back; the events it reports.
  */
-async function scenario(bad: (req: RequestBody) => Promise<Response>, delay: number) {
+function hedgedClient(name: string, bad: (req: RequestBody) => Promise<Response>, delay: number) {
   fakeClock();
   const { root, keys, prove } = honestAnswers(new Set());
   const events: QueryEvent[] = [];
   const c = client({
     root,
-    peers: ['bad', 'honest'],
+    peers: [name, 'honest'],
     connect: fakeConnect((address, req) => (address === 'honest' ? prove(req) : after(delay, () => bad(req)))),
     deadlineMs: 5000,
     hedgeAfterMs: 100,
     onEvent: (e) => events.push(e),
   });
+  return { c, events, keys };
+}
+
+/** One `getMany` of {@link hedgedClient}'s keys, with peer `bad`: every value right; the events. */
+async function scenario(bad: (req: RequestBody) => Promise<Response>, delay: number) {
+  const { c, events, keys } = hedgedClient('bad', bad, delay);
   let values: (Uint8Array | undefined)[] | undefined;
   const read = c.getMany(keys).then((v) => (values = v));
   await vi.advanceTimersByTimeAsync(delay + 200);
@@ -128,17 +135,7 @@ describe('a lie: one rejected for the round trip (count: its keys), then banned'
 });
 
 it('a round trip that timed out after a hedge answered its keys is a failure of its peer, not a success: the next reads give it no round trip', async () => {
-  fakeClock();
-  const { root, keys, prove } = honestAnswers(new Set());
-  const events: QueryEvent[] = [];
-  const c = client({
-    root,
-    peers: ['slow', 'honest'],
-    connect: fakeConnect((address, req) => (address === 'honest' ? prove(req) : after(300, failing('TIMEOUT')))),
-    deadlineMs: 5000,
-    hedgeAfterMs: 100,
-    onEvent: (e) => events.push(e),
-  });
+  const { c, events, keys } = hedgedClient('slow', failing('TIMEOUT'), 300);
   const asked: number[] = [];
   for (let i = 0; i < 3; i++) {
     const before = events.filter((e) => e.type === 'request' && e.peer === 'slow').length;

@@ -72,13 +72,18 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 export function buildWorkloadTree(spec: WorkloadSpec, capacity: number, onEntry?: (key: Uint8Array, value: Uint8Array) => void): Tree {
   checkSpec(spec);
   const tree = new Tree(capacity);
-  for (let i = 0; i < spec.entryCount; i++) {
-    const [key, value] = workloadEntry(spec.seed, i);
+  insertEntries(tree, spec.seed, 0, spec.entryCount, onEntry);
+  tree.commit();
+  return tree;
+}
+
+/** Inserts the workload's entries `from` … `to - 1` into `tree`, each also handed to `onEntry`. */
+function insertEntries(tree: Tree, seed: bigint, from: number, to: number, onEntry?: (key: Uint8Array, value: Uint8Array) => void): void {
+  for (let i = from; i < to; i++) {
+    const [key, value] = workloadEntry(seed, i);
     tree.insert(key, value);
     onEntry?.(key, value);
   }
-  tree.commit();
-  return tree;
 }
 
 function checkSpec(spec: WorkloadSpec): void {
@@ -99,16 +104,13 @@ export async function buildWorkloadTreeInSlices(spec: WorkloadSpec, capacity: nu
   checkSpec(spec);
   const tree = new Tree(capacity);
   try {
-    for (let i = 0; i < spec.entryCount; i++) {
-      if (i % BUILD_SLICE === 0) {
-        await new Promise((resolve) => setImmediate(resolve));
-        if (stopped()) {
-          tree.free();
-          return undefined;
-        }
+    for (let from = 0; from < spec.entryCount; from += BUILD_SLICE) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (stopped()) {
+        tree.free();
+        return undefined;
       }
-      const [key, value] = workloadEntry(spec.seed, i);
-      tree.insert(key, value);
+      insertEntries(tree, spec.seed, from, Math.min(spec.entryCount, from + BUILD_SLICE));
     }
     tree.commit();
     return tree;

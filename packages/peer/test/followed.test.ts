@@ -44,16 +44,28 @@ async function until(test: () => boolean, ms = 5000): Promise<void> {
   }
 }
 
+/** Every call of a backend, passed on to `inner` (the wrappers below replace one). */
+function forwarding(inner: StorageBackend): StorageBackend {
+  return {
+    kind: inner.kind,
+    readOnly: inner.readOnly,
+    get: (table, k) => inner.get(table, k),
+    getMany: (table, keys) => inner.getMany(table, keys),
+    scan: (table, range) => inner.scan(table, range),
+    write: (batch) => inner.write(batch),
+    sizeBytes: () => inner.sizeBytes(),
+    compact: (options) => inner.compact(options),
+    close: () => inner.close(),
+  };
+}
+
 /** A read-only backend on `path` whose scans of the version records, while `hold` is set, have read every record but end only once it resolves. */
 async function heldBackend(path: string): Promise<{ backend: StorageBackend; hold(gate: Promise<void>): void; scanned(): boolean }> {
   const inner = await openNodeBackend({ path, tables: TABLES, readOnly: true });
   let gate: Promise<void> | undefined;
   let scanned = false;
   const backend: StorageBackend = {
-    kind: inner.kind,
-    readOnly: inner.readOnly,
-    get: (table, k) => inner.get(table, k),
-    getMany: (table, keys) => inner.getMany(table, keys),
+    ...forwarding(inner),
     scan(table, range) {
       const records = inner.scan(table, range);
       const held = table === 'versions' ? gate : undefined;
@@ -67,10 +79,6 @@ async function heldBackend(path: string): Promise<{ backend: StorageBackend; hol
         yield* all;
       })();
     },
-    write: (batch) => inner.write(batch),
-    sizeBytes: () => inner.sizeBytes(),
-    compact: (options) => inner.compact(options),
-    close: () => inner.close(),
   };
   return { backend, hold: (g) => ((gate = g), (scanned = false)), scanned: () => scanned };
 }
@@ -81,9 +89,7 @@ async function pausedBackend(path: string): Promise<{ backend: StorageBackend; h
   let gate: Promise<void> | undefined;
   let waiting = false;
   const backend: StorageBackend = {
-    kind: inner.kind,
-    readOnly: inner.readOnly,
-    get: (table, k) => inner.get(table, k),
+    ...forwarding(inner),
     async getMany(table, keys) {
       const held = gate;
       gate = undefined;
@@ -94,11 +100,6 @@ async function pausedBackend(path: string): Promise<{ backend: StorageBackend; h
       }
       return inner.getMany(table, keys);
     },
-    scan: (table, range) => inner.scan(table, range),
-    write: (batch) => inner.write(batch),
-    sizeBytes: () => inner.sizeBytes(),
-    compact: (options) => inner.compact(options),
-    close: () => inner.close(),
   };
   return { backend, hold: (g) => ((gate = g), (waiting = false)), waiting: () => waiting };
 }
