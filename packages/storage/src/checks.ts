@@ -72,9 +72,10 @@ export function checkRange(range: ScanRange | undefined): { start?: Uint8Array; 
 /** Checks every entry of `batch` before anything is written. */
 export function checkBatch(tables: ReadonlySet<string>, batch: WriteBatch): void {
   if (typeof batch !== 'object' || batch === null) throw new TypeError('a batch must be an object');
-  const { puts = [], deletes = [] } = batch;
+  const { puts = [], deletes = [], deleteRanges = [] } = batch;
   if (!Array.isArray(puts)) throw new TypeError('batch.puts must be an array');
   if (!Array.isArray(deletes)) throw new TypeError('batch.deletes must be an array');
+  if (!Array.isArray(deleteRanges)) throw new TypeError('batch.deleteRanges must be an array');
   for (const put of puts) {
     if (!Array.isArray(put) || put.length !== 3) throw new TypeError('a put must be [table, key, value]');
     checkTable(tables, put[0]);
@@ -85,6 +86,12 @@ export function checkBatch(tables: ReadonlySet<string>, batch: WriteBatch): void
     if (!Array.isArray(del) || del.length !== 2) throw new TypeError('a delete must be [table, key]');
     checkTable(tables, del[0]);
     checkKey(del[1]);
+  }
+  for (const range of deleteRanges) {
+    if (!Array.isArray(range) || range.length < 2 || range.length > 3) throw new TypeError('a range delete must be [table, start, end?]');
+    checkTable(tables, range[0]);
+    checkKey(range[1]);
+    if (range[2] !== undefined) checkKey(range[2]);
   }
 }
 

@@ -252,13 +252,18 @@ class IndexedDbBackend implements StorageBackend {
     this.#ensureOpen();
     if (this.readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
     checkBatch(this.#tables, batch);
-    const names = new Set([...(batch.puts ?? []).map((p) => p[0]), ...(batch.deletes ?? []).map((d) => d[0])]);
+    // IDBKeyRange refuses a range with no key in it.
+    const ranges = (batch.deleteRanges ?? []).filter(([, start, end]) => end === undefined || compareBytes(start, end) < 0);
+    const names = new Set([...(batch.puts ?? []).map((p) => p[0]), ...(batch.deletes ?? []).map((d) => d[0]), ...ranges.map((r) => r[0])]);
     if (names.size === 0) return;
     await guarded('write', async () => {
       const tx = (await this.#database()).transaction([...names], 'readwrite', { durability: 'strict' });
       const finished = done(tx);
       try {
-        // Deletes first, then puts: a key both deleted and put ends with the put.
+        // Range deletes, then deletes, then puts: a key both deleted and put ends with the put.
+        for (const [table, start, end] of ranges) {
+          tx.objectStore(table).delete(end === undefined ? IDBKeyRange.lowerBound(idbKey(start)) : IDBKeyRange.bound(idbKey(start), idbKey(end), false, true));
+        }
         for (const [table, key] of batch.deletes ?? []) tx.objectStore(table).delete(idbKey(key));
         for (const [table, key, value] of batch.puts ?? []) tx.objectStore(table).put(ownBuffer(value), idbKey(key));
       } catch (e) {

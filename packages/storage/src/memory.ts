@@ -102,7 +102,18 @@ export function openMemoryBackend(options: MemoryBackendOptions): StorageBackend
       ensureOpen();
       if (readOnly) throw new StorageError('STORE_READ_ONLY', 'the backend was opened read-only');
       checkBatch(tables, batch);
-      // Deletes first, then puts: a key both deleted and put ends with the put.
+      // Range deletes, then deletes, then puts: a key both deleted and put ends with the put.
+      for (const [table, start, end] of batch.deleteRanges ?? []) {
+        const t = database.table(table);
+        const doomed: Uint8Array[] = [];
+        for (let it = t.lowerBound(start), stop = t.end(); !it.equals(stop); it = it.next()) {
+          const [k, v] = it.pointer;
+          if (end && compareBytes(k, end) >= 0) break;
+          doomed.push(k);
+          database.bytes -= k.length + v.length;
+        }
+        for (const k of doomed) t.eraseElementByKey(k);
+      }
       for (const [table, key] of batch.deletes ?? []) {
         const t = database.table(table);
         const old = t.getElementByKey(key);

@@ -8,10 +8,22 @@
  * @module
  */
 
-/** One atomic, durable write: every put and delete applies, or none does. */
+/**
+ * One atomic, durable write: every put and delete applies, or none does.
+ * Range deletes apply first, then deletes, then puts: a key both deleted and
+ * put ends with the put.
+ */
 export interface WriteBatch {
   readonly puts?: ReadonlyArray<readonly [table: string, key: Uint8Array, value: Uint8Array]>;
   readonly deletes?: ReadonlyArray<readonly [table: string, key: Uint8Array]>;
+  /**
+   * Deletes every key of the table with `start ≤ key < end` (to the table's
+   * last key without `end`; nothing when `end ≤ start`), in one step of the
+   * engine: far cheaper than a delete a key where many go together
+   * (IndexedDB took 52–85 ms for 541 deletes and 20–36 ms for their range,
+   * docs/storage.md).
+   */
+  readonly deleteRanges?: ReadonlyArray<readonly [table: string, start: Uint8Array, end?: Uint8Array]>;
 }
 
 /** Keys of one table in unsigned byte order with `start ≤ key < end`, at most `limit` of them. */

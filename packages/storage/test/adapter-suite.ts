@@ -156,6 +156,29 @@ export const adapterCases: AdapterCase[] = [
       }),
   },
   {
+    name: 'range deletes: start inclusive, end exclusive or none, applied before deletes and puts, atomic with them',
+    run: (place) =>
+      withWriter(place, async (b) => {
+        const keys = [[0x00], [0x01], [0x01, 0x00], [0x02], [0x7f], [0x80], [0xff], [0xff, 0xff]].map((k) => bytes(...k));
+        await b.write({ puts: [...keys.map((k) => ['nodes', k, k] as const), ['meta', bytes(0x01), bytes(1)]] });
+        await b.write({ deleteRanges: [['nodes', bytes(0x01), bytes(0x7f)]] });
+        same(await collect(b, 'nodes'), ['00', '7f', '80', 'ff', 'ffff'], 'start ≤ key < end');
+        same(await collect(b, 'meta'), ['01'], 'another table is untouched');
+        await b.write({ deleteRanges: [['nodes', bytes(0x80), bytes(0x80)], ['nodes', bytes(0xff), bytes(0x01)]] });
+        same(await collect(b, 'nodes'), ['00', '7f', '80', 'ff', 'ffff'], 'start = end and start > end delete nothing');
+        await b.write({ deleteRanges: [['nodes', bytes(0xff)]], deletes: [['nodes', bytes(0x7f)]], puts: [['nodes', bytes(0xff, 0xff), bytes(9)]] });
+        same(await collect(b, 'nodes'), ['00', '80', 'ffff'], 'no end: to the last key; a put in the range stays');
+        sameBytes(await b.get('nodes', bytes(0xff, 0xff)), bytes(9), 'the put after the range delete');
+        const many = Array.from({ length: SCAN_PAGE + 5 }, (_, i) => ['meta', bytes(0x10, i >> 8, i & 0xff), bytes(i & 0xff)] as const);
+        await b.write({ puts: many });
+        await throwsA(() => b.write({ deleteRanges: [['meta', bytes(0x10)], ['meta', new Uint8Array(0)]], puts: [['nodes', bytes(5), bytes(5)]] }), RangeError, 'an empty start last');
+        same((await collect(b, 'meta')).length, many.length + 1, 'a failed batch deletes no range');
+        sameBytes(await b.get('nodes', bytes(5)), undefined, 'a failed batch puts nothing');
+        await b.write({ deleteRanges: [['meta', bytes(0x10), bytes(0x11)]] });
+        same(await collect(b, 'meta'), ['01'], 'a range over many pages');
+      }),
+  },
+  {
     name: 'scan: unsigned byte order, start inclusive, end exclusive, limit',
     run: (place) =>
       withWriter(place, async (b) => {
@@ -281,6 +304,10 @@ export const adapterCases: AdapterCase[] = [
         await throwsA(() => collect(b, 'nodes', { limit: 1.5 }), RangeError, 'fractional limit');
         await throwsA(() => collect(b, 'nodes', { start: 'a' as unknown as Uint8Array }), TypeError, 'start not bytes');
         await throwsA(() => b.write(null as unknown as object), TypeError, 'batch not an object');
+        await throwsA(() => b.write({ deleteRanges: 'x' as unknown as [] }), TypeError, 'deleteRanges not an array');
+        await throwsA(() => b.write({ deleteRanges: [['nodes', bytes(1), 'z' as unknown as Uint8Array]] }), TypeError, 'a range end not bytes');
+        await throwsA(() => b.write({ deleteRanges: [['nodes'] as unknown as [string, Uint8Array]] }), TypeError, 'a range with no start');
+        await throwsA(() => b.write({ deleteRanges: [['other', bytes(1)]] }), RangeError, 'a range of an unknown table');
         await b.write({ puts: [['nodes', new Uint8Array(MAX_KEY_BYTES), bytes(1)]] });
         sameBytes(await b.get('nodes', new Uint8Array(MAX_KEY_BYTES)), bytes(1), 'the longest key');
       });

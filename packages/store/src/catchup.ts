@@ -269,11 +269,10 @@ export class StoreCatchUp {
       const { writeSet: w, liars, changedIndices } = this.#core.finish();
       this.#core = undefined;
       this.writtenBytes += w.puts.reduce((n, [, k, v]) => n + k.length + v.length, 0);
-      const progress: (readonly ['meta', Uint8Array])[] = [['meta', CATCHUP_KEY]];
-      for await (const [key] of this.#host.backend.scan('meta', { start: CATCHUP_PROGRESS_START, end: CATCHUP_PROGRESS_END })) progress.push(['meta', key]);
       const batch: WriteBatch = {
         puts: [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]],
-        deletes: progress,
+        deletes: [['meta', CATCHUP_KEY]],
+        deleteRanges: [['meta', CATCHUP_PROGRESS_START, CATCHUP_PROGRESS_END]],
       };
       await this.#host.commitCaughtUp(batch, w.version, w.versionRecord);
       return { version: w.version, liars, changedIndices };

@@ -250,10 +250,10 @@ async function readHeld(backend: StorageBackend, key: Uint8Array, slotKey: Uint8
   return heldValue(record, slotKey, hash);
 }
 
-/** Keys of `table` from `start` on, at most `limit`. */
-async function keysFrom(backend: StorageBackend, table: string, start: Uint8Array, end?: Uint8Array): Promise<Uint8Array[]> {
+/** Keys of `table` from `start` on (before `end`), at most `limit`. */
+async function keysFrom(backend: StorageBackend, table: string, start: Uint8Array, end?: Uint8Array, limit = DELETE_BATCH): Promise<Uint8Array[]> {
   const keys: Uint8Array[] = [];
-  for await (const [key] of backend.scan(table, { start, ...(end && { end }), limit: DELETE_BATCH })) keys.push(key);
+  for await (const [key] of backend.scan(table, { start, ...(end && { end }), limit })) keys.push(key);
   return keys;
 }
 
@@ -1599,11 +1599,9 @@ async function removeProgress(backend: StorageBackend): Promise<void> {
   await removeKeys(backend, 'meta', PROGRESS_START, PROGRESS_END);
 }
 
-/** Deletes every key of `table` in `[start, end)`, a batch at a time. */
+/** Deletes every key of `table` in `[start, end)` (progress records: at most one a chunk), writing nothing when there is none. */
 async function removeKeys(backend: StorageBackend, table: string, start: Uint8Array, end: Uint8Array): Promise<void> {
-  for (let keys = await keysFrom(backend, table, start, end); keys.length > 0; keys = await keysFrom(backend, table, start, end)) {
-    await backend.write({ deletes: keys.map((k) => [table, k] as const) });
-  }
+  if ((await keysFrom(backend, table, start, end, 1)).length > 0) await backend.write({ deleteRanges: [[table, start, end]] });
 }
 
 /** Whether two version records (`undefined`: nothing committed) have the same root. */

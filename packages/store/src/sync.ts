@@ -293,11 +293,10 @@ export class StoreSink {
       await this.#markStale();
       const w: WriteSet = this.#sync.finish();
       const chunkCount = this.#sync.chunkCount!;
-      const deletes: (readonly [string, Uint8Array])[] = [['meta', SYNC_KEY]];
-      for (let i = 0; i < chunkCount; i++) deletes.push(['meta', progressKey(i)]);
       const puts: Put[] = [...w.puts, ...staleMarks(w.stale), ['versions', versionKey(w.version), w.versionRecord]];
       this.writtenBytes += putBytes(puts);
-      await this.#host.commitSynced({ puts, deletes }, w.version, w.versionRecord, this.#sync.capacity!);
+      const batch: WriteBatch = { puts, deletes: [['meta', SYNC_KEY]], deleteRanges: [['meta', PROGRESS_START, PROGRESS_END]] };
+      await this.#host.commitSynced(batch, w.version, w.versionRecord, this.#sync.capacity!);
       return { version: w.version };
     } finally {
       this.#release();

@@ -265,7 +265,11 @@ class SqliteBackend implements StorageBackend {
     guarded('write', () => {
       db.exec('BEGIN IMMEDIATE');
       try {
-        // Deletes first, then puts: a key both deleted and put ends with the put.
+        // Range deletes, then deletes, then puts: a key both deleted and put ends with the put.
+        for (const [table, start, end] of batch.deleteRanges ?? []) {
+          if (end === undefined) this.#statement(`DELETE FROM "${table}" WHERE k >= ?`).run(start);
+          else this.#statement(`DELETE FROM "${table}" WHERE k >= ? AND k < ?`).run(start, end);
+        }
         for (const [table, key] of batch.deletes ?? []) this.#statement(`DELETE FROM "${table}" WHERE k = ?`).run(key);
         for (const [table, key, value] of batch.puts ?? []) this.#statement(`INSERT OR REPLACE INTO "${table}" (k, v) VALUES (?, ?)`).run(key, value);
         db.exec('COMMIT');
