@@ -46,6 +46,10 @@ const COMMON = `  --db DIR             the state directory (made by import or ge
   --json               print one JSON line instead of text
   --help               this text`;
 
+/** The options of the commands that read a version. */
+const READS = `  --version V          read version V (default: the head)
+  --utf8               keys given are UTF-8 text (default: hex)`;
+
 export const DB_USAGE = {
   import: `bpavl import --db DIR [--batch N] [--batch-mib M] [--utf8] [--json] FILE
 
@@ -68,6 +72,9 @@ end. ${BATCH_MIB}
 ${STOPPED} A bulk load stopped so leaves
 the state empty.
 
+  --batch N            put the lines and commit every N (default: a bulk load into an empty state, else 100000)
+  --batch-mib M        the most MiB of changed chunks a batch holds before writing ahead (default 1024)
+  --utf8               keys and values in FILE are UTF-8 text (default: hex)
 ${COMMON}`,
   generate: `bpavl generate --db DIR [--entries N] [--seed S] [--chunk C] [--batch N] [--batch-mib M] [--json]
 
@@ -77,6 +84,11 @@ every --batch entries, default 1000000). ${BATCH_MIB}
 
 ${STOPPED}
 
+  --entries N          entries to write (default 100000)
+  --seed S             the workload's seed (default 0)
+  --chunk C            the chunk capacity of a new state (default 256)
+  --batch N            commit every N entries (default 1000000)
+  --batch-mib M        the most MiB of changed chunks a batch holds before writing ahead (default 1024)
 ${COMMON}`,
   get: `bpavl get --db DIR [--version V] [--utf8] [--json] KEY [KEY …]
 
@@ -84,18 +96,22 @@ Reads each KEY at the head (or version V), with an existence or absence proof
 verified against that version's root: prints "KEY VALUE" or "KEY (absent)",
 each in hex (--utf8 is for the keys given).
 
+${READS}
 ${COMMON}`,
   prove: `bpavl prove --db DIR [--version V] [--utf8] [--json] KEY
 
 Prints the existence or absence proof of KEY (spec/proof-format.md) at the
 head (or version V), after verifying it against that version's root.
 
+${READS}
 ${COMMON}`,
   range: `bpavl range --db DIR [--version V] [--limit N] [--utf8] [--json] [START [END]]
 
 Reads up to --limit entries (default 1000, at most 65536) with
 START ≤ key < END, with a range proof verified against the version's root.
 
+${READS}
+  --limit N            the most entries to read (default 1000, at most 65536)
 ${COMMON}`,
   versions: `bpavl versions --db DIR [--json]
 
@@ -121,6 +137,8 @@ has started, the prune runs to its end and exits 0 as usual. A second signal
 exits 130 at once, as a crash would: the store is crash-safe, and the same
 command finishes what the prune left.
 
+  --keep N             the versions to keep, the newest ones (at least 1)
+  --vacuum             also rewrite the database packed
 ${COMMON}`,
   rollback: `bpavl rollback --db DIR --to V [--json]
 
@@ -132,6 +150,7 @@ starts: exit 130 (--json: {"error": "ABORTED", "message": …}), nothing
 changed; once it has started, it runs to its end and exits 0 as usual. A
 second signal exits 130 at once, as a crash would: the store is crash-safe.
 
+  --to V               the version that becomes the head (a retained one)
 ${COMMON}`,
   check: `bpavl check --db DIR [--json]
 

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { verifyAbsence, verifyExistence, verifyRange } from '@bpavl/wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DB_USAGE } from '../src/db-commands.ts';
 import { buildWorkloadTree, workloadEntry } from '../src/workload.ts';
 import { BIN, cliJson, spawnCli, wasmReady } from './support.ts';
 import { damageVersionRecord } from '../../store/test/support/damage.ts';
@@ -32,6 +33,15 @@ const bytes = (h: string) => new Uint8Array(Buffer.from(h, 'hex'));
 const json = cliJson;
 
 const lines = (entries: Record<string, string>) => Object.entries(entries).map(([key, value]) => `${JSON.stringify({ key, value })}\n`).join('');
+
+describe('the help of the state directory commands', () => {
+  it('lists an option line for every flag of its usage line', () => {
+    for (const [command, help] of Object.entries(DB_USAGE)) {
+      const usage = help.split('\n')[0]!;
+      for (const flag of usage.match(/--[a-z0-9-]+/g) ?? []) expect(help, `${command} ${flag}`).toMatch(new RegExp(`^  ${flag}\\b`, 'm'));
+    }
+  });
+});
 
 describe('bpavl on a state directory', { timeout: 120_000 }, () => {
   it('import, versions, get/prove/range at any version, prune, rollback and check', async () => {
