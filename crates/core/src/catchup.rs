@@ -966,12 +966,18 @@ impl CatchUp {
         let probed = self.probe_deltas.take(r);
         match ChunkRecord::decode(bytes, self.capacity)? {
             ChunkRecord::Delta(delta) => {
-                if self.loading.contains_key(r) {
+                // A delta names a full chunk: a head record that deltas wait for as their base, or
+                // that names itself, would be asked for again and again (or never again).
+                let corrupt = self.deltas.waits_for(r) || (self.loading.contains_key(r) && delta.base == *r);
+                if self.loading.contains_key(r) && !corrupt {
                     self.deltas.add(*r, delta);
                 }
-                // A delta names a full chunk: an earlier run's delta that does not is fetched again.
+                // An earlier run's delta that does not is fetched again.
                 for (at, _) in probed {
                     self.restore(self.probe_chunks[&at], &at, None, None);
+                }
+                if corrupt {
+                    return Err(StoreError::Corrupt);
                 }
             }
             ChunkRecord::Full { slots, groups } => {

@@ -442,6 +442,10 @@ impl Tree {
     fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<usize, StoreError> {
         let mut loaded = 0;
         match ChunkRecord::decode(bytes, self.capacity())? {
+            // A base is a full chunk: a delta named as one, or naming itself, would be asked for again and again.
+            ChunkRecord::Delta(delta) if delta.base == *r || self.paging.deltas.waits_for(r) => {
+                return Err(StoreError::Corrupt);
+            }
             ChunkRecord::Delta(delta) => {
                 self.paging.deltas.add(*r, delta);
             }

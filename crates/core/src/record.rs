@@ -423,6 +423,11 @@ impl WaitingDeltas {
         self.base_of.get(at).copied()
     }
 
+    /// Whether some delta waits for `base` (which must then be a full record).
+    pub fn waits_for(&self, base: &Ref) -> bool {
+        self.by_base.contains_key(base)
+    }
+
     /// Every base some delta waits for.
     pub fn bases(&self) -> impl Iterator<Item = &Ref> {
         self.by_base.keys()
