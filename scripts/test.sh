@@ -47,6 +47,11 @@ if [[ -d packages/storage ]]; then
   stage="storage build"
   npm run build -w @bpavl/storage
 fi
+if [[ -d packages/peer ]]; then
+  # Its dist/ types: tests/readme.test.ts type-checks the READMEs' snippets as a consumer's.
+  stage="peer build"
+  npm run build -w @bpavl/peer
+fi
 
 # After the builds: the projects import @bpavl/wasm's pkg/ and the light
 # client's dist/ types.

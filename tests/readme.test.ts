@@ -18,7 +18,7 @@
 //     one prelude (FREE_NAMES below).
 //
 // Needs the builds scripts/test.sh makes first (@bpavl/wasm's pkg/, the
-// light client's and the storage's dist/). About 20 s on an idle machine
+// light client's, the storage's and the peer's dist/). About 20 s on an idle machine
 // (the walkthrough's 100,000-entry generate and the 55 MB sync dominate).
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
