@@ -51,8 +51,10 @@ const BAN_CODES: Record<ByzantineMode, ReadonlySet<string> | null> = {
   busy: null, // never serves: BUSY only
   twice: new Set(['RESPONSE_DUPLICATE']), // a second response on the same connection: a protocol fault
   'twice-corrupt': new Set(['RESPONSE_DUPLICATE']),
+  'swap-kinds': null, // a catch-up's NODES answers only: chunks are answered honestly
 };
-const QUERY_ONLY_LIES: ReadonlySet<ByzantineMode> = new Set(['wrong-key', 'absence-for-present', 'existence-for-absent', 'range-cut', 'range-cut-empty']);
+/** Lies about other answers than CHUNK: a sync takes the liar's chunks. */
+const CHUNKS_HONEST: ReadonlySet<ByzantineMode> = new Set(['wrong-key', 'absence-for-present', 'existence-for-absent', 'range-cut', 'range-cut-empty', 'swap-kinds']);
 
 interface Case {
   name: string;
@@ -144,8 +146,8 @@ describe.each(CASES.map((c, i) => ({ ...c, i })))('Byzantine $name', ({ name, li
     }
 
     // A liar at rate 1 never has a chunk accepted, unless its lie is only a
-    // delay, a second copy after the honest answer, or about PROOF and RANGE answers only.
-    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode) && !QUERY_ONLY_LIES.has(liar.mode)) {
+    // delay, a second copy after the honest answer, or about other answers than CHUNK.
+    if ((liar.rate ?? 1) === 1 && !['slow', 'twice', 'twice-corrupt'].includes(liar.mode) && !CHUNKS_HONEST.has(liar.mode)) {
       const fromLiars = run.events.filter((e) => e.type === 'chunk-verified' && liarAddrs.has(e.peer));
       expect(fromLiars).toEqual([]);
     }

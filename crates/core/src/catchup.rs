@@ -470,7 +470,9 @@ impl CatchUp {
     /// The subtree a peer (tagged `source`) sent for `NODES` at `path` with
     /// `levels`. Nodes must hash to what their parents (or the root) name;
     /// an answer for a path no longer wanted is checked the same way when
-    /// it can be, and otherwise ignored.
+    /// it can be, and otherwise ignored. A node whose kinds the answer
+    /// leaves unproven (`spec/catchup.md`, "Kinds") stays wanted: ask with
+    /// `levels` ≥ 2, so that its inner child comes with it.
     pub fn add_subtree(&mut self, path: &TreePath, levels: u8, bytes: &[u8], source: u32) -> Result<(), ProofError> {
         self.take_subtree(path, levels, bytes, source, true)
     }
@@ -495,11 +497,16 @@ impl CatchUp {
         if keep {
             self.progress.push((path.clone(), levels, bytes.to_vec()));
         }
-        for (at, node) in parsed {
+        for (at, node, proven) in parsed {
+            let shared = self.old.node_by_hash.get(&node.hash()).copied();
+            // A node whose kinds only its inner child proves, cut before that child: asked again.
+            if shared.is_none() && !proven {
+                continue;
+            }
             // Nodes below a subtree the head already holds are not needed.
             let Some(f) = self.frontier.remove(&at) else { continue };
-            match self.old.node_by_hash.get(&node.hash()) {
-                Some(&n) => {
+            match shared {
+                Some(n) => {
                     self.old.shared.insert(OldChild::Node(n));
                     self.place(f.parent, NewChild::Old(OldChild::Node(n)));
                 }

@@ -88,6 +88,9 @@ pub enum ProofError {
     /// An entry does not hash to the entry hash at its position.
     #[error("entry does not match its entry hash")]
     EntryMismatch,
+    /// A catch-up node's kinds are not what its height and chunk count allow.
+    #[error("node's child kinds do not match its height and chunk count")]
+    KindsMismatch,
 }
 
 impl ProofError {
@@ -122,6 +125,7 @@ impl ProofError {
             NodeMismatch => "NODE_MISMATCH",
             LeavesMismatch => "LEAVES_MISMATCH",
             EntryMismatch => "ENTRY_MISMATCH",
+            KindsMismatch => "KINDS_MISMATCH",
         }
     }
 }

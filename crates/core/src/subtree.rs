@@ -257,7 +257,8 @@ pub(crate) fn check_levels(levels: u8) -> Result<(), TreeError> {
 
 /// A subtree from `top` down: `expand` gives a node's wire form and its two
 /// children, or `None` for a chunk. Pre-order, `levels` deep, cut after the
-/// most nodes that fit `max_bytes` (at least one).
+/// most nodes that fit `max_bytes` (at least one, and two when the first one's
+/// kinds need its inner child: `spec/catchup.md`, "Kinds").
 pub(crate) fn write_subtree<T, E>(
     capacity: usize,
     top: T,
@@ -268,14 +269,17 @@ pub(crate) fn write_subtree<T, E>(
     let mut out = vec![FORMAT_SUBTREE];
     put_varint(&mut out, capacity as u64);
     let mut todo = vec![(top, 1u8)];
-    let mut emitted = 0;
+    let (mut emitted, mut least) = (0, 1);
     while let Some((node, level)) = todo.pop() {
         let Some((wire, [left, right])) = expand(&node)? else { continue };
         let before = out.len();
         wire.encode(&mut out);
-        if out.len() > max_bytes && emitted > 0 {
+        if out.len() > max_bytes && emitted >= least {
             out.truncate(before);
             break;
+        }
+        if emitted == 0 && levels > 1 && wire.kinds_forced() == Ok(false) {
+            least = 2;
         }
         emitted += 1;
         if level < levels {
@@ -317,11 +321,35 @@ pub(crate) fn entries_bytes<'a>(entries: impl Iterator<Item = (&'a [u8], &'a [u8
 }
 
 /// A subtree that checked: the capacity it carries and its nodes, each at
-/// its path, in the order they came (pre-order).
+/// its path, in the order they came (pre-order), and whether its kinds are
+/// proven (`spec/catchup.md`, "Kinds"): a node whose kinds are not must be
+/// asked again, its children's kinds being only the peer's word.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifiedSubtree {
     pub capacity: usize,
-    pub nodes: Vec<(TreePath, WireNode)>,
+    pub nodes: Vec<(TreePath, WireNode, bool)>,
+}
+
+impl WireNode {
+    /// Whether the node's kinds are all its height and chunk count allow
+    /// (`spec/catchup.md`, "Kinds"): height 1 has two chunks, height 2 with
+    /// 3 chunks one chunk and one inner node, any other two inner nodes
+    /// (`KINDS_MISMATCH` otherwise). `Ok(false)` for height 2 with 3 chunks,
+    /// where only the inner child, once read, shows which side it is.
+    fn kinds_forced(&self) -> Result<bool, ProofError> {
+        let (forced, chunks) = match (self.height, self.chunks) {
+            (1, _) => (true, 2),
+            (2, 3) => (false, 1),
+            _ => (true, 0),
+        };
+        let claimed = u8::from(self.left_is_chunk) + u8::from(self.right_is_chunk);
+        let ok = claimed == chunks && (forced || self.left_is_chunk != self.right_is_chunk);
+        if ok {
+            Ok(forced)
+        } else {
+            Err(ProofError::KindsMismatch)
+        }
+    }
 }
 
 /// Checks a `NODES` answer for `path` asked with `levels`
@@ -340,7 +368,7 @@ pub fn verify_subtree(
     let mut r = Reader::new(bytes, FORMAT_SUBTREE)?;
     let carried = r.capacity()?;
     let mut todo = vec![(path.clone(), *anchor, 1u8)];
-    let mut nodes: Vec<(TreePath, WireNode)> = Vec::new();
+    let mut nodes: Vec<(TreePath, WireNode, bool)> = Vec::new();
     loop {
         let Some((at, want, level)) = todo.pop() else { return Err(ProofError::TrailingBytes) };
         let node = WireNode::read(&mut r)?;
@@ -353,6 +381,12 @@ pub fn verify_subtree(
         if !ok {
             return Err(ProofError::NodeMismatch);
         }
+        // The node read before this one, with kinds that only its inner child proves, was
+        // listed just now (pre-order): this node hashed to the hash it names on that side.
+        if let Some(parent) = nodes.last_mut().filter(|(p, _, _)| at.depth() == p.depth() + 1) {
+            parent.2 = true;
+        }
+        let proven = node.kinds_forced()?;
         if level < levels {
             if !node.right_is_chunk {
                 todo.push((at.child(true), node.right, level + 1));
@@ -361,8 +395,12 @@ pub fn verify_subtree(
                 todo.push((at.child(false), node.left, level + 1));
             }
         }
-        nodes.push((at, node));
+        nodes.push((at, node, proven));
         if r.remaining() == 0 {
+            // The first node's inner child is always asked with it and fits: a cut before it is no answer.
+            if nodes.len() == 1 && !proven && levels > 1 {
+                return Err(ProofError::Truncated);
+            }
             return Ok(VerifiedSubtree { capacity: carried, nodes });
         }
     }

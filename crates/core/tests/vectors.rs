@@ -365,7 +365,8 @@ fn catchup_vectors() {
         assert_eq!(got.capacity as u64, num(&c["capacity_carried"]));
         let want = c["nodes"].as_array().unwrap();
         assert_eq!(got.nodes.len(), want.len());
-        for ((p, w), x) in got.nodes.iter().zip(want) {
+        for ((p, w, proven), x) in got.nodes.iter().zip(want) {
+            assert_eq!(*proven, x["kinds_proven"].as_bool().unwrap());
             assert_eq!(p.to_bytes(), bytes(&x["path"]));
             assert_eq!(
                 (w.height as u64, w.chunks, w.entries),

@@ -21,6 +21,8 @@ export interface VerifiedSubtree {
     entryCount: number;
     leftIsChunk: boolean;
     rightIsChunk: boolean;
+    /** Whether its height and chunk count, or its inner child read after it, prove its kinds (`spec/catchup.md`, "Kinds"). */
+    kindsProven: boolean;
     left: Uint8Array;
     right: Uint8Array;
     hash: Uint8Array;
@@ -96,12 +98,12 @@ pub fn verify_subtree(
         .map_err(throw)?;
     let (mut paths, mut path_ends, mut heights, mut counts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut kinds, mut hashes, mut keys, mut key_ends) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (p, w) in &sub.nodes {
+    for (p, w, proven) in &sub.nodes {
         paths.extend(p.to_bytes());
         path_ends.push(paths.len() as u32);
         heights.push(w.height);
         counts.extend([w.chunks as f64, w.entries as f64]);
-        kinds.push(u8::from(w.left_is_chunk) | (u8::from(w.right_is_chunk) << 1));
+        kinds.push(u8::from(w.left_is_chunk) | (u8::from(w.right_is_chunk) << 1) | (u8::from(*proven) << 2));
         hashes.extend(w.left.iter().chain(&w.right).chain(&w.hash()));
         keys.extend(&w.key_copy);
         key_ends.push(keys.len() as u32);

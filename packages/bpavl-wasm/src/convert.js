@@ -244,6 +244,7 @@ export function verifiedSubtree(capacity, paths, pathEnds, heights, counts, kind
       entryCount: counts[2 * i + 1],
       leftIsChunk: (kinds[i] & 1) !== 0,
       rightIsChunk: (kinds[i] & 2) !== 0,
+      kindsProven: (kinds[i] & 4) !== 0,
       left: hashes.slice(96 * i, 96 * i + 32),
       right: hashes.slice(96 * i + 32, 96 * i + 64),
       hash: hashes.slice(96 * i + 64, 96 * i + 96),

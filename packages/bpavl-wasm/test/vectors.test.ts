@@ -214,6 +214,7 @@ describe('catchup.json', () => {
       right: toHex(n.right),
       key_copy: toHex(n.keyCopy),
       hash: toHex(n.hash),
+      kinds_proven: n.kindsProven,
     }));
     expect(shown).toEqual(c.nodes);
   });

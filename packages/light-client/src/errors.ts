@@ -44,7 +44,8 @@ export type ProofErrorCode =
   | 'MULTIPROOF_INVALID'
   | 'NODE_MISMATCH'
   | 'LEAVES_MISMATCH'
-  | 'ENTRY_MISMATCH';
+  | 'ENTRY_MISMATCH'
+  | 'KINDS_MISMATCH';
 
 /**
  * All {@link ProofErrorCode}s, in the order of `spec/errors.md`.
@@ -82,6 +83,7 @@ export const PROOF_ERROR_CODES: readonly ProofErrorCode[] = [
   'NODE_MISMATCH',
   'LEAVES_MISMATCH',
   'ENTRY_MISMATCH',
+  'KINDS_MISMATCH',
 ];
 
 /**

@@ -212,6 +212,7 @@ it('every liar is banned at its first bad answer, with its code, and the state i
     ['wrong-index', /^(NODE_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH)$/],
     ['corrupt-proof', /^(KEY_COPY_MISMATCH|LEAVES_MISMATCH|ENTRY_MISMATCH|TRUNCATED|VALUE_TOO_LONG)$/],
     ['random-bytes', /^[A-Z_]+$/],
+    ['swap-kinds', /^(KINDS_MISMATCH|TRUNCATED)$/],
   ];
   for (const [mode, codes] of lies) {
     const path = await storeOf(base);

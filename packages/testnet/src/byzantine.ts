@@ -31,6 +31,7 @@
  * | `busy` | answers `BUSY` instead | a peer that never serves (unusable, `spec/wire.md` "Giving up") |
  * | `twice` | sends the honest response twice on the connection | a duplicate response: a protocol fault |
  * | `twice-corrupt` | sends the honest response, then a copy with `corrupt-value`'s flipped bit | a duplicate response: a protocol fault |
+ * | `swap-kinds` | NODES, half the time: a node of height 2 and 3 chunks after the first gets its kinds swapped and the answer is cut after it; otherwise (or with none) the first node's kinds are swapped (such a node; cut after it) or changed to what its height and chunk count forbid (`spec/catchup.md`, "Kinds") | the node asked again; `TRUNCATED`, `KINDS_MISMATCH` |
  *
  * `wrong-key`, `absence-for-present` and `existence-for-absent` are the query
  * client's lies (`@bpavl/light-client/client`): they only touch PROOF and
@@ -97,6 +98,7 @@ export const BYZANTINE_MODES = [
   'busy',
   'twice',
   'twice-corrupt',
+  'swap-kinds',
 ] as const;
 
 /** Default delay of `slow`. */
@@ -313,6 +315,8 @@ export class Byzantine {
         return tamper(req.kind === Kind.Chunk ? corruptEnvelopePath(payload) : flipLastByte(payload));
       case 'wrong-root':
         return tamper(answerFrom(this.#other!, req));
+      case 'swap-kinds':
+        return req.kind === Kind.Nodes ? tamper(swapKinds(payload, (this.#rng.u32() & 1) === 0)) : undefined;
     }
     // A version served from storage (`serve --db`) lends no tree: the lies that need one are not told.
     if (tree === undefined) return undefined;
@@ -656,6 +660,38 @@ function corruptCatchUp(kind: number, payload: Uint8Array, what: 'key' | 'value'
     if (at >= payload.length) return undefined;
     const out = payload.slice();
     out[at]! ^= 0x01;
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A `NODES` answer whose kinds lie (`swap-kinds`): with `deeper`, a node of
+ * height 2 and 3 chunks after the first gets its kinds swapped and the
+ * answer ends with it (a valid cut that leaves it unproven); otherwise, or
+ * with none, the first node's kinds are swapped and the answer cut after it
+ * when it is such a node, else changed to what its height and chunk count
+ * forbid.
+ */
+function swapKinds(payload: Uint8Array, deeper: boolean): Uint8Array | undefined {
+  try {
+    const c = new Cursor(payload);
+    c.u8(); // format
+    c.varint(); // capacity
+    const nodes: { split: boolean; kindsAt: number; end: number }[] = [];
+    while (c.pos < payload.length) {
+      const height = c.u8();
+      const chunks = c.varint();
+      c.varint(); // entries
+      const kindsAt = c.pos;
+      c.pos += 1 + 64; // kinds, the two child hashes
+      c.bytes(); // key copy
+      nodes.push({ split: height === 2 && chunks === 3, kindsAt, end: c.pos });
+    }
+    const node = (deeper ? nodes.slice(1).find((n) => n.split) : undefined) ?? nodes[0]!;
+    const out = payload.slice(0, node.split ? node.end : payload.length);
+    out[node.kindsAt] = node.split ? out[node.kindsAt]! ^ 3 : out[node.kindsAt] === 3 ? 0 : 1;
     return out;
   } catch {
     return undefined;

@@ -47,7 +47,7 @@ fn subtree(b: &Built, path: &TreePath, levels: u8) -> Vec<u8> {
 fn nodes_json(sub: &VerifiedSubtree) -> Value {
     sub.nodes
         .iter()
-        .map(|(p, w)| {
+        .map(|(p, w, proven)| {
             obj(vec![
                 ("path", h(&p.to_bytes())),
                 ("height", n(w.height as u64)),
@@ -59,6 +59,7 @@ fn nodes_json(sub: &VerifiedSubtree) -> Value {
                 ("right", h(&w.right)),
                 ("key_copy", h(&w.key_copy)),
                 ("hash", h(&w.hash())),
+                ("kinds_proven", Value::Bool(*proven)),
             ])
         })
         .collect()
@@ -67,7 +68,7 @@ fn nodes_json(sub: &VerifiedSubtree) -> Value {
 pub fn catchup(t: &Trees) -> Value {
     let mut f = VectorFile::new(
         "catchup",
-        "Catch-up pieces (spec/catchup.md). subtree: verify_subtree(path, anchor, levels, capacity, answer), anchor being the trusted root for the top path (depth 0) and the position's hash (its parent's child hash) below it, capacity the client's; valid cases list the nodes in the order they came, each with its path. leaves: verify_leaves(chunk_hash, capacity, answer) gives the entry hashes. entries: verify_entries(leaves, bitmap, answer) gives [position, key, value] triples. Paths are encoded tree paths (hex). Invalid cases fail with code.",
+        "Catch-up pieces (spec/catchup.md). subtree: verify_subtree(path, anchor, levels, capacity, answer), anchor being the trusted root for the top path (depth 0) and the position's hash (its parent's child hash) below it, capacity the client's; valid cases list the nodes in the order they came, each with its path and whether its kinds are proven (catchup.md, \"Kinds\"). leaves: verify_leaves(chunk_hash, capacity, answer) gives the entry hashes. entries: verify_entries(leaves, bitmap, answer) gives [position, key, value] triples. Paths are encoded tree paths (hex). Invalid cases fail with code.",
         "spec/catchup.md",
     );
     let mut sub_valid = Vec::new();
@@ -249,6 +250,66 @@ pub fn catchup(t: &Trees) -> Value {
         &below,
         "NODE_MISMATCH",
     );
+    // Kinds (catchup.md, "Kinds"): what a node's height and chunk count allow, and for
+    // height 2 with 3 chunks, proven only by its inner child read after it.
+    let nodes = verify_subtree(&top, &root, 48, 4, &full).unwrap().nodes;
+    let first = |want: fn(&bpavl_core::WireNode) -> bool| nodes.iter().find(|(_, w, _)| want(w)).unwrap().0.clone();
+    let one = first(|w| w.height == 1);
+    let split = first(|w| w.height == 2 && w.chunks == 3);
+    let kinds_offset = |b: &Built, p: &TreePath| {
+        let w = &verify_subtree(p, &anchor(b, p), 1, 4, &subtree(b, p, 1)).unwrap().nodes[0].1;
+        let mut v = Vec::new();
+        put_varint(&mut v, w.chunks);
+        put_varint(&mut v, w.entries);
+        3 + v.len()
+    };
+    for (path, levels) in [(split.clone(), 1), (split.clone(), 2)] {
+        let answer = subtree(c4, &path, levels);
+        let got = verify_subtree(&path, &anchor(c4, &path), levels, 4, &answer).unwrap();
+        assert_eq!(got.nodes[0].2, levels == 2);
+        sub_valid.push(obj(vec![
+            ("tree", s(c4.name)),
+            ("path", h(&path.to_bytes())),
+            ("anchor", h(&anchor(c4, &path))),
+            ("levels", n(levels as u64)),
+            ("capacity", n(4)),
+            ("answer", h(&answer)),
+            ("capacity_carried", n(4)),
+            ("nodes", nodes_json(&got)),
+        ]));
+    }
+    let split_one = subtree(c4, &split, 1);
+    let split_two = subtree(c4, &split, 2);
+    let split_at = kinds_offset(c4, &split);
+    let swapped = split_one[split_at] ^ 3;
+    let one_at = kinds_offset(c4, &one);
+    let top_at = kinds_offset(c4, &top);
+    // A lie that only the inner child would show: asked 1 level, it checks, its kinds unproven.
+    let lie = with(&split_one, split_at, swapped);
+    let got = verify_subtree(&split, &anchor(c4, &split), 1, 4, &lie).unwrap();
+    assert!(!got.nodes[0].2);
+    sub_valid.push(obj(vec![
+        ("tree", s(c4.name)),
+        ("path", h(&split.to_bytes())),
+        ("anchor", h(&anchor(c4, &split))),
+        ("levels", n(1)),
+        ("capacity", n(4)),
+        ("answer", h(&lie)),
+        ("capacity_carried", n(4)),
+        ("nodes", nodes_json(&got)),
+    ]));
+    for (why, path, levels, answer, code) in [
+        ("the top (height 3 or more) says its left child is a chunk", &top, 1, with(&one_level, top_at, 1), "KINDS_MISMATCH"),
+        ("a node of height 1 says its children are inner nodes", &one, 1, with(&subtree(c4, &one, 1), one_at, 0), "KINDS_MISMATCH"),
+        ("a node of height 2 and 3 chunks says both children are chunks", &split, 1, with(&split_one, split_at, 3), "KINDS_MISMATCH"),
+        ("a node of height 2 and 3 chunks says no child is a chunk", &split, 1, with(&split_one, split_at, 0), "KINDS_MISMATCH"),
+        ("a node of height 2 and 3 chunks, asked 2 levels, cut before its inner child", &split, 2, split_one.clone(), "TRUNCATED"),
+        ("a node of height 2 and 3 chunks with its kinds swapped, asked 2 levels, cut before the child they claim", &split, 2, with(&split_one, split_at, swapped), "TRUNCATED"),
+        ("a node of height 2 and 3 chunks with its kinds swapped: its inner child does not hash to the side they claim", &split, 2, with(&split_two, split_at, swapped), "NODE_MISMATCH"),
+    ] {
+        sub_case(&mut f, why, path, &anchor(c4, path), levels, 4, &answer, code);
+    }
+
     // The top's capacity is the root's: a top answer checks whatever the client holds.
     let at_top = verify_subtree(&top, &root, 1, 16, &one_level).unwrap();
     assert_eq!(at_top.capacity, 4);
