@@ -11,14 +11,16 @@ import { type Connect, type PeerConnection, type SyncEvent, syncState } from '..
 import { Kind, type Response, Status } from '../src/wire/index.js';
 import { buildTree } from './support/server.js';
 
-// Counts verifyChunk calls; everything else of @bpavl/wasm is the real thing.
-const verified = vi.hoisted(() => ({ count: 0 }));
+// Counts verifyChunk calls, and traps as a panic in the module would at
+// `trapAt`; everything else of @bpavl/wasm is the real thing.
+const verified = vi.hoisted(() => ({ count: 0, trapAt: -1 }));
 vi.mock('@bpavl/wasm', async (importOriginal) => {
   const real = await importOriginal<typeof import('@bpavl/wasm')>();
   return {
     ...real,
     verifyChunk: (root: Uint8Array, index: number, bytes: Uint8Array) => {
       verified.count++;
+      if (index === verified.trapAt) throw new WebAssembly.RuntimeError('unreachable');
       return real.verifyChunk(root, index, bytes);
     },
   };
@@ -29,6 +31,7 @@ beforeAll(async () => {
 });
 afterEach(() => {
   verified.count = 0;
+  verified.trapAt = -1;
 });
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -77,6 +80,23 @@ function corrupt(_index: number, honest: Uint8Array): Uint8Array {
   bad[bad.length >> 1]! ^= 1;
   return bad;
 }
+
+describe('a verifier that traps', () => {
+  it('fails the sync with the trap and bans nobody: the module is not used again', async () => {
+    const { tree, root } = buildTree(3000, 16);
+    verified.trapAt = 3;
+    const events: SyncEvent[] = [];
+    const peers = ['a', 'b', 'c'];
+    const sync = syncState({
+      root,
+      peers,
+      connect: memoryPeers(tree, Object.fromEntries(peers.map((p) => [p, { delayMs: () => 1 }]))),
+      onEvent: (e) => events.push(e),
+    });
+    await expect(sync).rejects.toBeInstanceOf(WebAssembly.RuntimeError);
+    expect(events.filter((e) => e.type === 'chunk-rejected' || (e.type === 'peer' && e.status === 'banned'))).toEqual([]);
+  });
+});
 
 describe('endgame hedging', () => {
   it('does not hedge requests that are answered in time', async () => {

@@ -46,8 +46,10 @@ export const DEFAULT_STALL_TIMEOUT_MS = 20_000;
 /**
  * Syncs the whole state under `root` from `peers` and resolves with the
  * rebuilt tree. Rejects with `SyncError` (`NO_HONEST_PEERS`, with a report
- * per peer) when every peer is banned or unusable, and with the signal's
- * reason on abort.
+ * per peer) when every peer is banned or unusable, with the signal's
+ * reason on abort, and with the error itself when the sink cannot take a
+ * chunk or the WASM module traps (`WebAssembly.RuntimeError`: no peer is
+ * banned for it).
  *
  * @example
  * ```ts
@@ -439,6 +441,9 @@ class SyncSession<Out, Result> {
     try {
       chunk = this.verify(this.root, index, envelope);
     } catch (e) {
+      // A trap (`WebAssembly.RuntimeError`: a panic in the module) is no peer's lie, and the
+      // module is not to be used after it. (By name: not every project's lib types WebAssembly.)
+      if (e instanceof Error && e.name === 'RuntimeError') return this.failWith(e);
       const code = (e as { code?: string }).code ?? 'VERIFY_FAILED';
       this.rejected += 1;
       this.emit({ type: 'chunk-rejected', index, peer: p.address, code });
