@@ -278,6 +278,21 @@ pub fn catchup(t: &Trees) -> Value {
             ("nodes", nodes_json(&got)),
         ]));
     }
+    // Its parent asked 2 levels: the node is on the last level, its kinds unproven.
+    let parent = path_of(&split.turns()[..split.depth() - 1]);
+    let answer = subtree(c4, &parent, 2);
+    let got = verify_subtree(&parent, &anchor(c4, &parent), 2, 4, &answer).unwrap();
+    assert!(got.nodes.iter().any(|(p, _, proven)| *p == split && !proven));
+    sub_valid.push(obj(vec![
+        ("tree", s(c4.name)),
+        ("path", h(&parent.to_bytes())),
+        ("anchor", h(&anchor(c4, &parent))),
+        ("levels", n(2)),
+        ("capacity", n(4)),
+        ("answer", h(&answer)),
+        ("capacity_carried", n(4)),
+        ("nodes", nodes_json(&got)),
+    ]));
     let split_one = subtree(c4, &split, 1);
     let split_two = subtree(c4, &split, 2);
     let split_at = kinds_offset(c4, &split);
