@@ -20,7 +20,7 @@ use bpavl_testkit::rng::SplitMix64;
 mod model_keys;
 mod store_kit;
 use model_keys::{key, value};
-use store_kit::{assert_no_garbage, be, bulk_load, committed, entries, Store};
+use store_kit::{assert_no_garbage, be, committed, entries, random_states, Store};
 
 const MAX_BYTES: usize = 8 << 20;
 
@@ -220,45 +220,7 @@ fn commit_and_check(store: &mut Store, ws: &WriteSet, v: u64, capacity: usize, t
 /// A base state of `n` random writes, stored over a few commits; then the
 /// chain's next state, `changes` random writes later.
 fn states(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize) -> (Store, Tree, Tree) {
-    states_as(rng, capacity, n, changes, false)
-}
-
-/// `states`, the base stored over a few commits or (`bulk`) as one bulk
-/// load, whose chunk records hold their values.
-fn states_as(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize, bulk: bool) -> (Store, Tree, Tree) {
-    let mut store = Store::default();
-    let mut tree = Tree::new(capacity).unwrap();
-    let domain = (n as u64 * 2).max(4);
-    for i in 0..n {
-        let k = rng.below(domain) as u16;
-        if rng.below(5) == 0 {
-            tree.remove(&key(k));
-        } else {
-            tree.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
-        }
-        if !bulk && (i % (n / 3 + 1) == 0 || i + 1 == n) {
-            let (_, ws) = tree.commit_to_store();
-            store.write(&ws);
-        }
-    }
-    if bulk {
-        bulk_load(&mut store, capacity, tree.iter());
-        tree = store.load(1, capacity).unwrap();
-    }
-    let mut target = tree.clone();
-    for _ in 0..changes {
-        let k = rng.below(domain) as u16;
-        match rng.below(3) {
-            0 => {
-                target.remove(&key(k));
-            }
-            _ => {
-                target.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
-            }
-        }
-    }
-    target.commit();
-    (store, tree, target)
+    random_states(rng, capacity, n, changes, false)
 }
 
 /// Round `round` of a model test: its capacity (2, 3, 4, 16, 64 in turn:
@@ -267,7 +229,7 @@ fn states_as(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize, bu
 /// the target.
 fn round_states(rng: &mut SplitMix64, round: u64, n: usize, changes: usize) -> (usize, Store, u64, Tree, Tree) {
     let capacity = [2, 3, 4, 16, 64][round as usize % 5];
-    let (store, _, target) = states_as(rng, capacity, n, changes, bulk_round(round));
+    let (store, _, target) = random_states(rng, capacity, n, changes, bulk_round(round));
     let v = *store.version_numbers().last().unwrap();
     let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
     (capacity, store, v, head, target)

@@ -26,8 +26,6 @@
 //! `tests/fuzz-crashers/*.bin` holds malformed inputs that must all be
 //! rejected; see `crashers_are_rejected` and the README in that folder.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -37,9 +35,10 @@ use bpavl_core::{
     verify_absence, verify_chunk, verify_chunk_proof, verify_existence, verify_multiproof, verify_range, ChunkEnvelope,
     Rebuilder, Tree,
 };
+use bpavl_testkit::alloc::{alloc_budget, guarded, CountingAlloc};
 use bpavl_testkit::codes::{load_codes, Codes};
 use bpavl_testkit::fields::{noncanonical, varint, varint_len, Fields, Role};
-use bpavl_testkit::guard::{self, Outcome};
+use bpavl_testkit::guard::Outcome;
 use bpavl_testkit::rng::SplitMix64;
 use bpavl_testkit::sample::{decode_as, rebuild_add, verify_as, Ctx, Kind, Sample, KINDS, NOT_A_CODE};
 use rand::Rng;
@@ -50,76 +49,10 @@ use common::{build_tree, random_key, random_value};
 /// The longest random value in this test's trees.
 const MAX_VALUE_LEN: usize = 24;
 
-// ---------------------------------------------------------------------------
-// Allocation tracking: the largest single allocation on this thread while
-// `TRACKING` is set. Const-initialised thread-locals never allocate.
-
-struct CountingAlloc;
-
-thread_local! {
-    static TRACKING: Cell<bool> = const { Cell::new(false) };
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-/// While tracking, allocations above this are refused (the process then
-/// aborts with "memory allocation of N bytes failed") rather than letting a
-/// decoder bug exhaust the machine's memory.
-const HARD_CAP: usize = 1 << 30;
-
-/// Records `size`; false if it must be refused.
-fn note_alloc(size: usize) -> bool {
-    TRACKING
-        .try_with(|t| {
-            if !t.get() {
-                return true;
-            }
-            let _ = LARGEST.try_with(|m| m.set(m.get().max(size)));
-            size <= HARD_CAP
-        })
-        .unwrap_or(true)
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !note_alloc(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !note_alloc(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if !note_alloc(new_size) {
-            return std::ptr::null_mut();
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
+// Allocation tracking (`bpavl_testkit::alloc`): the largest single
+// allocation of each guarded call.
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
-
-/// Allowed largest single allocation while handling `len` input bytes.
-fn alloc_budget(len: usize) -> usize {
-    64 * len + (1 << 20)
-}
-
-/// Runs `f` under [`guard::guarded`] with allocation tracking; returns the
-/// outcome and the largest single allocation it made.
-fn guarded(f: impl FnOnce() -> Result<(), &'static str>) -> (Outcome, usize) {
-    LARGEST.with(|m| m.set(0));
-    TRACKING.with(|t| t.set(true));
-    let out = guard::guarded(f);
-    TRACKING.with(|t| t.set(false));
-    (out, LARGEST.with(Cell::get))
-}
 
 /// A code returned by [`verify_against_truth`] or [`decode_as`] that is a
 /// test failure, not a code of the spec.

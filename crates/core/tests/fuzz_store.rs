@@ -23,7 +23,6 @@
 //!   progress (a livelock on corrupt storage) is a failure;
 //! - the record decoders make no single allocation above `64 × input + 1 MiB`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -35,81 +34,22 @@ use bpavl_core::{
     verify_chunk, verify_entries, verify_leaves, verify_subtree, CatchUp, Fetch, Loader, ProofError, Snapshot,
     StoreError, StoreSync, Tree, TreePath, WriteSet, FORMAT_SYNC_PROGRESS,
 };
+use bpavl_testkit::alloc::{alloc_budget, guarded, CountingAlloc};
 use bpavl_testkit::codes::{load_codes, Codes};
-use bpavl_testkit::guard::{self, Outcome};
+use bpavl_testkit::guard::Outcome;
 use bpavl_testkit::rng::SplitMix64;
 use rand::Rng;
 
 mod model_keys;
 mod store_kit;
 use model_keys::{key, value};
-use store_kit::{bulk_load, entries, Store};
+use store_kit::{entries, random_states, Store};
 
 const MAX_BYTES: usize = 8 << 20;
 
-// ---------------------------------------------------------------------------
-// Allocation tracking (as in `tests/fuzz.rs`).
-
-struct CountingAlloc;
-
-thread_local! {
-    static TRACKING: Cell<bool> = const { Cell::new(false) };
-    static LARGEST: Cell<usize> = const { Cell::new(0) };
-}
-
-const HARD_CAP: usize = 1 << 30;
-
-fn note_alloc(size: usize) -> bool {
-    TRACKING
-        .try_with(|t| {
-            if !t.get() {
-                return true;
-            }
-            let _ = LARGEST.try_with(|m| m.set(m.get().max(size)));
-            size <= HARD_CAP
-        })
-        .unwrap_or(true)
-}
-
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if !note_alloc(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        System.alloc(layout)
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if !note_alloc(layout.size()) {
-            return std::ptr::null_mut();
-        }
-        System.alloc_zeroed(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if !note_alloc(new_size) {
-            return std::ptr::null_mut();
-        }
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
+// Allocation tracking (`bpavl_testkit::alloc`), as in `tests/fuzz.rs`.
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
-
-fn alloc_budget(len: usize) -> usize {
-    64 * len + (1 << 20)
-}
-
-/// Runs `f` under `catch_unwind` with allocation tracking.
-fn guarded(f: impl FnOnce() -> Result<(), &'static str>) -> (Outcome, usize) {
-    LARGEST.with(|m| m.set(0));
-    TRACKING.with(|t| t.set(true));
-    let out = guard::guarded(f);
-    TRACKING.with(|t| t.set(false));
-    (out, LARGEST.with(Cell::get))
-}
 
 // ---------------------------------------------------------------------------
 // Mutations.
@@ -316,42 +256,6 @@ fn code_of(e: StoreError) -> &'static str {
 // ---------------------------------------------------------------------------
 // Stores.
 
-/// A store holding a random state of `n` writes (over a few commits, or one
-/// bulk load whose chunk records hold their values); the head loaded from it
-/// (paged or whole); and the next state, `changes` writes later.
-fn states(rng: &mut SplitMix64, capacity: usize, n: usize, changes: usize, bulk: bool) -> (Store, Tree, Tree) {
-    let mut store = Store::default();
-    let mut tree = Tree::new(capacity).unwrap();
-    let domain = (n as u64 * 2).max(4);
-    for i in 0..n {
-        let k = rng.below(domain) as u16;
-        if rng.below(5) == 0 {
-            tree.remove(&key(k));
-        } else {
-            tree.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
-        }
-        if !bulk && (i % (n / 3 + 1) == 0 || i + 1 == n) {
-            let (_, ws) = tree.commit_to_store();
-            store.write(&ws);
-        }
-    }
-    if bulk {
-        bulk_load(&mut store, capacity, tree.iter());
-        tree = store.load(1, capacity).unwrap();
-    }
-    let mut target = tree.clone();
-    for _ in 0..changes {
-        let k = rng.below(domain) as u16;
-        if rng.below(3) == 0 {
-            target.remove(&key(k));
-        } else {
-            target.insert(&key(k), &value(k, rng.below(256) as u8)).unwrap();
-        }
-    }
-    target.commit();
-    (store, tree, target)
-}
-
 /// The scenarios: capacity, base writes, changes, bulk.
 const SCENARIOS: [(usize, usize, usize, bool); 8] = [
     (2, 40, 10, false),
@@ -387,7 +291,7 @@ fn store_records_and_catch_up_answers_decode_without_panics() {
     let mut ck = Checker::new();
     let mut inputs = 0u64;
     for (si, &(capacity, n, changes, bulk)) in SCENARIOS.iter().enumerate() {
-        let (mut store, _, target) = states(&mut rng, capacity, n, changes, bulk);
+        let (mut store, _, target) = random_states(&mut rng, capacity, n, changes, bulk);
         // A version written as deltas of the first (capacity 64 makes small deltas).
         let v = head_version(&store);
         let mut next = store.load(v, capacity).unwrap();
@@ -633,7 +537,7 @@ fn lying_catch_up_answers_are_refused_or_harmless() {
     let (mut lies, mut accepted) = (0u64, 0u64);
     for round in 0..60u64 {
         let (capacity, n, changes, bulk) = SCENARIOS[round as usize % SCENARIOS.len()];
-        let (mut store, _, target) = states(&mut rng, capacity, n, changes, bulk);
+        let (mut store, _, target) = random_states(&mut rng, capacity, n, changes, bulk);
         let v = head_version(&store);
         let head = store.load_as(v, capacity, round % 2 == 0).unwrap();
         // At least 2: a node whose kinds its inner child proves is asked again, and comes with it.
@@ -717,7 +621,7 @@ fn corrupt_kept_subtrees_are_refused_or_harmless() {
     let mut ck = Checker::new();
     for round in 0..16u64 {
         let (capacity, n, changes, bulk) = SCENARIOS[round as usize % SCENARIOS.len()];
-        let (mut store, _, target) = states(&mut rng, capacity, n, changes, bulk);
+        let (mut store, _, target) = random_states(&mut rng, capacity, n, changes, bulk);
         let v = head_version(&store);
         let head = store.load_as(v, capacity, true).unwrap();
         let snap = target.head();
@@ -817,7 +721,7 @@ fn store_corruption_in_a_catch_up() {
     let (mut refused, mut finished, mut corrupt_versions, mut runs) = (0, 0, 0, 0);
     for round in 0..240u64 {
         let (capacity, n, changes, bulk) = SCENARIOS[round as usize % SCENARIOS.len()];
-        let (store0, _, target) = states(&mut rng, capacity, n, changes, bulk);
+        let (store0, _, target) = random_states(&mut rng, capacity, n, changes, bulk);
         let v = head_version(&store0);
         let head = store0.load_as(v, capacity, round % 2 == 0).unwrap();
         let snap = target.head();
@@ -873,7 +777,7 @@ fn store_corruption_in_loads_and_paged_writes() {
     let mut runs = 0u64;
     for round in 0..480u64 {
         let (capacity, n, changes, bulk) = SCENARIOS[round as usize % SCENARIOS.len()];
-        let (store, tree, _) = states(&mut rng, capacity, n / 2 + 1, changes, bulk);
+        let (store, tree, _) = random_states(&mut rng, capacity, n / 2 + 1, changes, bulk);
         let v = head_version(&store);
         let want = entries(&tree);
         let corrupter = Corrupter::new(rng.gen(), [0.1, 0.4][round as usize % 2]);
@@ -950,7 +854,7 @@ fn store_corruption_in_store_syncs() {
     let (mut restores, mut runs) = (0u64, 0u64);
     for round in 0..48u64 {
         let (capacity, n, changes, bulk) = SCENARIOS[round as usize % SCENARIOS.len()];
-        let (store0, head_tree, target) = states(&mut rng, capacity, n, changes, bulk);
+        let (store0, head_tree, target) = random_states(&mut rng, capacity, n, changes, bulk);
         if target.chunk_count() == 0 {
             continue; // nothing to sync
         }

@@ -10,8 +10,10 @@
 //! - [`sample`]: a valid encoding with the context its verifier needs, and
 //!   the decoder and verifier of each kind behind one call;
 //! - [`guard`]: runs a call under `catch_unwind`, quietly;
+//! - [`alloc`]: the counting allocator of the fuzz tests;
 //! - [`rng`]: the one deterministic PRNG of the tests.
 
+pub mod alloc;
 pub mod codes;
 pub mod fields;
 pub mod guard;

@@ -9,6 +9,7 @@ use bpavl_core::record::{
     Table, VersionRecord,
 };
 use bpavl_core::{Loader, StoreError, Tree, WriteSet};
+use bpavl_testkit::rng::SplitMix64;
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -254,4 +255,49 @@ pub fn assert_no_garbage(store: &Store, capacity: usize) {
         short(present.difference(&reachable).collect()),
         short(reachable.difference(&present).collect())
     );
+}
+
+/// A store holding a random state of `n` writes of `model_keys` (over a few
+/// commits, or one bulk load whose chunk records hold their values), the
+/// tree it holds, and the next state, `changes` random writes later.
+pub fn random_states(
+    rng: &mut SplitMix64,
+    capacity: usize,
+    n: usize,
+    changes: usize,
+    bulk: bool,
+) -> (Store, Tree, Tree) {
+    let mut store = Store::default();
+    let mut tree = Tree::new(capacity).unwrap();
+    let domain = (n as u64 * 2).max(4);
+    for i in 0..n {
+        let k = rng.below(domain) as u16;
+        if rng.below(5) == 0 {
+            tree.remove(&crate::model_keys::key(k));
+        } else {
+            tree.insert(&crate::model_keys::key(k), &crate::model_keys::value(k, rng.below(256) as u8)).unwrap();
+        }
+        if !bulk && (i % (n / 3 + 1) == 0 || i + 1 == n) {
+            let (_, ws) = tree.commit_to_store();
+            store.write(&ws);
+        }
+    }
+    if bulk {
+        bulk_load(&mut store, capacity, tree.iter());
+        tree = store.load(1, capacity).unwrap();
+    }
+    let mut target = tree.clone();
+    for _ in 0..changes {
+        let k = rng.below(domain) as u16;
+        match rng.below(3) {
+            0 => {
+                target.remove(&crate::model_keys::key(k));
+            }
+            _ => {
+                target.insert(&crate::model_keys::key(k), &crate::model_keys::value(k, rng.below(256) as u8)).unwrap();
+            }
+        }
+    }
+    target.commit();
+    (store, tree, target)
 }
