@@ -129,18 +129,24 @@ export type HeadWrite = { key: Uint8Array; value: Uint8Array } | { key: Uint8Arr
  * `r_j = SHA-256(u64be(seed) ‖ u64be(step) ‖ u64be(j))`. With `x` =
  * `r_j`'s first 8 bytes as an integer and `i = x mod entryCount`: 8 in
  * 10 writes (by `r_j[8] mod 10`, 0 … 7) update `key_i`, 1 in 10 (8)
- * inserts the key `r_j`, 1 in 10 (9) deletes `key_i`; a written value is
- * `u64be(step) ‖ the first 504 bytes of SHA-256(r_j ‖ 0) ‖ … ‖ SHA-256(r_j ‖ 15)`.
- * Peers that apply the same batches in the same order to the same tree
- * commit the same roots (the demo's moving head, `bpavl-testnet serve
+ * puts the extra key `e_k = SHA-256(u64be(seed) ‖ u64be(0) ‖ u64be(k))`,
+ * `k = x mod max(1, ⌊entryCount / 10⌋)` (new the first time, so a head
+ * that moves for ever holds at most a tenth more keys than it started
+ * with), 1 in 10 (9) deletes `key_i`; a written value is `u64be(step) ‖
+ * the first 504 bytes of SHA-256(r_j ‖ 0) ‖ … ‖ SHA-256(r_j ‖ 15)`. Peers
+ * that apply the same batches in the same order to the same tree commit
+ * the same roots (the demo's moving head, `bpavl-testnet serve
  * --advance-on-stdin`). A delete of an absent key changes nothing.
  */
 export function headWrites(seed: bigint, entryCount: number, step: number, count: number): HeadWrite[] {
   if (!Number.isSafeInteger(step) || step < 1) throw new RangeError(`step must be a positive integer, got ${step}`);
   const writes: HeadWrite[] = [];
+  const stream = (at: number, j: bigint) => new Uint8Array(hash('sha256', concat(be64(seed), concat(be64(BigInt(at)), be64(j))), 'buffer'));
+  const extraKeys = BigInt(Math.max(1, Math.floor(entryCount / 10)));
   for (let j = 0; j < count; j++) {
-    const r = new Uint8Array(hash('sha256', concat(be64(seed), concat(be64(BigInt(step)), be64(BigInt(j)))), 'buffer'));
-    const pick = entryCount > 0 ? Number(new DataView(r.buffer).getBigUint64(0) % BigInt(entryCount)) : 0;
+    const r = stream(step, BigInt(j));
+    const x = new DataView(r.buffer).getBigUint64(0);
+    const pick = entryCount > 0 ? Number(x % BigInt(entryCount)) : 0;
     const what = r[8]! % 10;
     if (what === 9 && entryCount > 0) writes.push({ key: workloadEntry(seed, pick)[0], value: undefined });
     else {
@@ -153,7 +159,7 @@ export function headWrites(seed: bigint, entryCount: number, step: number, count
         const at = 8 + 32 * b;
         value.set(new Uint8Array(hash('sha256', block, 'buffer')).subarray(0, Math.min(32, VALUE_LEN - at)), at);
       }
-      writes.push({ key: what === 8 || entryCount === 0 ? r : workloadEntry(seed, pick)[0], value });
+      writes.push({ key: what === 8 || entryCount === 0 ? stream(0, x % extraKeys) : workloadEntry(seed, pick)[0], value });
     }
   }
   return writes;

@@ -52,4 +52,23 @@ describe('headWrites', () => {
     for (const w of a) if (w.value) expect(Buffer.from(w.value.subarray(0, 8)).readBigUInt64BE()).toBe(3n);
     expect(() => headWrites(0n, 1000, 0, 1)).toThrow(RangeError);
   });
+
+  it('keeps a head that moves for ever bounded: the keys it adds are at most a tenth of the workload', () => {
+    const workload = new Set(Array.from({ length: 1000 }, (_, i) => Buffer.from(workloadEntry(0n, i)[0]).toString('hex')));
+    const added = new Set<string>();
+    let puts = 0;
+    for (let step = 1; step <= 300; step++) {
+      for (const w of headWrites(0n, 1000, step, 100)) {
+        const k = Buffer.from(w.key).toString('hex');
+        if (w.value !== undefined && !workload.has(k)) {
+          puts++;
+          added.add(k);
+        }
+      }
+    }
+    // About 3,000 puts of keys outside the workload, all among its 100 extra keys.
+    expect(puts).toBeGreaterThan(2000);
+    expect(added.size).toBeLessThanOrEqual(100);
+    expect(added.size).toBeGreaterThan(90);
+  });
 });
