@@ -498,13 +498,16 @@ impl CatchUp {
             self.progress.push((path.clone(), levels, bytes.to_vec()));
         }
         for (at, node, proven) in parsed {
+            // Nodes below a subtree the head already holds are not needed.
+            if !self.frontier.contains_key(&at) {
+                continue;
+            }
             let shared = self.old.node_by_hash.get(&node.hash()).copied();
             // A node whose kinds only its inner child proves, cut before that child: asked again.
             if shared.is_none() && !proven {
                 continue;
             }
-            // Nodes below a subtree the head already holds are not needed.
-            let Some(f) = self.frontier.remove(&at) else { continue };
+            let f = self.frontier.remove(&at).expect("wanted");
             match shared {
                 Some(n) => {
                     self.old.shared.insert(OldChild::Node(n));
@@ -973,10 +976,11 @@ impl CatchUp {
         let probed = self.probe_deltas.take(r);
         match ChunkRecord::decode(bytes, self.capacity)? {
             ChunkRecord::Delta(delta) => {
-                // A delta names a full chunk: a head record that deltas wait for as their base, or
-                // that names itself, would be asked for again and again (or never again).
-                let corrupt = self.deltas.waits_for(r) || (self.loading.contains_key(r) && delta.base == *r);
-                if self.loading.contains_key(r) && !corrupt {
+                // A delta names a full chunk (`WaitingDeltas::refuses`): a delta that deltas wait for,
+                // or that names itself, would be asked for again and again (or never again).
+                let loading = self.loading.contains_key(r);
+                let corrupt = if loading { self.deltas.refuses(r, &delta) } else { self.deltas.waits_for(r) };
+                if loading && !corrupt {
                     self.deltas.add(*r, delta);
                 }
                 // An earlier run's delta that does not is fetched again.

@@ -442,8 +442,7 @@ impl Tree {
     fn supply_chunk(&mut self, r: &Ref, bytes: &[u8]) -> Result<usize, StoreError> {
         let mut loaded = 0;
         match ChunkRecord::decode(bytes, self.capacity())? {
-            // A base is a full chunk: a delta named as one, or naming itself, would be asked for again and again.
-            ChunkRecord::Delta(delta) if delta.base == *r || self.paging.deltas.waits_for(r) => {
+            ChunkRecord::Delta(delta) if self.paging.deltas.refuses(r, &delta) => {
                 return Err(StoreError::Corrupt);
             }
             ChunkRecord::Delta(delta) => {

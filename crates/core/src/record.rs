@@ -428,6 +428,14 @@ impl WaitingDeltas {
         self.by_base.contains_key(base)
     }
 
+    /// Whether `delta`, read as record `at`, can never lead to a full
+    /// record: it names itself as its base, or deltas wait for `at` as
+    /// theirs (a base is a full chunk record). Kept, it would be asked for
+    /// again and again: the store is corrupt.
+    pub fn refuses(&self, at: &Ref, delta: &Delta) -> bool {
+        delta.base == *at || self.waits_for(at)
+    }
+
     /// Every base some delta waits for.
     pub fn bases(&self) -> impl Iterator<Item = &Ref> {
         self.by_base.keys()

@@ -208,10 +208,7 @@ impl Head {
         self.asked.remove(r);
         let record = ChunkRecord::decode(bytes.ok_or(StoreError::Corrupt)?, self.capacity)?;
         match record {
-            // A base is a full chunk: a delta named as one, or naming itself, would be asked for again and again.
-            ChunkRecord::Delta(delta) if delta.base == *r || self.deltas.waits_for(r) => {
-                return Err(StoreError::Corrupt)
-            }
+            ChunkRecord::Delta(delta) if self.deltas.refuses(r, &delta) => return Err(StoreError::Corrupt),
             ChunkRecord::Delta(delta) if self.loading.contains_key(r) => self.deltas.add(*r, delta),
             ChunkRecord::Delta(_) => return Err(StoreError::Corrupt),
             ChunkRecord::Full { slots, groups } => {

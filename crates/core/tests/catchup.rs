@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use bpavl_core::pages::{Paged, Pages};
 use bpavl_core::record::{ChunkRecord, Ref, Table, VersionRecord};
 use bpavl_core::{
-    verify_chunk, CatchUp, Fetch, ProofError, Snapshot, StoreError, StoreSync, Tree, TreeError, TreePath, WireNode,
-    WriteSet, FORMAT_LEAVES, FORMAT_SUBTREE,
+    verify_chunk, verify_subtree, CatchUp, Fetch, ProofError, Snapshot, StoreError, StoreSync, Tree, TreeError,
+    TreePath, WireNode, WriteSet, FORMAT_LEAVES, FORMAT_SUBTREE,
 };
 use bpavl_testkit::rng::SplitMix64;
 
@@ -900,4 +900,23 @@ fn a_sync_as_the_next_version_finishes_only_once_the_stale_reads_are_done() {
     *bad.last_mut().unwrap() ^= 1;
     assert_eq!(sync.stale_supply(&r, Some(&bad)), Err(StoreError::Corrupt));
     assert!(sync.take_stale().is_empty());
+}
+
+/// A peer cuts a subtree to fit its limit, but never between a first node
+/// of height 2 and 3 chunks and the inner child that proves its kinds
+/// (`spec/catchup.md`, "Kinds"): asked 2 levels with room for no node at
+/// all, it still sends both, and they check as proven.
+#[test]
+fn a_peer_never_cuts_a_subtree_before_the_child_that_proves_its_first_nodes_kinds() {
+    let (_, tree, _) = committed(4, 200);
+    let snap = tree.head();
+    let top = TreePath::top();
+    let all = verify_subtree(&top, &snap.root(), 48, 4, &snap.export_subtree(&top, 48, MAX_BYTES).unwrap()).unwrap();
+    let (split, node, _) = all.nodes.iter().find(|(_, w, _)| w.height == 2 && w.chunks == 3).expect("such a node");
+    for levels in [1u8, 2] {
+        let cut = snap.export_subtree(split, levels, 1).unwrap();
+        let got = verify_subtree(split, &node.hash(), levels, 4, &cut).unwrap();
+        assert_eq!(got.nodes.len(), usize::from(levels), "levels {levels}");
+        assert_eq!(got.nodes[0].2, levels == 2, "levels {levels}");
+    }
 }

@@ -1,5 +1,6 @@
 // Numbered batches for the crash and cross-process tests: batch n puts eight
-// records of assorted sizes under n, deletes one record of batch n − 1, and
+// records of assorted sizes under n, deletes one record of batch n − 1 (a
+// delete of its key, or in even batches a range delete of it alone), and
 // sets meta "last" to n, all in one write. `checkPrefix` reads a database
 // and proves that it holds exactly batches 1 … last, each whole;
 // `checkStablePrefix` does so while another process writes.
@@ -19,7 +20,8 @@ const itemValue = (n: number, j: number) => pattern(SIZES[j], n * 16 + j + 1);
 export function batch(n: number): WriteBatch {
   return {
     puts: [...SIZES.map((_, j) => ['items', itemKey(n, j), itemValue(n, j)] as const), ['meta', LAST, u32(n)]],
-    deletes: n > 1 ? [['items', itemKey(n - 1, DELETED)]] : [],
+    ...(n > 1 && n % 2 === 1 && { deletes: [['items', itemKey(n - 1, DELETED)]] }),
+    ...(n > 1 && n % 2 === 0 && { deleteRanges: [['items', itemKey(n - 1, DELETED), itemKey(n - 1, DELETED + 1)]] }),
   };
 }
 
